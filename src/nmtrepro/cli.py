@@ -1,0 +1,52 @@
+"""`nmtrepro <command>`: the one entry point that every Snakemake rule calls.
+
+Command `foo-bar` lives in its module as `add_arguments_foo_bar(parser)` and `run_foo_bar(args)`; modules are
+imported only when their command runs, so light commands (BLEU, tables) do not pay for torch.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from .files import InputError
+
+COMMANDS = {
+    "fetch": ("nmtrepro.datasets", "materialise a dataset from the registry (embedded or downloaded)"),
+    "prepare": ("nmtrepro.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
+    "prepare-test": ("nmtrepro.prepare", "tokenize and BPE one test split with the learned codes"),
+    "train": ("nmtrepro.train", "train a model, resuming from the last checkpoint"),
+    "average": ("nmtrepro.checkpoint", "average the last K checkpoints"),
+    "decode": ("nmtrepro.generate", "beam-search a test set with incremental decoding"),
+    "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
+    "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
+    "plot-curves": ("nmtrepro.report", "plot training curves"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nmtrepro", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    argv = sys.argv[1:] if argv is None else argv
+    # Only the chosen command's module is imported: build its parser alone.
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text)
+        if name == chosen:
+            mod, snake = importlib.import_module(module), name.replace("-", "_")
+            getattr(mod, f"add_arguments_{snake}")(cmd)
+            cmd.set_defaults(run=getattr(mod, f"run_{snake}"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s | %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr)
+    try:
+        args.run(args)
+    except InputError as err:
+        print(f"nmtrepro {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The study as config describes it: experiments resolved against the chosen scale.
+
+The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this
+module checks what a schema cannot: that names refer to things that exist (an experiment's model
+and task, a table's experiments, a size in the scale, a model option the family accepts).
+Every error names the offending key path.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from .files import InputError
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    dataset: str            # dataset registry key
+    src_lang: str
+    tgt_lang: str
+    test: str               # test split decoded and scored
+    model: dict             # model spec: family + options, sizes resolved for the scale
+
+
+def _known(value, known, key):
+    if value not in known:
+        raise InputError(f"config: {key} = {value!r} is not defined; known: {', '.join(sorted(known))}")
+
+
+def model_options(config: dict, variant: str, key: str) -> dict:
+    """A model variant's options with its `size` expanded from the scale's size table."""
+    from .models import REGISTRY  # torch import only when a model is actually resolved
+
+    _known(variant, config["models"], key)
+    options = dict(config["models"][variant])
+    scale = config["scales"][config["scale"]]
+    size = options.pop("size", None)
+    if size is not None:
+        _known(size, scale["sizes"], f"models.{variant}.size")
+        options = {**scale["sizes"][size], **options}
+    family = options["family"]
+    _known(family, REGISTRY, f"models.{variant}.family")
+    accepted = set(inspect.signature(REGISTRY[family]).parameters) - {"src_vocab", "tgt_vocab"}
+    for option in options:
+        if option != "family" and option not in accepted:
+            raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "
+                             f"it takes {', '.join(sorted(accepted))}")
+    return options
+
+
+def experiments(config: dict) -> dict[str, Experiment]:
+    """Resolve every experiment for `config['scale']`, checking each reference on the way."""
+    _known(config["scale"], config["scales"], "scale")
+    scale = config["scales"][config["scale"]]
+    out = {}
+    for name, exp in config["experiments"].items():
+        _known(exp["task"], scale["tasks"], f"experiments.{name}.task")
+        task = scale["tasks"][exp["task"]]
+        _known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
+        dataset = config["datasets"][task["dataset"]]
+        _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
+        out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
+                               tgt_lang=dataset["tgt"], test=task["test"],
+                               model=model_options(config, exp["model"], f"experiments.{name}.model"))
+    for table, spec in config["tables"].items():
+        for i, cell in enumerate(spec["cells"]):
+            _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
+    return out

@@ -1,0 +1,91 @@
+"""File helpers shared by every stage: atomic writes and clear input errors.
+
+Every output is written under a temporary name in the same directory and renamed into place, so a
+killed job never leaves a half-written file that a later stage would trust.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class InputError(Exception):
+    """Bad user input (missing file, mismatched corpora, bad value); the CLI prints it without a traceback."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs should read like any written file
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary file for writing that replaces `path` when the block exits cleanly."""
+    with atomic_path(path) as tmp:
+        encoding = None if "b" in mode else "utf-8"
+        with open(tmp, mode, encoding=encoding) as handle:
+            yield handle
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    with atomic_open(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+
+
+def read_json(path: str | os.PathLike):
+    with open(require_file(path), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def write_lines(path: str | os.PathLike, lines) -> None:
+    with atomic_open(path) as handle:
+        for line in lines:
+            handle.write(line + "\n")
+
+
+def require_file(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"missing input file: {path}")
+    return path
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """Read a text file (plain or .gz) as a list of lines without their newline."""
+    path = require_file(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def read_parallel(src_path, tgt_path) -> tuple[list[str], list[str]]:
+    """Read two aligned files and refuse them when their line counts differ."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise InputError(
+            f"parallel files differ in length: {src_path} has {len(src)} lines, "
+            f"{tgt_path} has {len(tgt)}"
+        )
+    return src, tgt

@@ -1,0 +1,130 @@
+"""Building blocks shared by every model family: attention with an incremental cache, FFN, positions.
+
+Layers follow the Neutron Transformer that paper A builds on: no bias on the attention projections
+or on the FFN output, pre-norm residual blocks by default. That choice is what makes the parameter
+count of Transformer Base come out at the paper's 44.10M non-embedding parameters.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# A decoding cache: one dict per attention module, keyed by module, holding (batch, heads, time, d_head) tensors.
+Cache = dict
+
+
+class MultiheadAttention(nn.Module):
+    """Scaled dot-product attention over `heads` heads, using torch's fused SDPA kernel.
+
+    With `cache`, self-attention appends this step's keys/values to those of earlier steps, and
+    cross-attention (`static_kv=True`) projects the encoder output once and reuses it every step.
+    """
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = False):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.heads, self.d_head, self.dropout = heads, d_model // heads, dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape  # (batch, time, d) -> (batch, heads, time, d_head)
+        return x.view(b, t, self.heads, self.d_head).transpose(1, 2)
+
+    def forward(self, query, memory, key_padding_mask=None, causal=False,
+                cache: Cache | None = None, static_kv=False):
+        """query (B, T, d), memory (B, S, d) or None for self-attention; key_padding_mask (B, S) True at padding."""
+        memory = query if memory is None else memory
+        q = self._split(self.q_proj(query))
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k, v = (self._split(x) for x in self.kv_proj(memory).chunk(2, dim=-1))
+            if cache is not None and not static_kv and "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+        if cache is not None:
+            cache["k"], cache["v"] = k, v
+        mask = None
+        if key_padding_mask is not None:
+            mask = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, S): True where attending is allowed
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
+            dropout_p=self.dropout if self.training else 0.0)
+        b, _, t, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN: Linear -> ReLU -> dropout -> Linear (no output bias, as in Neutron).
+
+    The inner dropout is fairseq's `activation_dropout` (0 by default there): on a CPU, drawing a mask
+    over the wide inner layer costs more than the residual dropouts together.
+    """
+
+    def __init__(self, d_model: int, d_ffn: int, dropout: float = 0.0):
+        super().__init__()
+        self.inner = nn.Linear(d_model, d_ffn)
+        self.outer = nn.Linear(d_ffn, d_model, bias=False)
+        self.dropout = dropout
+
+    def forward(self, x):
+        return self.outer(F.dropout(F.relu(self.inner(x)), self.dropout, self.training))
+
+
+class Residual(nn.Module):
+    """x + dropout(f(x)) with layer norm before f (pre-norm) or after the sum (post-norm, Vaswani)."""
+
+    def __init__(self, sublayer: nn.Module, d_model: int, dropout: float, pre_norm: bool):
+        super().__init__()
+        self.sublayer, self.norm = sublayer, nn.LayerNorm(d_model)
+        self.dropout, self.pre_norm = dropout, pre_norm
+
+    def forward(self, x, *args, **kwargs):
+        if self.pre_norm:
+            return x + F.dropout(self.sublayer(self.norm(x), *args, **kwargs), self.dropout, self.training)
+        return self.norm(x + F.dropout(self.sublayer(x, *args, **kwargs), self.dropout, self.training))
+
+
+def sinusoidal_positions(length: int, d_model: int, offset: int = 0) -> torch.Tensor:
+    """(length, d) sinusoidal position encodings, sin in the first half and cos in the second."""
+    half = d_model // 2
+    freqs = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
+    pos = torch.arange(offset, offset + length, dtype=torch.float32)[:, None] * freqs[None, :]
+    enc = torch.cat([pos.sin(), pos.cos()], dim=1)
+    return F.pad(enc, (0, d_model % 2))
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d) plus sinusoidal positions, then dropout.
+
+    Initialised with std d^-0.5 so that, once scaled, token vectors have unit norm per dimension:
+    N(0, 1) weights tied to the softmax start training at a loss near 120.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, pad: int, dropout: float):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, d_model, padding_idx=pad)
+        nn.init.normal_(self.table.weight, std=d_model ** -0.5)
+        with torch.no_grad():
+            self.table.weight[pad].zero_()
+        self.scale, self.dropout = math.sqrt(d_model), dropout
+
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        x = self.table(tokens) * self.scale
+        x = x + sinusoidal_positions(tokens.size(1), x.size(-1), offset).to(x)
+        return F.dropout(x, self.dropout, self.training)
+
+
+def reorder_cache(cache: dict, order: torch.Tensor) -> None:
+    """Select batch rows `order` in every tensor of a nested decoding cache, in place."""
+    for key, value in cache.items():
+        if isinstance(value, dict):
+            reorder_cache(value, order)
+        elif isinstance(value, torch.Tensor):
+            cache[key] = value.index_select(0, order)

@@ -1,0 +1,41 @@
+"""Fixtures shared by the tests: tiny models and tiny binarized corpora built in tmp_path."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from nmtrepro.models import build_model
+from nmtrepro.vocab import Vocab, save_indexed
+
+TINY = {"family": "transformer", "d_model": 16, "ffn": 32, "heads": 2,
+        "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0}
+
+
+@pytest.fixture
+def tiny_model():
+    torch.manual_seed(0)
+    return build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24}).eval()
+
+
+def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0):
+    """A toy task (the target is the reversed source) binarized like `nmtrepro prepare` writes it."""
+    rng = random.Random(seed)
+    symbols = [f"w{i}" for i in range(vocab)]
+    src_vocab, tgt_vocab = Vocab(symbols), Vocab(symbols)
+    for side, v in (("src", src_vocab), ("tgt", tgt_vocab)):
+        v.save(directory / f"dict.{side}.txt")
+    for split, n in (("train", n_train), ("valid", n_valid)):
+        pairs = []
+        for _ in range(n):
+            words = [rng.choice(symbols) for _ in range(rng.randint(2, 7))]
+            pairs.append((" ".join(words), " ".join(reversed(words))))
+        save_indexed(directory / f"{split}.src.bin", [src_vocab.encode(s) for s, _ in pairs])
+        save_indexed(directory / f"{split}.tgt.bin", [tgt_vocab.encode(t) for _, t in pairs])
+    return directory
+
+
+@pytest.fixture
+def copy_corpus(tmp_path):
+    return write_copy_corpus(tmp_path / "data")

@@ -1,0 +1,97 @@
+"""BLEU wrapper: pinned on cases small enough to count n-grams by hand."""
+import json
+import math
+
+import pytest
+
+from nmtrepro import cli
+from nmtrepro.bleu import score
+from nmtrepro.files import InputError
+
+
+def write_set(tmp_path, hyp, ref, hyp_tok=None, ref_tok=None):
+    """Write the four files `score` reads; the tokenized pair defaults to the detokenized one."""
+    texts = {"hyp": hyp, "ref": ref, "hyp_tok": hyp_tok or hyp, "ref_tok": ref_tok or ref}
+    paths = {}
+    for name, lines in texts.items():
+        paths[name] = tmp_path / f"test.{name}"
+        paths[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return paths
+
+
+def test_identical_text_scores_100_both_ways(tmp_path):
+    lines = ["A man rides a horse .", "Two dogs play in the snow ."]
+    result = score(**write_set(tmp_path, lines, lines))
+    assert result["n"] == 2
+    for kind in ("sacrebleu", "tok_bleu"):
+        assert result[kind]["score"] == pytest.approx(100.0)
+        assert result[kind]["precisions"] == pytest.approx([100.0] * 4)
+        assert result[kind]["bp"] == pytest.approx(1.0)
+        assert result[kind]["sys_len"] == result[kind]["ref_len"] == 13
+
+
+def test_precisions_match_hand_count(tmp_path):
+    # hyp: the cat sat on the mat / ref: the cat sat on a mat (6 tokens each, BP = 1)
+    # 1-grams 5/6 ('the' clipped to 1), 2-grams 3/5, 3-grams 2/4, 4-grams 1/3.
+    result = score(**write_set(tmp_path, ["the cat sat on the mat"], ["the cat sat on a mat"]))
+    tok = result["tok_bleu"]
+    assert tok["precisions"] == pytest.approx([100 * 5 / 6, 100 * 3 / 5, 100 * 2 / 4, 100 * 1 / 3])
+    assert tok["bp"] == pytest.approx(1.0)
+    assert tok["score"] == pytest.approx(100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
+
+
+def test_short_hypothesis_pays_brevity_penalty(tmp_path):
+    # All n-grams match; 4 hypothesis tokens against 6 reference tokens: BP = exp(1 - 6/4).
+    result = score(**write_set(tmp_path, ["the cat sat on"], ["the cat sat on the mat"]))
+    assert result["tok_bleu"]["precisions"] == pytest.approx([100.0] * 4)
+    assert result["tok_bleu"]["bp"] == pytest.approx(math.exp(-0.5))
+    assert result["tok_bleu"]["score"] == pytest.approx(100 * math.exp(-0.5))
+
+
+def test_tokenized_bleu_splits_on_whitespace_only_while_sacrebleu_splits_punctuation(tmp_path):
+    # sacreBLEU's 13a splits 'mat.' into 'mat .', so both sides agree; tokenized BLEU keeps 'mat.' whole:
+    # 6 vs 7 tokens, precisions 5/6, 4/5, 3/4, 2/3 and BP = exp(1 - 7/6).
+    hyp, ref = ["the cat sat on the mat."], ["the cat sat on the mat ."]
+    result = score(**write_set(tmp_path, hyp, ref))
+    assert result["sacrebleu"]["score"] == pytest.approx(100.0)
+    tok = result["tok_bleu"]
+    assert (tok["sys_len"], tok["ref_len"]) == (6, 7)
+    assert tok["precisions"] == pytest.approx([100 * 5 / 6, 100 * 4 / 5, 100 * 3 / 4, 100 * 2 / 3])
+    assert tok["score"] == pytest.approx(100 * math.exp(1 - 7 / 6) * (1 / 3) ** 0.25)
+
+
+def test_both_bleus_are_case_sensitive(tmp_path):
+    result = score(**write_set(tmp_path, ["The dog runs"], ["the dog runs"]))
+    for kind in ("sacrebleu", "tok_bleu"):
+        assert result[kind]["precisions"][0] == pytest.approx(100 * 2 / 3)
+
+
+def test_signatures_say_how_each_bleu_was_computed(tmp_path):
+    result = score(**write_set(tmp_path, ["a b c d"], ["a b c d"]))
+    assert "tok:13a" in result["sacrebleu"]["signature"]
+    assert "case:mixed" in result["sacrebleu"]["signature"]
+    assert "tok:none" in result["tok_bleu"]["signature"]
+    assert "smooth:none" in result["tok_bleu"]["signature"]
+
+
+def test_line_count_mismatch_names_the_files(tmp_path):
+    paths = write_set(tmp_path, ["a b", "c d"], ["a b", "c d"], ref_tok=["a b"])
+    with pytest.raises(InputError, match="line count") as err:
+        score(**paths)
+    assert str(paths["ref_tok"]) in str(err.value) and str(paths["hyp"]) in str(err.value)
+
+
+def test_empty_hypothesis_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="empty"):
+        score(**write_set(tmp_path, [], []))
+
+
+def test_cli_writes_json_with_both_scores(tmp_path):
+    paths = write_set(tmp_path, ["the cat sat on the mat"], ["the cat sat on a mat"])
+    out = tmp_path / "out" / "test.bleu.json"
+    argv = ["bleu", "--hyp", str(paths["hyp"]), "--ref", str(paths["ref"]), "--hyp-tok", str(paths["hyp_tok"]),
+            "--ref-tok", str(paths["ref_tok"]), "--out", str(out)]
+    assert cli.main(argv) == 0
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(score(**paths)))
+    assert set(written["tok_bleu"]) == {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}

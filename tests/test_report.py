@@ -1,0 +1,168 @@
+"""Results tables beside the paper's numbers, and training-curve plots."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from nmtrepro import cli
+from nmtrepro.files import InputError
+from nmtrepro.report import Cell, build_table, parse_cell, read_paper_numbers
+
+PAPER_A_TABLE1 = Path(__file__).resolve().parents[1] / "workflow" / "papers" / "A_table1.tsv"
+SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"
+
+
+@pytest.fixture
+def paper_numbers(tmp_path):
+    path = tmp_path / "paper.tsv"
+    path.write_text("row\tcolumn\tvalue\tnote\n"
+                    "Base\tEn-De\t27.38\tWMT14 newstest2014\n"
+                    "Base\tEn-Fr\t39.34\tWMT14 newstest2014\n"
+                    "+PR\tEn-De\t28.67\tWMT14 newstest2014; † p < 0.01\n", encoding="utf-8")
+    return path
+
+
+def bleu_json(tmp_path, name, tok_bleu, sacrebleu=None):
+    path = tmp_path / f"{name}.bleu.json"
+    entry = {"score": tok_bleu, "signature": SIGNATURE, "precisions": [0, 0, 0, 0], "bp": 1.0,
+             "sys_len": 1, "ref_len": 1}
+    scores = {"n": 1, "tok_bleu": entry}
+    if sacrebleu is not None:
+        scores["sacrebleu"] = dict(entry, score=sacrebleu)
+    path.write_text(json.dumps(scores), encoding="utf-8")
+    return path
+
+
+def test_paper_a_table1_holds_all_eight_numbers():
+    paper = read_paper_numbers(PAPER_A_TABLE1)
+    values = {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
+    assert values == {
+        ("Transformer Base", "En-De"): 27.38, ("Transformer Base", "En-Fr"): 39.34,
+        ("Transformer Base +PR", "En-De"): 28.67, ("Transformer Base +PR", "En-Fr"): 40.71,
+        ("Transformer Big", "En-De"): 28.49, ("Transformer Big", "En-Fr"): 41.36,
+        ("Transformer Big +PR", "En-De"): 29.60, ("Transformer Big +PR", "En-Fr"): 42.45,
+    }
+    assert all("†" in note for row, note in zip(paper["row"], paper["note"]) if row.endswith("+PR"))
+
+
+def test_table_puts_paper_number_beside_ours_with_delta(tmp_path, paper_numbers):
+    cells = [Cell("base_en_de", "Base", "En-De", str(bleu_json(tmp_path, "de", 30.123)))]
+    table = build_table(paper_numbers, cells, "tok_bleu", {"base_en_de": "multi30k test_2016_flickr"})
+    row = table[(table["row"] == "Base") & (table["column"] == "En-De")].iloc[0]
+    assert row["experiment"] == "base_en_de"
+    assert row["paper BLEU"] == pytest.approx(27.38)
+    assert row["ours"] == pytest.approx(30.12)
+    assert row["Δ"] == pytest.approx(2.74)
+    assert row["our test set"] == "multi30k test_2016_flickr"
+    assert row["signature"] == SIGNATURE
+
+
+def test_table_reads_the_chosen_metric(tmp_path, paper_numbers):
+    cells = [Cell("base_en_de", "Base", "En-De", str(bleu_json(tmp_path, "de", 30.0, sacrebleu=25.0)))]
+    table = build_table(paper_numbers, cells, "sacrebleu")
+    assert table.iloc[0]["ours"] == pytest.approx(25.0)
+    assert table.iloc[0]["Δ"] == pytest.approx(25.0 - 27.38)
+
+
+def test_table_keeps_unmeasured_paper_rows_in_paper_order(tmp_path, paper_numbers):
+    cells = [Cell("base_en_fr", "Base", "En-Fr", str(bleu_json(tmp_path, "fr", 40.0)))]
+    table = build_table(paper_numbers, cells, "tok_bleu")
+    assert list(zip(table["row"], table["column"])) == [("Base", "En-De"), ("Base", "En-Fr"), ("+PR", "En-De")]
+    unmeasured = table[table["row"] == "+PR"].iloc[0]
+    assert unmeasured["paper BLEU"] == pytest.approx(28.67)
+    assert math.isnan(unmeasured["ours"]) and math.isnan(unmeasured["Δ"])
+    assert unmeasured["experiment"] == "" and unmeasured["signature"] == ""
+
+
+def test_missing_bleu_json_names_the_file(tmp_path, paper_numbers):
+    missing = tmp_path / "nowhere.bleu.json"
+    with pytest.raises(InputError, match="nowhere.bleu.json"):
+        build_table(paper_numbers, [Cell("x", "Base", "En-De", str(missing))], "tok_bleu")
+
+
+def test_bleu_json_without_the_metric_names_file_and_metric(tmp_path, paper_numbers):
+    path = bleu_json(tmp_path, "de", 30.0)
+    with pytest.raises(InputError, match="sacrebleu") as err:
+        build_table(paper_numbers, [Cell("x", "Base", "En-De", str(path))], "sacrebleu")
+    assert str(path) in str(err.value)
+
+
+def test_missing_paper_numbers_file_names_the_file(tmp_path):
+    with pytest.raises(InputError, match="A_missing.tsv"):
+        build_table(tmp_path / "A_missing.tsv", [], "tok_bleu")
+
+
+def test_paper_numbers_with_wrong_header_is_refused(tmp_path):
+    path = tmp_path / "bad.tsv"
+    path.write_text("model\tEn-De\nBase\t27.38\n", encoding="utf-8")
+    with pytest.raises(InputError, match="bad.tsv.*header"):
+        read_paper_numbers(path)
+
+
+def test_cell_not_in_paper_file_is_refused(tmp_path, paper_numbers):
+    cells = [Cell("x", "Transformer base", "En-De", str(bleu_json(tmp_path, "de", 30.0)))]
+    with pytest.raises(InputError, match="not in"):
+        build_table(paper_numbers, cells, "tok_bleu")
+
+
+def test_cell_spec_splits_into_four_fields_keeping_equals_in_the_path():
+    assert parse_cell("base_en_de=Transformer Base=En-De=results/a=b.json") == \
+        Cell("base_en_de", "Transformer Base", "En-De", "results/a=b.json")
+    with pytest.raises(InputError, match="EXPERIMENT=ROW=COLUMN=PATH"):
+        parse_cell("base_en_de=Transformer Base=results/x.json")
+
+
+def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
+    path = bleu_json(tmp_path, "de", 29.5)
+    md, page = tmp_path / "out" / "T.md", tmp_path / "out" / "T.html"
+    argv = ["table", "--title", "Paper A, Table 1", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
+            "--cell", f"base_en_de=Base=En-De={path}", "--test-set", "base_en_de=test_2016_flickr",
+            "--scale", "tiny", "--out-md", str(md), "--out-html", str(page)]
+    assert cli.main(argv) == 0
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# Paper A, Table 1\n")
+    measured = next(line for line in text.splitlines() if "base_en_de" in line)
+    assert "27.38" in measured and "29.50" in measured and "+2.12" in measured
+    assert "tok:none\\|smooth:none" in measured  # '|' escaped so the Markdown table keeps its columns
+    assert "scale `tiny`" in text and "not comparable" in text
+    assert any("| +PR" in line and "28.67" in line for line in text.splitlines())  # unmeasured, still shown
+    document = page.read_text(encoding="utf-8")
+    assert "<table" in document and "29.50" in document and "+2.12" in document and "not comparable" in document
+    assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def test_table_command_reports_missing_json_without_traceback(tmp_path, paper_numbers, capsys):
+    argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
+            "--cell", f"x=Base=En-De={tmp_path / 'gone.json'}", "--out-md", str(tmp_path / "T.md"),
+            "--out-html", str(tmp_path / "T.html")]
+    assert cli.main(argv) == 2
+    assert "gone.json" in capsys.readouterr().err
+    assert not (tmp_path / "T.md").exists()
+
+
+def test_plot_curves_writes_png_from_curve_with_empty_cells(tmp_path):
+    header = "step\tepoch\twall_s\tlr\ttrain_loss\ttrain_nll\tvalid_loss\tvalid_nll\ttgt_tok_s\n"
+    rows = ("5\t0\t1.0\t0.001\t9.1\t8.9\t\t\t1000\n"
+            "10\t0\t2.0\t0.002\t8.2\t8.0\t\t\t1100\n"
+            "10\t0\t2.1\t\t\t\t8.5\t8.3\t\n"
+            "15\t1\t3.0\t0.002\t7.4\t7.1\t\t\t1050\n"
+            "20\t1\t4.0\t0.002\t6.9\t6.5\t\t\t1070\n"
+            "20\t1\t4.1\t\t\t\t7.6\t7.2\t\n")
+    curves = []
+    for name in ("base_en_de", "base_en_fr"):
+        path = tmp_path / f"{name}.tsv"
+        path.write_text(header + rows, encoding="utf-8")
+        curves += ["--curve", f"{name}={path}"]
+    out = tmp_path / "plots" / "curves.png"
+    assert cli.main(["plot-curves", *curves, "--out", str(out)]) == 0
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert out.stat().st_size > 1000
+
+
+def test_plot_curves_refuses_a_tsv_without_loss_columns(tmp_path, capsys):
+    path = tmp_path / "odd.tsv"
+    path.write_text("step\tloss\n1\t2.0\n", encoding="utf-8")
+    assert cli.main(["plot-curves", "--curve", f"x={path}", "--out", str(tmp_path / "c.png")]) == 2
+    assert "odd.tsv" in capsys.readouterr().err
+    assert not (tmp_path / "c.png").exists()

@@ -1,0 +1,53 @@
+import torch
+import torch.nn.functional as F
+
+from nmtrepro.batching import collate, token_batches
+from nmtrepro.criterion import label_smoothed_loss
+from nmtrepro.schedule import inverse_sqrt
+from nmtrepro.vocab import IndexedData, Vocab, save_indexed
+
+
+def test_label_smoothing_matches_torch_definition():
+    torch.manual_seed(0)
+    logits, target = torch.randn(7, 11), torch.randint(0, 11, (7,))
+    loss, nll = label_smoothed_loss(logits, target, 0.1)
+    assert torch.allclose(loss, F.cross_entropy(logits, target, label_smoothing=0.1, reduction="sum"))
+    assert torch.allclose(nll, F.cross_entropy(logits, target, reduction="sum"))
+
+
+def test_label_smoothing_zero_is_plain_nll():
+    logits, target = torch.randn(3, 5), torch.tensor([0, 4, 2])
+    loss, nll = label_smoothed_loss(logits, target, 0.0)
+    assert torch.allclose(loss, nll)
+
+
+def test_inverse_sqrt_schedule_warms_up_then_decays():
+    assert inverse_sqrt(1, 1.0, 100) == 0.01
+    assert inverse_sqrt(100, 1.0, 100) == 1.0
+    assert inverse_sqrt(400, 1.0, 100) == 0.5
+    noam_peak = 512 ** -0.5 * 4000 ** -0.5   # Vaswani et al.: d^-0.5 * min(s^-0.5, s * w^-1.5)
+    assert abs(inverse_sqrt(8000, noam_peak, 4000) - 512 ** -0.5 * 8000 ** -0.5) < 1e-12
+
+
+def test_token_batches_respect_budget_and_cover_every_sentence():
+    sizes = [3, 9, 4, 4, 12, 2, 7, 7, 5, 1]
+    batches = token_batches(sizes, sizes, max_tokens=16, seed=3, epoch=0)
+    assert sorted(i for b in batches for i in b) == list(range(len(sizes)))
+    for b in batches:
+        assert len(b) == 1 or max(sizes[i] for i in b) * len(b) <= 16
+
+
+def test_token_batches_depend_only_on_seed_and_epoch():
+    sizes = list(range(1, 40))
+    assert token_batches(sizes, sizes, 32, seed=1, epoch=2) == token_batches(sizes, sizes, 32, seed=1, epoch=2)
+    assert token_batches(sizes, sizes, 32, seed=1, epoch=2) != token_batches(sizes, sizes, 32, seed=1, epoch=3)
+
+
+def test_collate_pads_and_shifts_target(tmp_path):
+    save_indexed(tmp_path / "s.bin", [[5, 6, 2], [7, 2]])
+    save_indexed(tmp_path / "t.bin", [[8, 2], [9, 10, 11, 2]])
+    b = collate(IndexedData(tmp_path / "s.bin"), IndexedData(tmp_path / "t.bin"), [0, 1])
+    assert b.src.tolist() == [[5, 6, 2], [7, 2, Vocab.pad]]
+    assert b.target.tolist() == [[8, 2, 0, 0], [9, 10, 11, 2]]
+    assert b.prev.tolist() == [[1, 8, 0, 0], [1, 9, 10, 11]]
+    assert b.tgt_tokens == 6

@@ -1,0 +1,89 @@
+import pytest
+import torch
+
+from nmtrepro.files import InputError
+from nmtrepro.generate import beam_search
+from nmtrepro.models import build_model, count_parameters
+from nmtrepro.vocab import Vocab
+
+from conftest import TINY
+
+
+def batch(rows):
+    return torch.nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True)
+
+
+def test_forward_shapes(tiny_model):
+    src = batch([[5, 6, 7, 2], [8, 2]])
+    prev = batch([[1, 9, 10], [1, 11]])
+    assert tiny_model(src, prev).shape == (2, 3, 24)
+
+
+def test_source_padding_does_not_change_outputs(tiny_model):
+    src, prev = torch.tensor([[5, 6, 2]]), torch.tensor([[1, 9, 10]])
+    padded = torch.tensor([[5, 6, 2, Vocab.pad, Vocab.pad]])
+    assert torch.allclose(tiny_model(src, prev), tiny_model(padded, prev), atol=1e-5)
+
+
+def test_decoder_is_causal(tiny_model):
+    src = torch.tensor([[5, 6, 2]])
+    a = tiny_model(src, torch.tensor([[1, 9, 10, 11]]))
+    b = tiny_model(src, torch.tensor([[1, 9, 12, 13]]))
+    assert torch.allclose(a[:, :2], b[:, :2], atol=1e-5)
+    assert not torch.allclose(a[:, 2:], b[:, 2:], atol=1e-5)
+
+
+def test_incremental_decoding_matches_full_forward(tiny_model):
+    src = batch([[5, 6, 7, 2], [8, 2]])
+    prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
+    full = tiny_model.decode(prev, tiny_model.encode(src))
+    enc, cache = tiny_model.encode(src), {}
+    steps = [tiny_model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
+    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+
+
+def test_beam_search_with_cache_gives_same_hypotheses_as_without(tiny_model):
+    torch.manual_seed(1)
+    src = torch.randint(4, 20, (6, 7))
+    src[:, -1] = Vocab.eos
+    src[3, 4:] = Vocab.pad
+    src[3, 3] = Vocab.eos
+    cached = beam_search(tiny_model, src, beam=4, max_len_b=8)
+    plain = beam_search(tiny_model, src, beam=4, max_len_b=8, use_cache=False)
+    assert cached == plain
+    assert any(len(h) > 0 for h in cached)
+
+
+def test_beam_search_respects_length_limit(tiny_model):
+    src = torch.tensor([[5, 6, 2]])
+    hyp = beam_search(tiny_model, src, beam=3, max_len_a=0.0, max_len_b=4)[0]
+    assert len(hyp) <= 4 and Vocab.eos not in hyp
+
+
+def test_beam_one_equals_greedy(tiny_model):
+    src = torch.tensor([[5, 6, 7, 2]])
+    enc, tokens = tiny_model.encode(src), [Vocab.bos]
+    for _ in range(8):
+        nxt = tiny_model.logits(tiny_model.decode(torch.tensor([tokens]), enc))[0, -1]
+        nxt[[Vocab.pad, Vocab.bos]] = float("-inf")
+        tokens.append(int(nxt.argmax()))
+        if tokens[-1] == Vocab.eos:
+            break
+    greedy = [t for t in tokens[1:] if t != Vocab.eos]
+    assert beam_search(tiny_model, src, beam=1, max_len_a=0.0, max_len_b=8)[0] == greedy
+
+
+def test_param_count_matches_paper_base_and_big_without_embeddings():
+    # Neutron-style layers (paper A's code): 44.10M (Base) and 176.28M (Big) non-embedding parameters.
+    for size, expected in (({}, 44_097_536), ({"d_model": 1024, "ffn": 4096, "heads": 16}, 176_275_456)):
+        with torch.device("meta"):
+            model = build_model({"family": "transformer", "src_vocab": 1, "tgt_vocab": 1, **size})
+        d = model.src_embed.table.embedding_dim
+        assert count_parameters(model) - 2 * d == expected
+
+
+def test_unknown_family_and_option_fail_clearly():
+    with pytest.raises(InputError, match="unknown model family 'transfomer'"):
+        build_model({"family": "transfomer", "src_vocab": 5, "tgt_vocab": 5})
+    with pytest.raises(InputError, match="no option"):
+        build_model({**TINY, "src_vocab": 5, "tgt_vocab": 5, "d_modle": 3})

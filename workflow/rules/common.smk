@@ -1,0 +1,47 @@
+# Config validation, the resolved study, and the input functions the rules share.
+import json
+import shlex
+
+from snakemake.utils import validate
+
+from nmtrepro.config import experiments
+from nmtrepro.files import InputError
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+try:
+    EXPERIMENTS = experiments(config)
+except InputError as err:
+    raise WorkflowError(str(err)) from None
+SCALE = config["scales"][config["scale"]]
+PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
+    f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
+]
+
+
+wildcard_constraints:
+    dataset="|".join(config["datasets"]),
+    experiment="|".join(EXPERIMENTS) or "^$",
+    table="|".join(config["tables"]) or "^$",
+    split="[A-Za-z0-9_.-]+",
+
+
+def exp(wildcards):
+    return EXPERIMENTS[wildcards.experiment]
+
+
+def prepared(wildcards):
+    return expand("results/prepare/{dataset}/{file}", dataset=exp(wildcards).dataset, file=PREPARED)
+
+
+def test_files(wildcards, kind):
+    return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
+
+
+def bleu_file(experiment):
+    return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.bleu.json"
+
+
+def all_outputs():
+    tables = expand("results/report/{table}.{ext}", table=config["tables"], ext=["md", "html"])
+    return tables + ["results/report/training_curves.png"]

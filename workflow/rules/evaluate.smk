@@ -1,0 +1,40 @@
+rule decode:
+    input:
+        model="results/train/{experiment}/averaged.pt",
+        src=lambda w: test_files(w, "src.bpe"),
+    output:
+        hyp="results/evaluate/{experiment}/{split}.hyp",
+        tok="results/evaluate/{experiment}/{split}.hyp.tok",
+        stats="results/evaluate/{experiment}/{split}.decode.json",
+    log:
+        "results/logs/evaluate/{experiment}.{split}.decode.log",
+    params:
+        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        tgt=lambda w: exp(w).tgt_lang,
+        opts=SCALE["decode"],
+    threads: SCALE["train"].get("threads") or 1
+    priority: 10
+    message:
+        "Beam search: {wildcards.experiment} on {wildcards.split}"
+    shell:
+        "nmtrepro decode --model {input.model} --data {params.data_dir} --input {input.src} "
+        "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
+        "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
+        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} --threads {threads} "
+        "--out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
+
+
+rule bleu:
+    input:
+        hyp="results/evaluate/{experiment}/{split}.hyp",
+        tok="results/evaluate/{experiment}/{split}.hyp.tok",
+        ref=lambda w: test_files(w, "ref"),
+        ref_tok=lambda w: test_files(w, "ref.tok"),
+    output:
+        "results/evaluate/{experiment}/{split}.bleu.json",
+    log:
+        "results/logs/evaluate/{experiment}.{split}.bleu.log",
+    priority: 10
+    shell:
+        "nmtrepro bleu --hyp {input.hyp} --ref {input.ref} --hyp-tok {input.tok} --ref-tok {input.ref_tok} "
+        "--out {output} 2> {log}"

@@ -1,0 +1,41 @@
+rule prepare_dataset:
+    input:
+        "results/data/{dataset}/manifest.json",
+    output:
+        [f"results/prepare/{{dataset}}/{name}" for name in PREPARED],
+    log:
+        "results/logs/prepare/{dataset}.log",
+    params:
+        data_dir=subpath(input[0], parent=True),
+        out_dir=subpath(output[0], parent=True),
+        src=lambda w: config["datasets"][w.dataset]["src"],
+        tgt=lambda w: config["datasets"][w.dataset]["tgt"],
+        opts=SCALE["prepare"],
+    message:
+        "Tokenizing, learning joint BPE and binarizing {wildcards.dataset}"
+    shell:
+        "nmtrepro prepare --data-dir {params.data_dir} --out-dir {params.out_dir} "
+        "--src-lang {params.src} --tgt-lang {params.tgt} --bpe-merges {params.opts[bpe_merges]} "
+        "--max-len {params.opts[max_len]} --max-ratio {params.opts[max_ratio]} 2> {log}"
+
+
+rule prepare_test:
+    input:
+        codes="results/prepare/{dataset}/bpe.codes",
+        manifest="results/data/{dataset}/manifest.json",
+    output:
+        src_bpe="results/prepare/{dataset}/test/{split}.src.bpe",
+        src="results/prepare/{dataset}/test/{split}.src",
+        ref="results/prepare/{dataset}/test/{split}.ref",
+        ref_tok="results/prepare/{dataset}/test/{split}.ref.tok",
+    log:
+        "results/logs/prepare/{dataset}.{split}.log",
+    params:
+        prepared=subpath(input.codes, parent=True),
+        data_dir=subpath(input.manifest, parent=True),
+        src=lambda w: config["datasets"][w.dataset]["src"],
+        tgt=lambda w: config["datasets"][w.dataset]["tgt"],
+    shell:
+        "nmtrepro prepare-test --prepared {params.prepared} --data-dir {params.data_dir} "
+        "--split {wildcards.split} --src-lang {params.src} --tgt-lang {params.tgt} "
+        "--out-prefix results/prepare/{wildcards.dataset}/test/{wildcards.split} 2> {log}"
