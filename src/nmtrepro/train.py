@@ -34,6 +34,7 @@ CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
 class Settings:
     """Training settings (config `scales.<scale>.train`); defaults are paper A's."""
     max_updates: int = 100_000
+    max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
     max_tokens: int = 4096          # padded tokens per forward/backward batch
     update_tokens: int = 25_000     # accumulate batches until this many target tokens, then update
     lr: float = 7e-4                # peak learning rate, reached after warmup
@@ -193,7 +194,7 @@ class Trainer:
         s = self.settings
         window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}
         groups = self.groups()
-        while self.step < s.max_updates:
+        while not self.finished():
             group, next_position = next(groups)
             start = time.perf_counter()
             loss, nll, tokens = self.update(group)
@@ -202,10 +203,11 @@ class Trainer:
             self.wall += elapsed
             for key, value in zip(("loss", "nll", "tokens", "time"), (loss, nll, tokens, elapsed)):
                 window[key] += value
-            if self.step % s.log_every == 0 or self.step == s.max_updates:
+            last = self.finished()
+            if self.step % s.log_every == 0 or last:
                 self._log(window)
                 window = dict.fromkeys(window, 0)
-            if self.step % s.save_every == 0 or self.step == s.max_updates:
+            if self.step % s.save_every == 0 or last:
                 valid_loss, valid_nll = self.validate()
                 self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
                                    "valid_loss": valid_loss, "valid_nll": valid_nll})
@@ -215,6 +217,10 @@ class Trainer:
             if self.stop_signal is not None:
                 self.save()
                 raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
+
+    def finished(self) -> bool:
+        s = self.settings
+        return self.step >= s.max_updates or (s.max_minutes > 0 and self.wall >= 60 * s.max_minutes)
 
     def _log(self, window: dict) -> None:
         s, tokens = self.settings, max(window["tokens"], 1)
