@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 
-from .files import InputError
+import jsonschema
+import yaml
+
+from .files import InputError, require_file
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,30 @@ class Experiment:
     tgt_lang: str
     test: str               # test split decoded and scored
     model: dict             # model spec: family + options, sizes resolved for the scale
+
+
+def _with_defaults(validator_class):
+    """A validator that also fills in each property's schema default (as snakemake's validate does)."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for name, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(name, sub["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+def validate(config: dict, schema_path: str | Path) -> None:
+    """Check `config` against the JSON schema, filling defaults; one line per error, each naming its key."""
+    schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
+    validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        lines = [f"  {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]
+        raise InputError(f"config does not match {Path(schema_path).name}:\n" + "\n".join(lines))
 
 
 def _known(value, known, key):

@@ -36,7 +36,7 @@ class Settings:
     max_updates: int = 100_000
     max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
     max_tokens: int = 4096          # padded tokens per forward/backward batch
-    update_tokens: int = 25_000     # accumulate batches until this many target tokens, then update
+    update_tokens: int = 25_000     # accumulate batches up to this many target tokens, then update
     lr: float = 7e-4                # peak learning rate, reached after warmup
     warmup: int = 8000
     label_smoothing: float = 0.1
@@ -170,7 +170,8 @@ class Trainer:
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
                 tokens += sizes[bi]
-                if tokens >= s.update_tokens or bi == len(batches) - 1:
+                # Update before the next batch would overshoot the budget (at least one batch each).
+                if bi == len(batches) - 1 or tokens + sizes[bi + 1] > s.update_tokens:
                     yield group, bi + 1
                     group, tokens = [], 0
             self.epoch, self.position = self.epoch + 1, 0
@@ -228,6 +229,8 @@ class Trainer:
         speed = window["tokens"] / max(window["time"], 1e-9)
         lr = self.optimizer.param_groups[0]["lr"]
         left = (s.max_updates - self.step) * self.wall / max(self.step, 1)
+        if s.max_minutes > 0:
+            left = min(left, 60 * s.max_minutes - self.wall)
         self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
                            "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
@@ -248,6 +251,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
+    parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--out", required=True, help="final model file")
     parser.add_argument("--curve", required=True, help="training curve TSV")
 
@@ -257,6 +261,8 @@ def run_train(args) -> None:
         model_options, settings = json.loads(args.model), Settings.from_dict(json.loads(args.settings))
     except json.JSONDecodeError as err:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
+    if args.threads:
+        settings.threads = args.threads
     trainer = Trainer(Corpus(args.data), model_options, settings, args.checkpoint_dir)
     if not trainer.resume():
         log.info("starting from scratch in %s", args.checkpoint_dir)

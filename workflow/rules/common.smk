@@ -2,14 +2,12 @@
 import json
 import shlex
 
-from snakemake.utils import validate
-
-from nmtrepro.config import experiments
+from nmtrepro.config import experiments, validate
 from nmtrepro.files import InputError
 
 
-validate(config, schema="../schemas/config.schema.yaml")
 try:
+    validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
     EXPERIMENTS = experiments(config)
 except InputError as err:
     raise WorkflowError(str(err)) from None

@@ -18,7 +18,7 @@ rule train:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
         "nmtrepro train --data {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
-        "--checkpoint-dir {params.checkpoint_dir} --out {output.model} --curve {output.curve} 2> {log}"
+        "--checkpoint-dir {params.checkpoint_dir} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
 rule average_checkpoints:

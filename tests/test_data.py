@@ -1,0 +1,119 @@
+"""Dataset registry, tokenize/BPE wrappers and prepare: bad input is refused by name, text round-trips."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+from argparse import Namespace
+
+import pytest
+
+from nmtrepro import datasets, prepare
+from nmtrepro.files import InputError, read_json, read_lines, write_lines
+from nmtrepro.text import BPE, detokenize, learn_bpe, strip_bpe, tokenize
+from nmtrepro.vocab import IndexedData, Vocab
+
+EN = ["A man is riding a bike, down the hill.", "Two dogs play in the snow!", "The girl's hat is red."]
+DE = ["Ein Mann fährt mit dem Fahrrad den Hügel hinunter.", "Zwei Hunde spielen im Schnee!",
+      "Der Hut des Mädchens ist rot."]
+
+
+def gz(path, lines):
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    return path
+
+
+def embedded(tmp_path, src_lines, tgt_lines):
+    """An embedded registry entry over two gzipped files, listed in a SHA256SUMS beside them."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    src, tgt = gz(folder / "train.en.gz", src_lines), gz(folder / "train.de.gz", tgt_lines)
+    sums = "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  ./{p.name}\n" for p in (src, tgt))
+    (folder / "SHA256SUMS").write_text("# test\n" + sums)
+    return {"kind": "embedded", "src": "en", "tgt": "de", "splits": {"train": {"src": str(src), "tgt": str(tgt)}}}
+
+
+def test_fetch_writes_splits_and_manifest(tmp_path):
+    spec = embedded(tmp_path, EN, DE)
+    datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=2)
+    assert read_lines(tmp_path / "out/train.src") == EN[:2]
+    assert read_lines(tmp_path / "out/train.tgt") == DE[:2]
+    assert read_json(tmp_path / "out/manifest.json")["splits"]["train"]["lines"] == 2
+
+
+def test_fetch_refuses_a_changed_file_and_leaves_nothing(tmp_path):
+    spec = embedded(tmp_path, EN, DE)
+    gz(tmp_path / "data/train.de.gz", DE[::-1])
+    with pytest.raises(InputError, match="checksum mismatch.*train.de.gz"):
+        datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]  # no staging folder left behind
+
+
+def test_fetch_refuses_mismatched_parallel_files(tmp_path):
+    spec = embedded(tmp_path, EN, DE[:2])
+    with pytest.raises(InputError, match=r"train.en.gz has 3 lines.*train.de.gz has 2"):
+        datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
+
+
+def test_fetch_names_a_file_missing_from_the_checksums(tmp_path):
+    spec = embedded(tmp_path, EN, DE)
+    (tmp_path / "data/SHA256SUMS").write_text("")
+    with pytest.raises(InputError, match="not listed in"):
+        datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
+
+
+def test_download_kind_is_a_clear_error(tmp_path):
+    args = Namespace(name="wmt14_en_de", spec='{"kind": "download"}', out_dir=str(tmp_path), max_lines=None)
+    with pytest.raises(InputError, match="wmt14_en_de is a download dataset"):
+        datasets.run_fetch(args)
+
+
+def test_tokenize_detokenize_round_trip():
+    tokens = tokenize(EN, "en")
+    assert tokens[0] == "A man is riding a bike , down the hill ."
+    assert tokens[2] == "The girl 's hat is red ."  # no XML escaping of the apostrophe
+    assert detokenize(tokens, "en") == EN
+
+
+def test_bpe_splits_and_strips_back(tmp_path):
+    src, tgt = tokenize(EN * 5, "en"), tokenize(DE * 5, "de")
+    learn_bpe(src, tgt, 30, tmp_path / "codes")
+    pieces = BPE(tmp_path / "codes")(src)
+    assert any("@@ " in line for line in pieces)
+    assert [strip_bpe(line) for line in pieces] == src
+    assert strip_bpe("unfinish@@") == "unfinish"
+
+
+def test_keep_pair_reasons():
+    assert prepare.keep_pair("a b", "c d e", max_len=5, max_ratio=2.0) is None
+    assert prepare.keep_pair("", "c", max_len=5, max_ratio=2.0) == "empty"
+    assert prepare.keep_pair("a " * 6, "c", max_len=5, max_ratio=9.0) == "too_long"
+    assert prepare.keep_pair("a b c", "c", max_len=5, max_ratio=2.0) == "ratio"
+
+
+def test_prepare_filters_train_and_binarizes(tmp_path):
+    data = tmp_path / "fetched"
+    train_src = EN * 4 + ["a very long sentence " * 10, "short"]
+    train_tgt = DE * 4 + ["lang", "ein viel zu langer Satz der nicht passt"]
+    write_lines(data / "train.src", train_src)
+    write_lines(data / "train.tgt", train_tgt)
+    write_lines(data / "valid.src", EN)
+    write_lines(data / "valid.tgt", DE)
+    stats = prepare.prepare(data, tmp_path / "prep", "en", "de", bpe_merges=40, max_len=30, max_ratio=3.0)
+    assert stats["splits"]["train"]["pairs"] == 12
+    assert stats["splits"]["train"]["dropped"] == {"empty": 0, "too_long": 1, "ratio": 1}
+    assert stats["splits"]["valid"]["pairs"] == 3  # validation is never filtered
+    train = IndexedData(tmp_path / "prep/train.tgt.bin")
+    assert len(train) == 12
+    tgt_vocab = Vocab.load(tmp_path / "prep/dict.tgt.txt")
+    bpe = BPE(tmp_path / "prep/bpe.codes")
+    assert tgt_vocab.decode(train[0].tolist()) == bpe(tokenize(DE[:1], "de"))[0]
+
+    # The test split keeps every line, raw and prepared, aligned.
+    write_lines(data / "test.src", EN + [""])
+    write_lines(data / "test.tgt", DE + [""])
+    prepare.run_prepare_test(Namespace(prepared=str(tmp_path / "prep"), data_dir=str(data), split="test",
+                                       src_lang="en", tgt_lang="de", out_prefix=str(tmp_path / "t")))
+    for suffix in ("src", "src.bpe", "ref", "ref.tok"):
+        assert len(read_lines(tmp_path / f"t.{suffix}")) == 4

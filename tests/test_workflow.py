@@ -1,0 +1,123 @@
+"""The Snakemake workflow end to end at `ci` scale, config validation, and resume after a kill."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nmtrepro.config import experiments, validate
+from nmtrepro.files import InputError
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+
+
+def repo_config() -> dict:
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def workdir(tmp_path: Path, config: dict) -> Path:
+    """A copy of the workflow (data linked, not copied) with its own config.yaml and results/."""
+    work = tmp_path / "wf"
+    work.mkdir()
+    shutil.copy(REPO / "Snakefile", work)
+    shutil.copytree(REPO / "workflow", work / "workflow")
+    (work / "data").symlink_to(REPO / "data")
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return work
+
+
+def snakemake(work: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args, "--config", "scale=ci"]  # --config takes many
+    return subprocess.run(cmd, cwd=work, capture_output=True, text=True, **kwargs)
+
+
+def test_validate_names_every_bad_key_and_fills_defaults():
+    config = repo_config()
+    config["scales"]["tiny"]["train"]["warmpu"] = 4000
+    config["scales"]["ci"]["decode"]["beam"] = 0
+    with pytest.raises(InputError) as err:
+        validate(config, SCHEMA)
+    assert "scales.ci.decode.beam: 0 is less than the minimum of 1" in str(err.value)
+    assert "scales.tiny.train: Additional properties are not allowed ('warmpu' was unexpected)" in str(err.value)
+
+    config = repo_config()
+    validate(config, SCHEMA)
+    assert config["scales"]["tiny"]["train"]["max_minutes"] == 0  # a schema default, filled in
+
+
+def test_unknown_model_family_and_option_are_named():
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["models"]["transformer_base"]["family"] = "transfomer"
+    with pytest.raises(InputError, match=r"models.transformer_base.family = 'transfomer' is not defined"):
+        experiments(config)
+    config["models"]["transformer_base"].update(family="transformer", dropuot=0.3)
+    with pytest.raises(InputError, match=r"models.transformer_base.dropuot: family 'transformer' has no such"):
+        experiments(config)
+
+
+def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):
+    config = repo_config()
+    config["scales"]["ci"]["train"]["lr"] = "fast"
+    result = snakemake(workdir(tmp_path, config), "-n")
+    assert result.returncode != 0
+    assert "scales.ci.train.lr: 'fast' is not of type 'number'" in result.stdout + result.stderr
+
+
+def test_ci_workflow_end_to_end_with_report(tmp_path):
+    work = workdir(tmp_path, repo_config())
+    run = snakemake(work)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = work / "results"
+    for exp_name, lang in (("base_en_de", "de"), ("base_en_fr", "fr")):
+        bleu = json.loads((results / f"evaluate/{exp_name}/test_2016_flickr.bleu.json").read_text())
+        assert bleu["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+        assert bleu["tok_bleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:none")
+        assert bleu["n"] == 300  # ci scale keeps the first max_lines of every split
+        hyps = (results / f"evaluate/{exp_name}/test_2016_flickr.hyp").read_text().splitlines()
+        assert len(hyps) == 300 and not any("@@" in h for h in hyps)
+    table = (results / "report/A_table1.md").read_text()
+    assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
+    assert (results / "report/A_table1.html").stat().st_size > 0
+    assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
+
+    report = snakemake(work, "--report", "report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (work / "report.html").read_text(errors="replace")
+    assert "training_curves.png" in html and "A_table1.html" in html
+
+    again = snakemake(work, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_killed_training_resumes_from_its_last_checkpoint(tmp_path):
+    config = repo_config()
+    config["scales"]["ci"]["train"].update(max_updates=400, save_every=5, keep_last=2)
+    work = workdir(tmp_path, config)
+    target = "results/train/base_en_de/final.pt"
+    checkpoints = work / "results/checkpoints/base_en_de"
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2", target, "--config", "scale=ci"],
+                            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not any(checkpoints.glob("*.pt")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "training finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake stops its jobs
+    proc.wait(timeout=120)
+    assert not (work / target).exists()
+    assert any(checkpoints.glob("*.pt")), "the killed job's checkpoints must survive"
+
+    rerun = snakemake(work, target)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    log = (work / "results/logs/train/base_en_de.log").read_text()
+    assert "resuming from" in log and "starting from scratch" not in log
+    assert (work / target).is_file()
