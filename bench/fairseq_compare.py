@@ -14,7 +14,7 @@ Training tokens/s: target tokens of the timed updates / wall time from the end o
 to the end of the last one (bench/timed_steps.py wraps each tool's update function). Decoding
 sentences/s: each tool's own timer over test_2016_flickr, beam 4; each decodes the model it has just
 trained (same number of updates, weights not converted), so hypotheses differ: their mean lengths are
-printed beside the speeds.
+printed beside the speeds, and hypothesis tokens/s too.
 """
 from __future__ import annotations
 
@@ -89,6 +89,19 @@ def export_text(prepared: Path, text: Path) -> None:
                                    encoding="utf-8")
 
 
+def check_same_data(prepared: Path, preprocess_log: Path) -> None:
+    """fairseq-preprocess must see exactly our sentences and tokens, none of them unknown."""
+    stats = json.loads((prepared / "stats.json").read_text())["splits"]
+    seen = {(side, split): (int(n), int(t.replace(",", "")), float(unk)) for side, split, n, t, unk in re.findall(
+        r"\[(src|tgt)\] \S+/text/(train|valid)\.\w+: (\d+) sents, ([\d,]+) tokens, ([\d.]+)% replaced",
+        preprocess_log.read_text())}
+    for split in ("train", "valid"):
+        for side in ("src", "tgt"):
+            expected = (stats[split]["pairs"], stats[split][f"{side}_tokens"], 0.0)  # both count EOS
+            if seen.get((side, split)) != expected:
+                sys.exit(f"{preprocess_log}: {split}.{side} is {seen.get((side, split))}, ours {expected}")
+
+
 def training_speed(steps_file: Path, warmup: int, updates: int) -> tuple[float, int, float]:
     """(target tokens/s, tokens, seconds) over updates warmup+1 .. warmup+updates."""
     steps = json.loads(steps_file.read_text())
@@ -106,6 +119,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench/out/fairseq_compare")
     args = ap.parse_args()
+    if args.warmup_updates < 1 or args.updates < 1:
+        sys.exit("--warmup-updates and --updates must be at least 1: timing starts at the end of an update")
     total = args.warmup_updates + args.updates
 
     config = yaml.safe_load(open("config.yaml"))
@@ -131,6 +146,7 @@ def main() -> None:
            "--trainpref", out / "text/train", "--validpref", out / "text/valid", "--testpref", out / "text/test",
            "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
            "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
+    check_same_data(prepared, out / "fairseq-preprocess.log")
 
     # -- training: same model, batches, optimizer, schedule, threads -----------------------------------
     model = {"family": "transformer", **size}
@@ -167,7 +183,8 @@ def main() -> None:
        env=env, log=out / "ours.decode.log")
     sh(fairseq_bin / "fairseq-generate", data_bin, "--path", out / "fairseq/checkpoint_last.pt",
        "--gen-subset", "test", *search, "--cpu", "--num-workers", "0", "--required-batch-size-multiple", "1",
-       "--remove-bpe", env=env, log=out / "fairseq.generate.log")
+       # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
+       "--remove-bpe", env={**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, log=out / "fairseq.generate.log")
 
     # -- report -------------------------------------------------------------------------------------
     rows = {}
@@ -188,7 +205,10 @@ def main() -> None:
           f"{args.threads} threads, fp32; training over updates {args.warmup_updates + 1}..{total}; "
           f"decoding {SPLIT} beam {decode['beam']}")
     print(f"{'':28}{'ours':>12}{'fairseq':>12}{'ours/fairseq':>14}")
-    for key, label in (("train_tok_s", "training target tok/s"), ("decode_sent_s", "decoding sentences/s")):
+    for row in rows.values():
+        row["decode_tok_s"] = row["decode_sent_s"] * row["hyp_len"]  # hypothesis tokens (BPE, with EOS) / s
+    for key, label in (("train_tok_s", "training target tok/s"), ("decode_sent_s", "decoding sentences/s"),
+                       ("decode_tok_s", "decoding hyp. tokens/s")):
         a, b = rows["ours"][key], rows["fairseq"][key]
         print(f"{label:28}{a:12.1f}{b:12.1f}{a / b:14.2f}")
     print(f"{'(timed target tokens)':28}{rows['ours']['train_tokens']:12d}{rows['fairseq']['train_tokens']:12d}")
