@@ -1,0 +1,239 @@
+"""Speed of the tiny baseline beside fairseq: training target tokens/s and decoding sentences/s, one run.
+
+Both tools get the same data (our prepared Multi30k En-De, exported to fairseq's binary format with our
+own dictionaries, so vocabularies and sentences are identical), the same model size (config.yaml
+scales.tiny sizes.base, pre-norm, tied decoder embeddings), the same batches (max_tokens, one batch per
+update), the same 2 threads and the same malloc settings. fairseq is never a project dependency: it lives
+in bench/.venv-fairseq, which this script creates when absent (~5 min of compiling; fairseq-fixed
+0.12.3.1, because plain fairseq 0.12.2 does not import on Python 3.11). Run from the repo root:
+
+    nice -n 19 python bench/fairseq_compare.py                  # 10 warm-up + 100 timed updates
+    nice -n 19 python bench/fairseq_compare.py --updates 10     # quick check
+
+Training tokens/s: target tokens of the timed updates / wall time from the end of the last warm-up update
+to the end of the last one (bench/timed_steps.py wraps each tool's update function). Decoding
+sentences/s: each tool's own timer over test_2016_flickr, beam 4; each decodes the model it has just
+trained (same number of updates, weights not converted), so hypotheses differ: their mean lengths are
+printed beside the speeds, and hypothesis tokens/s too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from nmtrepro.text import BPE
+from nmtrepro.vocab import IndexedData, Vocab
+
+DATASET, SPLIT = "multi30k_en_de", "test_2016_flickr"
+VENV = Path("bench/.venv-fairseq")
+FAIRSEQ_PINS = (["torch==2.13.0", "setuptools", "wheel", "cython", "numpy"],
+                ["--no-build-isolation", "torch==2.13.0", "fairseq-fixed==0.12.3.1"])
+# cpu-facts.md: glibc re-mmaps the logits every step otherwise (ours also sets these with mallopt).
+MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "100000000000", "MALLOC_TOP_PAD_": "1000000000"}
+DIFFERENCES = """\
+Remaining differences (speed-relevant ones first):
+- ours projects to the vocabulary only at non-pad target positions; fairseq computes logits and the
+  smoothed loss at every position, padding included (same loss value, more work).
+- fairseq's attention and FFN-output projections have biases; ours have none (Neutron-style), so fairseq
+  has a few thousand more parameters.
+- fairseq starts the decoder with EOS and numbers positions from pad+1; ours uses BOS and 0 (no speed effect).
+- fairseq smooths over V-1 classes, ours over V (no speed effect).
+- each decodes its own model (trained for the same updates from different random initialisations and
+  batch orders); decode speed depends on hypothesis length, printed beside it. fairseq's timer covers
+  inference_step only; ours covers batching and id<->symbol conversion as well (milliseconds here).
+- fairseq-generate batches the test set on max(source, reference) length, ours on source length.
+- ours adds a second batch to an update when both together stay within update_tokens (rare at these
+  sizes); fairseq runs exactly one batch per update (--update-freq 1). Both load data in the training
+  process (fairseq --num-workers 0)."""
+
+
+def sh(*cmd, env=None, log=None) -> None:
+    print("+", " ".join(map(str, cmd)), flush=True)
+    if log is None:
+        subprocess.run(list(map(str, cmd)), check=True, env=env)
+        return
+    with open(log, "w") as handle:
+        done = subprocess.run(list(map(str, cmd)), env=env, stdout=handle, stderr=subprocess.STDOUT)
+    if done.returncode:
+        sys.exit(f"failed ({done.returncode}); see {log}:\n" + Path(log).read_text()[-3000:])
+
+
+def ensure_venv() -> None:
+    """Create bench/.venv-fairseq with pinned fairseq-fixed, unless it already works."""
+    python = VENV / "bin/python"
+    if python.exists() and subprocess.run([python, "-c", "import fairseq_cli.train"],
+                                          capture_output=True).returncode == 0:
+        return
+    print(f"creating {VENV} (fairseq-fixed compiles for ~5 min)", flush=True)
+    sh(sys.executable, "-m", "venv", VENV)
+    for pins in FAIRSEQ_PINS:
+        sh(python, "-m", "pip", "install", "-q", *pins)
+
+
+def export_text(prepared: Path, text: Path) -> None:
+    """Write our binarized train/valid splits back as BPE'd text, and the test split with its BPE'd reference."""
+    text.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid"):
+        for side in ("src", "tgt"):
+            vocab, data = Vocab.load(prepared / f"dict.{side}.txt"), IndexedData(prepared / f"{split}.{side}.bin")
+            lines = (vocab.decode(data[i]) for i in range(len(data)))  # decode() drops the final EOS
+            (text / f"{split}.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    test = prepared / "test" / SPLIT
+    (text / "test.src").write_text(Path(f"{test}.src.bpe").read_text(encoding="utf-8"), encoding="utf-8")
+    refs = Path(f"{test}.ref.tok").read_text(encoding="utf-8").splitlines()
+    (text / "test.tgt").write_text("".join(line + "\n" for line in BPE(prepared / "bpe.codes")(refs)),
+                                   encoding="utf-8")
+
+
+def check_same_data(prepared: Path, preprocess_log: Path) -> None:
+    """fairseq-preprocess must see exactly our sentences and tokens, none of them unknown."""
+    stats = json.loads((prepared / "stats.json").read_text())["splits"]
+    seen = {(side, split): (int(n), int(t.replace(",", "")), float(unk)) for side, split, n, t, unk in re.findall(
+        r"\[(src|tgt)\] \S+/text/(train|valid)\.\w+: (\d+) sents, ([\d,]+) tokens, ([\d.]+)% replaced",
+        preprocess_log.read_text())}
+    for split in ("train", "valid"):
+        for side in ("src", "tgt"):
+            expected = (stats[split]["pairs"], stats[split][f"{side}_tokens"], 0.0)  # both count EOS
+            if seen.get((side, split)) != expected:
+                sys.exit(f"{preprocess_log}: {split}.{side} is {seen.get((side, split))}, ours {expected}")
+
+
+def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10) -> dict:
+    """Target tokens/s over updates warmup+1 .. warmup+updates, and the median and best of its runs of
+    `chunk` updates.
+
+    On a machine shared with other jobs the load changes within a run; the median and the fastest chunk
+    are less disturbed estimates of each tool's own speed than the whole window.
+    """
+    steps = json.loads(steps_file.read_text())
+    if len(steps) < warmup + updates:
+        sys.exit(f"{steps_file}: only {len(steps)} updates recorded, expected {warmup + updates}")
+
+    def speed(first: int, last: int) -> tuple[float, int, float]:  # updates first..last, 0-based, inclusive
+        tokens, seconds = sum(n for _, n in steps[first: last + 1]), steps[last][0] - steps[first - 1][0]
+        return tokens / seconds, tokens, seconds
+
+    tok_s, tokens, seconds = speed(warmup, warmup + updates - 1)
+    chunks = [speed(i, min(i + chunk, warmup + updates) - 1)[0] for i in range(warmup, warmup + updates, chunk)]
+    return {"train_tok_s": tok_s, "train_tokens": tokens, "train_s": seconds, "train_tok_s_median": statistics.median(chunks),
+            "train_tok_s_best": max(chunks),
+            "train_tok_s_chunks": chunks}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--updates", type=int, default=100, help="timed updates")
+    ap.add_argument("--warmup-updates", type=int, default=10, help="untimed updates before them (>= 1)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default="bench/out/fairseq_compare")
+    args = ap.parse_args()
+    if args.warmup_updates < 1 or args.updates < 1:
+        sys.exit("--warmup-updates and --updates must be at least 1: timing starts at the end of an update")
+    total = args.warmup_updates + args.updates
+
+    config = yaml.safe_load(open("config.yaml"))
+    tiny = config["scales"]["tiny"]
+    size, train, decode = tiny["sizes"]["base"], tiny["train"], tiny["decode"]
+    if train["update_tokens"] != train["max_tokens"]:
+        sys.exit("this bench assumes one batch per update (update_tokens == max_tokens)")
+    out = Path(args.out).resolve()
+    prepared, test = Path(f"results/prepare/{DATASET}"), f"results/prepare/{DATASET}/test/{SPLIT}"
+    sh("snakemake", "--cores", args.threads, f"{prepared}/stats.json", f"{test}.src.bpe")
+    ensure_venv()
+    fairseq_bin = VENV.resolve() / "bin"
+
+    threads = str(args.threads)
+    env = {**os.environ, **MALLOC, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()), os.environ.get("PYTHONPATH")]))}
+
+    # -- same data: our BPE'd sentences and dictionaries, binarized by fairseq ---------------------------
+    data_bin = out / "fairseq-bin"
+    if not (data_bin / "test.src-tgt.tgt.idx").exists():
+        export_text(prepared, out / "text")
+        sh(fairseq_bin / "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
+           "--trainpref", out / "text/train", "--validpref", out / "text/valid", "--testpref", out / "text/test",
+           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
+           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
+    check_same_data(prepared, out / "fairseq-preprocess.log")
+
+    # -- training: same model, batches, optimizer, schedule, threads -----------------------------------
+    model = {"family": "transformer", **size}
+    settings = {**train, "max_updates": total, "save_every": 10**9, "keep_last": 1, "log_every": 10,
+                "threads": args.threads, "precision": "fp32"}
+    ours = out / "ours"
+    subprocess.run(["rm", "-rf", ours, out / "fairseq"], check=True)
+    timer = Path(__file__).with_name("timed_steps.py").resolve()
+    sh(sys.executable, timer, "ours", out / "ours.steps.json", "--", "--data", prepared,
+       "--model", json.dumps(model), "--settings", json.dumps(settings), "--checkpoint-dir", ours / "checkpoints",
+       "--out", ours / "final.pt", "--curve", ours / "curve.tsv", env=env, log=out / "ours.train.log")
+    d, ffn, heads = str(size["d_model"]), str(size["ffn"]), str(size["heads"])
+    sh(fairseq_bin / "python", timer, "fairseq", out / "fairseq.steps.json", "--", data_bin,
+       "--arch", "transformer", "--share-decoder-input-output-embed",
+       "--encoder-embed-dim", d, "--encoder-ffn-embed-dim", ffn, "--encoder-attention-heads", heads,
+       "--encoder-layers", size["encoder_layers"], "--decoder-embed-dim", d, "--decoder-ffn-embed-dim", ffn,
+       "--decoder-attention-heads", heads, "--decoder-layers", size["decoder_layers"],
+       "--encoder-normalize-before", "--decoder-normalize-before",
+       "--dropout", size["dropout"], "--attention-dropout", "0", "--activation-dropout", "0",
+       "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+       "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9",
+       "--lr", train["lr"], "--lr-scheduler", "inverse_sqrt", "--warmup-updates", train["warmup"],
+       "--warmup-init-lr", "0", "--max-tokens", train["max_tokens"], "--update-freq", "1",
+       "--required-batch-size-multiple", "1", "--num-workers", "0", "--max-update", total, "--seed", "1",
+       "--cpu", "--disable-validation", "--no-epoch-checkpoints", "--save-dir", out / "fairseq",
+       "--log-format", "simple", "--log-interval", "10", env=env, log=out / "fairseq.train.log")
+
+    # -- decoding: test_2016_flickr, beam 4, same length limits and max_tokens -------------------------
+    search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
+              "--max-len-b", decode["max_len_b"], "--max-tokens", decode["max_tokens"]]
+    sh(sys.executable, "-m", "nmtrepro.cli", "decode", "--model", ours / "final.pt", "--data", prepared,
+       "--input", f"{test}.src.bpe", "--tgt-lang", "de", *search, "--threads", threads,
+       "--out", ours / "hyp", "--out-tok", ours / "hyp.tok", "--stats", ours / "decode.json",
+       env=env, log=out / "ours.decode.log")
+    sh(fairseq_bin / "fairseq-generate", data_bin, "--path", out / "fairseq/checkpoint_last.pt",
+       "--gen-subset", "test", *search, "--cpu", "--num-workers", "0", "--required-batch-size-multiple", "1",
+       # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
+       "--remove-bpe", env={**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, log=out / "fairseq.generate.log")
+
+    # -- report -------------------------------------------------------------------------------------
+    rows = {}
+    for tool in ("ours", "fairseq"):
+        rows[tool] = training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates)
+    stats = json.loads((ours / "decode.json").read_text())
+    rows["ours"].update(decode_sent_s=stats["sentences_per_s"], decode_s=stats["seconds"],
+                        hyp_len=stats["target_tokens"] / stats["sentences"], sentences=stats["sentences"])
+    summary = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s",
+                        (out / "fairseq.generate.log").read_text())
+    sentences, tokens, seconds, per_s = (float(g.replace(",", "")) for g in summary.groups())
+    rows["fairseq"].update(decode_sent_s=per_s, decode_s=seconds, hyp_len=tokens / sentences,
+                           sentences=int(sentences))
+
+    print(f"\nTiny baseline vs fairseq-fixed 0.12.3.1: d={d}, ffn={ffn}, {heads} heads, "
+          f"{size['encoder_layers']}+{size['decoder_layers']} layers, max_tokens {train['max_tokens']}, "
+          f"{args.threads} threads, fp32; training over updates {args.warmup_updates + 1}..{total}; "
+          f"decoding {SPLIT} beam {decode['beam']}")
+    print(f"{'':28}{'ours':>12}{'fairseq':>12}{'ours/fairseq':>14}")
+    for row in rows.values():
+        row["decode_tok_s"] = row["decode_sent_s"] * row["hyp_len"]  # hypothesis tokens (BPE, with EOS) / s
+    for key, label in (("train_tok_s", "training target tok/s"), ("train_tok_s_median", "  median of 10-update runs"),
+                       ("train_tok_s_best", "  fastest 10-update run"),
+                       ("decode_sent_s", "decoding sentences/s"),
+                       ("decode_tok_s", "decoding hyp. tokens/s")):
+        a, b = rows["ours"][key], rows["fairseq"][key]
+        print(f"{label:28}{a:12.1f}{b:12.1f}{a / b:14.2f}")
+    print(f"{'(timed target tokens)':28}{rows['ours']['train_tokens']:12d}{rows['fairseq']['train_tokens']:12d}")
+    print(f"{'(mean hypothesis length)':28}{rows['ours']['hyp_len']:12.1f}{rows['fairseq']['hyp_len']:12.1f}")
+    print(f"{'(decoded sentences)':28}{rows['ours']['sentences']:12d}{rows['fairseq']['sentences']:12d}")
+    print(DIFFERENCES)
+    (out / "speeds.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

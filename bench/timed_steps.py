@@ -1,0 +1,54 @@
+"""Run a training CLI (ours or fairseq's) and record when each update ends and how many target tokens it had.
+
+Used by bench/fairseq_compare.py so that both tools' training speed has the same definition: target
+tokens (non-pad, EOS included) of updates W+1..W+N divided by the wall time from the end of update W to
+the end of update W+N. That window includes everything a tool does between updates (batching, collation,
+logging), not just forward/backward. Runs under either venv: it imports only the tool it times.
+
+    python bench/timed_steps.py {ours|fairseq} STEPS.json -- ARGS...
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def patch(cls, name: str, tokens_of, steps: list) -> None:
+    """Wrap cls.name so that every call appends (end time, target tokens) to `steps`."""
+    original = getattr(cls, name)
+
+    def timed(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        steps.append((time.perf_counter(), tokens_of(args, result)))
+        return result
+
+    setattr(cls, name, timed)
+
+
+def main() -> int:
+    tool, out, sep, *argv = sys.argv[1:]
+    assert sep == "--", __doc__
+    steps: list[tuple[float, int]] = []
+    if tool == "ours":
+        from nmtrepro import cli, train
+        patch(train.Trainer, "update", lambda args, result: result[2], steps)  # update() -> (loss, nll, tokens)
+        run = lambda: cli.main(["train", *argv])  # noqa: E731
+    else:
+        from fairseq import trainer
+        from fairseq_cli import train as fairseq_train
+        # train_step(samples): a list of collated samples; "ntokens" counts non-pad target tokens.
+        patch(trainer.Trainer, "train_step",
+              lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), steps)
+        sys.argv = ["fairseq-train", *argv]
+        run = fairseq_train.cli_main
+    try:
+        code = run()
+    finally:
+        with open(out, "w") as handle:
+            json.dump(steps, handle)
+    return code or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
