@@ -78,7 +78,9 @@ def bucket_table(results: dict[str, list[dict]]) -> pd.DataFrame:
                     **{f"Δ {b['bucket']}": b["delta"] for b in buckets},
                     **{f"n {b['bucket']}": b["n"] for b in buckets}}
             for label, buckets in results.items()}
-    return pd.DataFrame.from_dict(rows, orient="index").astype(float)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    counts = [f"n {b['bucket']}" for b in next(iter(results.values()))]
+    return table.astype({c: float for c in table.columns if c not in counts} | {c: "Int64" for c in counts})
 
 
 def add_arguments_length_buckets(parser) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 
 from .files import atomic_open, atomic_path
@@ -31,12 +32,14 @@ def beside(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def _text(table: pd.DataFrame, digits: int) -> pd.DataFrame:
-    """Numbers with `digits` decimals, empty where missing; text cells as they are."""
+    """Numbers with `digits` decimals (counts as integers), empty where missing; text cells as they are."""
     def fmt(value):
         if isinstance(value, str):
             return value
-        return "" if pd.isna(value) else f"{value:.{digits}f}"
-    return table.reset_index().map(fmt)
+        if pd.isna(value):
+            return ""
+        return str(value) if isinstance(value, (int, np.integer)) else f"{value:.{digits}f}"
+    return table.rename_axis("system").reset_index().map(fmt)
 
 
 def write_table(table: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,

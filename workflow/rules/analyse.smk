@@ -29,6 +29,11 @@ def paper_numbers_arg(wildcards, input):
     return f"--paper-numbers {input.numbers}" if "numbers" in input.keys() else ""
 
 
+def note_arg(wildcards):
+    note = ANALYSES[wildcards.analysis]["note"]
+    return f"--note {shlex.quote(note)}" if note else ""
+
+
 def system_inputs(pattern):
     """Input function: one named input per system of the analysis, from `pattern(analysis, system)`."""
     def inputs(wildcards):
@@ -156,9 +161,9 @@ rule bucket_figure:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,
         title=lambda w: ANALYSES[w.analysis]["title"],
-        note=lambda w: ANALYSES[w.analysis]["note"],
+        note=note_arg,
     shell:
-        "nmtrepro plot-buckets {params.systems} {params.numbers} --title {params.title:q} --note {params.note:q} "
+        "nmtrepro plot-buckets {params.systems} {params.numbers} --title {params.title:q} {params.note} "
         "--out-png {output.png} --out-svg {output.svg} --out-md {output.md} --out-html {output.html} "
         "--out-tex {output.tex} 2> {log}"
 
@@ -177,10 +182,10 @@ rule ngram_figure:
         numbers=paper_numbers_arg,
         metric=lambda w: ANALYSES[w.analysis]["metric"],
         title=lambda w: ANALYSES[w.analysis]["title"],
-        note=lambda w: ANALYSES[w.analysis]["note"],
+        note=note_arg,
     shell:
         "nmtrepro plot-ngrams {params.systems} {params.numbers} --metric {params.metric} "
-        "--title {params.title:q} --note {params.note:q} --out-png {output.png} --out-svg {output.svg} "
+        "--title {params.title:q} {params.note} --out-png {output.png} --out-svg {output.svg} "
         "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
@@ -198,9 +203,9 @@ rule speed_table:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,
         title=lambda w: ANALYSES[w.analysis]["title"],
-        note=lambda w: ANALYSES[w.analysis]["note"],
+        note=note_arg,
     shell:
-        "nmtrepro speed-table {params.systems} {params.numbers} --title {params.title:q} --note {params.note:q} "
+        "nmtrepro speed-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
         "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
@@ -217,7 +222,7 @@ rule head_table:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,
         title=lambda w: ANALYSES[w.analysis]["title"],
-        note=lambda w: ANALYSES[w.analysis]["note"],
+        note=note_arg,
     shell:
-        "nmtrepro head-table {params.systems} {params.numbers} --title {params.title:q} --note {params.note:q} "
+        "nmtrepro head-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
         "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
