@@ -145,3 +145,20 @@ def test_table_command_marks_significant_cells(tmp_path):
     md = out["md"].read_text()
     assert "30.00++" in md and "29.50–30.50" in md and "0.004" in md
     assert "\\begin{tabular}" in out["tex"].read_text()
+
+
+def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
+    from pathlib import Path
+
+    import yaml
+
+    from nmtrepro.config import experiments, validate
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    validate(config, repo / "workflow/schemas/config.schema.yaml")
+    experiments(config)                                   # the default's baselines are valid
+    config["tables"]["A_table1"]["cells"][0]["baseline"] = "base_en_fr"
+    with pytest.raises(InputError, match=r"tables.A_table1.cells\[0\].baseline = 'base_en_fr' is tested on "
+                                         r"multi30k_en_fr/test_2016_flickr"):
+        experiments(config)
