@@ -162,3 +162,17 @@ def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
     with pytest.raises(InputError, match=r"tables.A_table1.cells\[0\].baseline = 'base_en_fr' is tested on "
                                          r"multi30k_en_fr/test_2016_flickr"):
         experiments(config)
+
+
+def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
+    buckets = bucket_scores([3, 50], ["a b", "c d"], ["a b", "x y"], ["a b", "c d"], [15, 30, 45])
+    result = tmp_path / "b.json"
+    result.write_text(json.dumps(buckets))
+    paper = tmp_path / "paper.tsv"
+    paper.write_text("row\tcolumn\tvalue\tnote\nOurs\tΔ >45\t1.72\t\n", encoding="utf-8")
+    out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
+    assert cli.main(["plot-buckets", "--system", f"Ours={result}", "--paper-numbers", str(paper), "--title", "F",
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    assert out["png"].read_bytes()[:4] == b"\x89PNG" and "<svg" in out["svg"].read_text()
+    md = out["md"].read_text()
+    assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72

@@ -51,8 +51,10 @@ def bucket_scores(src_lengths: list[int], hyps: list[str], base_hyps: list[str],
     return out
 
 
-def plot_buckets(results: dict[str, list[dict]]) -> Figure:
-    """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline."""
+def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None) -> Figure:
+    """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline,
+    with the paper's Δ as a black cross on the bar of the system whose label is the paper's row."""
+    paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
     fig = Figure(figsize=(10, 4), layout="constrained")
     left, right = fig.subplots(1, 2, sharex=True)
     width = 0.8 / max(len(results), 1)
@@ -61,6 +63,10 @@ def plot_buckets(results: dict[str, list[dict]]) -> Figure:
         bars = left.bar(xs, [b["bleu"] or 0 for b in buckets], width, label=label, color=f"C{k}")
         left.bar_label(bars, labels=[f"n={b['n']}" for b in buckets], fontsize="x-small")
         right.bar(xs, [b["delta"] or 0 for b in buckets], width, label=label, color=f"C{k}")
+        marked = [(x, paper_delta[label, f"Δ {b['bucket']}"]) for x, b in zip(xs, buckets)
+                  if (label, f"Δ {b['bucket']}") in paper_delta]
+        if marked:
+            right.plot(*zip(*marked), "kx", label=f"paper: {label}")
     labels = [b["bucket"] for b in next(iter(results.values()))]
     for ax, name in ((left, "tokenized BLEU"), (right, "Δ BLEU vs baseline")):
         ax.set_xticks(range(len(labels)), labels)
@@ -69,6 +75,8 @@ def plot_buckets(results: dict[str, list[dict]]) -> Figure:
         ax.grid(axis="y", alpha=0.3)
     right.axhline(0, color="black", linewidth=0.8)
     left.legend(fontsize="small")
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize="small")
     return fig
 
 
@@ -112,7 +120,7 @@ def run_plot_buckets(args) -> None:
     from .report import parse_pairs, read_paper_numbers
 
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
-    save_figure(plot_buckets(results), args.out_png, args.out_svg)
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
+    save_figure(plot_buckets(results, paper), args.out_png, args.out_svg)
     write_table(beside(bucket_table(results), paper), args.title, args.note, args.out_md, args.out_html,
                 args.out_tex)
