@@ -89,11 +89,30 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
     assert (results / "report/A_table1.html").stat().st_size > 0
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
+    sig = json.loads((results / "analyse/significance/base_en_de.vs.base_en_de.json").read_text())
+    assert sig["tok_bleu"]["p_value"] == 1.0 and "bs:1000" in sig["tok_bleu"]["signature"]  # itself: p = 1
+    ours = [line for line in table.splitlines() if "| base_en_" in line]
+    assert "95% CI" in table and len(ours) == 2 and not any("†" in line for line in ours)
+    for figure in ("A_figure3", "D_figure4", "D_figure5"):
+        assert (results / f"report/{figure}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (results / f"report/{figure}.svg").read_text().lstrip().startswith("<?xml")
+    buckets = json.loads((results / "analyse/A_figure3/base_en_de.vs.base_en_de.buckets.json").read_text())
+    assert [b["bucket"] for b in buckets] == ["≤15", "(15,30]", "(30,45]", ">45"]
+    assert sum(b["n"] for b in buckets) == 300
+    assert "paper: Δ >45" in (results / "report/A_figure3.md").read_text()
+    speed = (results / "report/A_table2.md").read_text()
+    assert "Para. (M)" in speed and "paper: Para. (M)" in speed and "Train time" in speed
+    heads = (results / "report/D_table4.md").read_text()
+    assert "Transformer (Base) / Global" in heads and "0.826" in heads
+    for name in ("A_table1", "A_figure3", "D_figure5", "A_table2", "D_table5", "D_table4"):
+        assert "\\begin{tabular}" in (results / f"report/{name}.tex").read_text()
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "training_curves.png" in html and "A_table1.html" in html
+    for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "D_table4.html"):
+        assert name in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

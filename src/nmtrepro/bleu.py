@@ -15,6 +15,16 @@ from .files import InputError, read_lines, write_json
 log = logging.getLogger(__name__)
 
 
+def make_metric(name: str) -> BLEU:
+    """The sacreBLEU metric behind each BLEU we report, so every analysis scores the same way."""
+    if name == "tok_bleu":
+        # multi-bleu.perl scores 0 when any n-gram order has no match, hence no smoothing.
+        return BLEU(tokenize="none", smooth_method="none")
+    if name == "sacrebleu":
+        return BLEU()
+    raise InputError(f"unknown BLEU metric {name!r}; known: sacrebleu, tok_bleu")
+
+
 def corpus_bleu(hyps: list[str], refs: list[str], metric: BLEU) -> dict:
     """Score aligned lines with one sacreBLEU metric; plain data for JSON."""
     result = metric.corpus_score(hyps, [refs])
@@ -44,9 +54,8 @@ def score(hyp, ref, hyp_tok, ref_tok) -> dict:
         raise InputError(f"no sentences to score: {hyp} is empty")
     return {
         "n": counts["hyp"],
-        "sacrebleu": corpus_bleu(lines["hyp"], lines["ref"], BLEU()),
-        # multi-bleu.perl scores 0 when any n-gram order has no match, hence no smoothing.
-        "tok_bleu": corpus_bleu(lines["hyp_tok"], lines["ref_tok"], BLEU(tokenize="none", smooth_method="none")),
+        "sacrebleu": corpus_bleu(lines["hyp"], lines["ref"], make_metric("sacrebleu")),
+        "tok_bleu": corpus_bleu(lines["hyp_tok"], lines["ref_tok"], make_metric("tok_bleu")),
     }
 
 

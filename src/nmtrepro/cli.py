@@ -22,6 +22,14 @@ COMMANDS = {
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
+    "significance": ("nmtrepro.significance", "paired bootstrap resampling of a system against its baseline"),
+    "length-buckets": ("nmtrepro.buckets", "BLEU per source-length bucket, system and baseline"),
+    "plot-buckets": ("nmtrepro.buckets", "figure and table of BLEU per length bucket"),
+    "plot-ngrams": ("nmtrepro.ngrams", "figure and table of n-gram precision gaps vs baselines"),
+    "speed": ("nmtrepro.speed", "parameter count, training and decoding speed of one experiment"),
+    "speed-table": ("nmtrepro.speed", "table of size and speed relative to baselines"),
+    "head-similarity": ("nmtrepro.heads", "cosine similarity between encoder self-attention heads"),
+    "head-table": ("nmtrepro.heads", "table of head similarity within and across groups"),
 }
 
 

@@ -94,4 +94,26 @@ def experiments(config: dict) -> dict[str, Experiment]:
     for table, spec in config["tables"].items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
+            baseline = cell.get("baseline", spec.get("baseline"))
+            if baseline is not None:
+                _comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
+    for name, spec in config.get("analyses", {}).items():
+        labels = [system["label"] for system in spec["systems"]]
+        if len(set(labels)) != len(labels):
+            raise InputError(f"config: analyses.{name}.systems: labels must be unique, got {labels}")
+        for i, system in enumerate(spec["systems"]):
+            _known(system["experiment"], out, f"analyses.{name}.systems[{i}].experiment")
+            _comparable(out, system["experiment"], system.get("baseline", system["experiment"]),
+                        f"analyses.{name}.systems[{i}].baseline")
+        if spec["kind"] == "length_buckets" and "edges" not in spec:
+            raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
     return out
+
+
+def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:
+    """A baseline must exist and be scored on the same sentences, or a paired test means nothing."""
+    _known(baseline, experiments, key)
+    ours, theirs = experiments[experiment], experiments[baseline]
+    if (ours.dataset, ours.test) != (theirs.dataset, theirs.test):
+        raise InputError(f"config: {key} = {baseline!r} is tested on {theirs.dataset}/{theirs.test}, but "
+                         f"{experiment!r} on {ours.dataset}/{ours.test}: a baseline needs the same test set")

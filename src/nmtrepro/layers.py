@@ -21,6 +21,8 @@ class MultiheadAttention(nn.Module):
 
     With `cache`, self-attention appends this step's keys/values to those of earlier steps, and
     cross-attention (`static_kv=True`) projects the encoder output once and reuses it every step.
+    Analyses that need each head's output (head similarity, paper D Table IV) set `head_outputs` to a
+    list; forward then appends (B, heads, T, d_head) there. It is None otherwise, costing one test.
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = False):
@@ -31,6 +33,7 @@ class MultiheadAttention(nn.Module):
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.head_outputs: list[torch.Tensor] | None = None
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape  # (batch, time, d) -> (batch, heads, time, d_head)
@@ -56,6 +59,8 @@ class MultiheadAttention(nn.Module):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
             dropout_p=self.dropout if self.training else 0.0)
+        if self.head_outputs is not None:
+            self.head_outputs.append(out.detach())
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1))
 

@@ -18,7 +18,7 @@ from .files import InputError, atomic_open, atomic_path, read_json, require_file
 
 PAPER_COLUMNS = ["row", "column", "value", "note"]
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "Δ",
-                 "our test set", "signature"]
+                 "our test set", "signature", "baseline", "p", "95% CI", "mark"]
 METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
@@ -89,14 +89,28 @@ def read_score(path, metric: str) -> dict:
     return entry
 
 
+def read_significance(path, metric: str) -> dict:
+    """The metric's entry of a JSON written by `nmtrepro significance`, plus the baseline it names."""
+    try:
+        entry = read_json(path)[metric]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
+    return entry
+
+
 def build_table(paper_numbers, cells: list[Cell], metric: str,
-                test_sets: dict[str, str] | None = None) -> pd.DataFrame:
+                test_sets: dict[str, str] | None = None, significance: dict[str, str] | None = None,
+                baselines: dict[str, str] | None = None, marks: str = "dagger") -> pd.DataFrame:
     """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
 
+    `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
+    row then carries p, the 95% CI and the paper's mark (style `marks`) for a significant improvement.
     Numbers stay numeric (NaN where we measured nothing); rendering formats them.
     """
+    from .significance import mark  # sacrebleu's significance module, only for tables that mark
+
     paper = read_paper_numbers(paper_numbers)
-    test_sets = test_sets or {}
+    test_sets, significance, baselines = test_sets or {}, significance or {}, baselines or {}
     known = set(zip(paper["row"], paper["column"]))
     by_cell: dict[tuple[str, str], Cell] = {}
     for cell in cells:
@@ -117,6 +131,8 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
         cell = by_cell.get((entry.row, entry.column))
         measured = read_score(cell.path, metric) if cell else None
         ours = round(measured["score"], 2) if measured else float("nan")
+        sig = read_significance(significance[cell.experiment], metric) \
+            if cell and cell.experiment in significance else None
         rows.append({
             "experiment": cell.experiment if cell else "",
             "row": entry.row,
@@ -127,6 +143,10 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
             "our test set": test_sets.get(cell.experiment, "") if cell else "",
             "signature": measured["signature"] if measured else "",
+            "baseline": baselines.get(cell.experiment, "") if sig else "",
+            "p": sig["p_value"] if sig else float("nan"),
+            "95% CI": f"{sig['ci_low']:.2f}–{sig['ci_high']:.2f}" if sig else "",
+            "mark": mark(sig["score"], sig["baseline"], sig["p_value"], marks) if sig else "",
         })
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -140,17 +160,19 @@ def comparability_note(metric: str, scale: str | None) -> str:
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
-    """Numbers as text with 2 decimals (Δ signed); empty where unmeasured."""
+    """Numbers as text with 2 decimals (Δ signed), ours with its significance mark; empty where unmeasured."""
     def fmt(spec):
         return lambda value: "" if pd.isna(value) else format(value, spec)
-    return table.assign(**{"paper BLEU": table["paper BLEU"].map(fmt(".2f")),
-                           "ours": table["ours"].map(fmt(".2f")),
-                           "Δ": table["Δ"].map(fmt("+.2f"))})
+    shown = table.assign(**{"paper BLEU": table["paper BLEU"].map(fmt(".2f")),
+                            "ours": table["ours"].map(fmt(".2f")) + table["mark"],
+                            "Δ": table["Δ"].map(fmt("+.2f")),
+                            "p": table["p"].map(fmt(".3f"))})
+    return shown.drop(columns="mark")
 
 
 def render_markdown(table: pd.DataFrame, title: str, note: str) -> str:
     shown = _display(table).map(lambda text: text.replace("|", "\\|"))  # signatures contain '|'
-    numeric = {"paper BLEU", "ours", "Δ"}
+    numeric = {"paper BLEU", "ours", "Δ", "p"}
     body = shown.to_markdown(index=False, disable_numparse=True,
                              colalign=["right" if c in numeric else "left" for c in shown.columns])
     return f"# {title}\n\n{body}\n\n{note}\n"
@@ -201,18 +223,35 @@ def add_arguments_table(parser) -> None:
     parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
                         help="the test set an experiment was scored on, shown in its row (repeat)")
     parser.add_argument("--scale", help="the configured scale, named in the note under the table")
+    parser.add_argument("--significance", action="append", default=[], metavar="EXPERIMENT=BASELINE=PATH",
+                        help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
+    parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
+                        help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
+    parser.add_argument("--out-tex", help="LaTeX table")
 
 
 def run_table(args) -> None:
     cells = [parse_cell(spec) for spec in args.cell]
-    table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"))
+    pairs = parse_pairs(args.significance, "--significance")       # EXPERIMENT -> BASELINE=PATH
+    baselines = {e: spec.partition("=")[0] for e, spec in pairs.items()}
+    significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
+    table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
+                        significance, baselines, args.marks)
     note = comparability_note(args.metric, args.scale)
+    if significance:
+        from .significance import MARK_STYLES
+        levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
+        note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
+                 f"baseline; {levels} for an improvement; 95% CI of ours over the resamples.")
     with atomic_open(args.out_md) as handle:
         handle.write(render_markdown(table, args.title, note))
     with atomic_open(args.out_html) as handle:
         handle.write(render_html(table, args.title, note))
+    if args.out_tex:
+        with atomic_open(args.out_tex) as handle:
+            handle.write(_display(table).to_latex(index=False, caption=f"{args.title}. {note}"))
 
 
 def add_arguments_plot_curves(parser) -> None:

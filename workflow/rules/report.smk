@@ -2,18 +2,31 @@ def table_cells(wildcards):
     return {f"cell{i}": bleu_file(c["experiment"]) for i, c in enumerate(config["tables"][wildcards.table]["cells"])}
 
 
+def cell_baseline(table, cell):
+    return cell.get("baseline", config["tables"][table].get("baseline"))
+
+
+def table_significance(wildcards):
+    cells = config["tables"][wildcards.table]["cells"]
+    return {f"sig{i}": f"results/analyse/significance/{c['experiment']}.vs.{cell_baseline(wildcards.table, c)}.json"
+            for i, c in enumerate(cells) if cell_baseline(wildcards.table, c)}
+
+
 def table_cell_args(wildcards, input):
     args = []
     for i, cell in enumerate(config["tables"][wildcards.table]["cells"]):
         e = EXPERIMENTS[cell["experiment"]]
         args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={input[f'cell{i}']}"]
         args += ["--test-set", f"{e.name}={e.dataset}/{e.test}"]
+        if f"sig{i}" in input.keys():
+            args += ["--significance", f"{e.name}={cell_baseline(wildcards.table, cell)}={input[f'sig{i}']}"]
     return shlex.join(args)
 
 
 rule results_table:
     input:
         unpack(table_cells),
+        unpack(table_significance),
         numbers=lambda w: config["tables"][w.table]["paper_numbers"],
     output:
         md="results/report/{table}.md",
@@ -23,15 +36,18 @@ rule results_table:
             category="Tables",
             labels={"table": "{table}"},
         ),
+        tex="results/report/{table}.tex",
     log:
         "results/logs/report/{table}.log",
     params:
         title=lambda w: config["tables"][w.table]["title"],
         metric=lambda w: config["tables"][w.table]["metric"],
         cells=table_cell_args,
+        marks=lambda w: config["tables"][w.table]["marks"],
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --out-md {output.md} --out-html {output.html} 2> {log}"
+        "--scale {config[scale]} {params.cells} --marks {params.marks} --out-md {output.md} "
+        "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
 rule training_curves:

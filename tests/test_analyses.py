@@ -1,0 +1,178 @@
+"""Analyses beyond corpus BLEU, each pinned on a hand-computed case: significance, length buckets,
+n-gram gaps, speed/size, head similarity, and the paper-beside-ours rendering they share."""
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from nmtrepro import cli
+from nmtrepro.buckets import bucket_index, bucket_labels, bucket_scores
+from nmtrepro.files import InputError
+from nmtrepro.heads import group_similarity, head_cosines, similarity
+from nmtrepro.models import build_model
+from nmtrepro.ngrams import precision_gaps
+from nmtrepro.render import beside
+from nmtrepro.significance import mark, paired_bootstrap
+from nmtrepro.speed import parameter_counts, speed_table, training_speed
+
+REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
+        for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
+
+
+def test_identical_systems_are_not_significantly_different():
+    result = paired_bootstrap(REFS[:20] + ["x"] * 20, REFS[:20] + ["x"] * 20, REFS, "tok_bleu")
+    assert result["p_value"] == 1.0
+    assert result["score"] == result["baseline"]
+    assert mark(result["score"], result["baseline"], result["p_value"], "dagger") == ""
+
+
+def test_reference_beats_garbage_at_p_below_001_with_its_ci():
+    garbage = [" ".join(reversed(r.split()))[:20] for r in REFS]
+    result = paired_bootstrap(REFS, garbage, REFS, "tok_bleu")
+    assert result["score"] == pytest.approx(100.0)
+    assert result["p_value"] < 0.01
+    assert result["ci_low"] <= result["mean"] <= result["ci_high"]
+    assert "bs:1000" in result["signature"] and "seed:12345" in result["signature"]
+    assert mark(result["score"], result["baseline"], result["p_value"], "dagger") == "†"
+
+
+@pytest.mark.parametrize("style,p,expected", [
+    ("dagger", 0.005, "†"), ("dagger", 0.03, ""), ("arrows", 0.005, "⇑"), ("arrows", 0.03, "↑"),
+    ("plus", 0.005, "++"), ("plus", 0.03, "+"), ("plus", 0.2, "")])
+def test_marks_follow_each_papers_levels(style, p, expected):
+    assert mark(30.0, 29.0, p, style) == expected
+    assert mark(29.0, 30.0, p, style) == ""  # a significant loss is not marked as an improvement
+
+
+def test_bucket_boundaries_are_inclusive_upper_bounds():
+    edges = [15, 30, 45]
+    assert bucket_labels(edges) == ["≤15", "(15,30]", "(30,45]", ">45"]
+    assert [bucket_index(n, edges) for n in (1, 15, 16, 30, 31, 45, 46, 200)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert bucket_labels([10, 20]) == ["≤10", "(10,20]", ">20"]
+    with pytest.raises(InputError):
+        bucket_labels([30, 15])
+
+
+def test_bucket_scores_count_sentences_and_score_each_bucket_alone():
+    refs = ["a b c d e", "f g h i j", "k l m n o"]
+    hyps = ["a b c d e", "f g h i j", "x y z w v"]        # perfect short ones, wrong long one
+    base = ["a b c d e", "x y z w v", "x y z w v"]
+    buckets = bucket_scores([3, 10, 50], hyps, base, refs, [5, 20])
+    assert [b["n"] for b in buckets] == [1, 1, 1]
+    assert buckets[0]["bleu"] == pytest.approx(100) and buckets[0]["delta"] == pytest.approx(0)
+    assert buckets[1]["bleu"] == pytest.approx(100) and buckets[1]["baseline_bleu"] == pytest.approx(0)
+    assert buckets[2]["bleu"] == pytest.approx(0)
+    empty = bucket_scores([3], ["a"], ["a"], ["a"], [5, 20])
+    assert [b["n"] for b in empty] == [1, 0, 0] and empty[1]["bleu"] is None
+
+
+def test_ngram_gaps_are_system_minus_baseline_per_order():
+    row = precision_gaps({"precisions": [60.0, 40.0, 30.0, 20.0]}, {"precisions": [55.0, 41.0, 30.0, 10.0]})
+    assert [row[f"Δ {n}-gram"] for n in (1, 2, 3, 4)] == [5.0, -1.0, 0.0, 10.0]
+    with pytest.raises(InputError):
+        precision_gaps({"precisions": [1.0]}, {"precisions": [1.0, 2.0, 3.0, 4.0]})
+
+
+def test_speed_table_reports_time_relative_to_the_baseline():
+    base = {"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
+            "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0, "decode_src_tok_s": 150.0}
+    slow = dict(base, params=3_000_000, train_tgt_tok_s=50.0, decode_sent_s=4.0)
+    table = speed_table({"Base": base, "Slow": slow}, {"Base": base, "Slow": base})
+    assert table.loc["Base", "Train time"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
+    assert table.loc["Slow", "Train time"] == 2.0 and table.loc["Slow", "Decode time"] == 2.5
+    assert table.loc["Slow", "Para. (M)"] == 3.0
+    curve = pd.DataFrame({"tgt_tok_s": [10.0, None, 300.0, 200.0, 250.0]})
+    assert training_speed(curve) == 225.0  # median over logged windows, checkpoint rows skipped
+
+
+def test_parameter_counts_separate_embeddings():
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 3))
+    assert parameter_counts(model) == {"params": 40 + 15, "non_embedding_params": 15}
+
+
+def test_head_cosines_on_identical_and_orthogonal_heads():
+    out = torch.zeros(1, 3, 2, 2)                 # (B, H, T, d_head)
+    out[0, 0, :, 0] = 1.0
+    out[0, 1, :, 0] = 2.0                         # same direction as head 0
+    out[0, 2, :, 1] = 1.0                         # orthogonal to both
+    pad = torch.tensor([[False, True]])           # second token is padding
+    cos, n = head_cosines(out, pad)
+    assert n == 1
+    assert torch.allclose(cos, torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    sims = group_similarity(cos, ["A", "A", "B"])
+    assert sims["A"]["A"] == pytest.approx(1.0) and sims["A"]["B"] == pytest.approx(0.0)
+    assert sims["B"]["B"] == pytest.approx(1.0)   # Eq. 14: a head is compared with itself too
+
+
+def test_head_similarity_on_a_transformer_leaves_the_hot_path_untouched():
+    torch.manual_seed(0)
+    model = build_model({"family": "transformer", "src_vocab": 20, "tgt_vocab": 20, "d_model": 8, "ffn": 16,
+                         "heads": 2, "encoder_layers": 2, "decoder_layers": 1}).eval()
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])  # 0 = padding
+    result = similarity(model, [src])
+    assert result["heads"] == 2 and result["layers"] == 2 and result["tokens"] == 7
+    assert result["average"] == pytest.approx((1 + result["pairwise"]) / 2)  # 2 heads: diag 1, off-diag
+    assert result["groups"] == {"Global": {"Global": pytest.approx(result["average"])}}
+    attn = model.encoder[0].self_attn.sublayer
+    assert attn.head_outputs is None
+
+
+def test_beside_adds_paper_columns_and_differences():
+    ours = pd.DataFrame({"x": [1.0, 2.0]}, index=["A", "B"])
+    paper = pd.DataFrame({"row": ["A", "C"], "column": ["x", "y"], "value": [0.5, 3.0], "note": ["", ""]})
+    table = beside(ours, paper)
+    assert list(table.index) == ["A", "B", "C"]
+    assert table.loc["A", "x: ours − paper"] == 0.5
+    assert math.isnan(table.loc["B", "paper: x"]) and table.loc["C", "paper: y"] == 3.0
+
+
+def test_table_command_marks_significant_cells(tmp_path):
+    paper = tmp_path / "paper.tsv"
+    paper.write_text("row\tcolumn\tvalue\tnote\nBase\tEn-De\t27.38\t\n+PR\tEn-De\t28.67\t† p < 0.01\n")
+    entry = {"score": 30.0, "signature": "sig", "precisions": [0] * 4, "bp": 1.0, "sys_len": 1, "ref_len": 1}
+    bleu = tmp_path / "b.json"
+    bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry}))
+    sig = tmp_path / "s.json"
+    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "p_value": 0.004, "mean": 30.0,
+                                            "ci": 0.5, "ci_low": 29.5, "ci_high": 30.5}}))
+    out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
+    assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
+                     "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
+                     "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]) == 0
+    md = out["md"].read_text()
+    assert "30.00++" in md and "29.50–30.50" in md and "0.004" in md
+    assert "\\begin{tabular}" in out["tex"].read_text()
+
+
+def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
+    from pathlib import Path
+
+    import yaml
+
+    from nmtrepro.config import experiments, validate
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    validate(config, repo / "workflow/schemas/config.schema.yaml")
+    experiments(config)                                   # the default's baselines are valid
+    config["tables"]["A_table1"]["cells"][0]["baseline"] = "base_en_fr"
+    with pytest.raises(InputError, match=r"tables.A_table1.cells\[0\].baseline = 'base_en_fr' is tested on "
+                                         r"multi30k_en_fr/test_2016_flickr"):
+        experiments(config)
+
+
+def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
+    buckets = bucket_scores([3, 50], ["a b", "c d"], ["a b", "x y"], ["a b", "c d"], [15, 30, 45])
+    result = tmp_path / "b.json"
+    result.write_text(json.dumps(buckets))
+    paper = tmp_path / "paper.tsv"
+    paper.write_text("row\tcolumn\tvalue\tnote\nOurs\tΔ >45\t1.72\t\n", encoding="utf-8")
+    out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
+    assert cli.main(["plot-buckets", "--system", f"Ours={result}", "--paper-numbers", str(paper), "--title", "F",
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    assert out["png"].read_bytes()[:4] == b"\x89PNG" and "<svg" in out["svg"].read_text()
+    md = out["md"].read_text()
+    assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72

@@ -1,0 +1,228 @@
+# Analyses beyond corpus BLEU (config `analyses`, and significance for `tables`): per-experiment
+# measurements under results/analyse/, rendered as paper figures and tables under results/report/.
+ANALYSES = config.get("analyses", {})
+
+
+def analyses_of(kind):
+    return "|".join(name for name, spec in ANALYSES.items() if spec["kind"] == kind) or "^$"
+
+
+def evaluated(experiment, ext):
+    return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.{ext}"
+
+
+def test_input(experiment, kind):
+    e = EXPERIMENTS[experiment]
+    return f"results/prepare/{e.dataset}/test/{e.test}.{kind}"
+
+
+def baseline_of(system):
+    return system.get("baseline", system["experiment"])
+
+
+def paper_numbers(wildcards):
+    path = ANALYSES[wildcards.analysis].get("paper_numbers")
+    return {"numbers": path} if path else {}
+
+
+def paper_numbers_arg(wildcards, input):
+    return f"--paper-numbers {input.numbers}" if "numbers" in input.keys() else ""
+
+
+def note_arg(wildcards):
+    note = ANALYSES[wildcards.analysis]["note"]
+    return f"--note {shlex.quote(note)}" if note else ""
+
+
+def system_inputs(pattern):
+    """Input function: one named input per system of the analysis, from `pattern(analysis, system)`."""
+    def inputs(wildcards):
+        systems = ANALYSES[wildcards.analysis]["systems"]
+        return {**{f"sys{i}": pattern(wildcards.analysis, s) for i, s in enumerate(systems)},
+                **paper_numbers(wildcards)}
+    return inputs
+
+
+def system_args(render):
+    """Params function: `--system LABEL=...` per system, `render(system, input, i)` giving what follows '='."""
+    def args(wildcards, input):
+        systems = ANALYSES[wildcards.analysis]["systems"]
+        return shlex.join(a for i, s in enumerate(systems) for a in ("--system", f"{s['label']}={render(s, input, i)}"))
+    return args
+
+
+rule significance:
+    input:
+        hyp=lambda w: evaluated(w.experiment, "hyp"),
+        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
+        base_hyp=lambda w: evaluated(w.baseline, "hyp"),
+        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
+        ref=lambda w: test_input(w.experiment, "ref"),
+        ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
+    output:
+        "results/analyse/significance/{experiment}.vs.{baseline}.json",
+    log:
+        "results/logs/analyse/significance.{experiment}.vs.{baseline}.log",
+    wildcard_constraints:
+        baseline="|".join(EXPERIMENTS) or "^$",
+    shell:
+        "nmtrepro significance --hyp {input.hyp} --hyp-tok {input.hyp_tok} --base-hyp {input.base_hyp} "
+        "--base-hyp-tok {input.base_hyp_tok} --ref {input.ref} --ref-tok {input.ref_tok} --out {output} 2> {log}"
+
+
+rule length_buckets:
+    input:
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
+        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
+        ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
+    output:
+        "results/analyse/{analysis}/{experiment}.vs.{baseline}.buckets.json",
+    log:
+        "results/logs/analyse/{analysis}.{experiment}.vs.{baseline}.log",
+    wildcard_constraints:
+        analysis=analyses_of("length_buckets"),
+        baseline="|".join(EXPERIMENTS) or "^$",
+    params:
+        edges=lambda w: " ".join(map(str, ANALYSES[w.analysis]["edges"])),
+    shell:
+        "nmtrepro length-buckets --src-bpe {input.src} --hyp-tok {input.hyp_tok} --base-hyp-tok {input.base_hyp_tok} "
+        "--ref-tok {input.ref_tok} --edges {params.edges} --out {output} 2> {log}"
+
+
+rule speed:
+    input:
+        model="results/train/{experiment}/averaged.pt",
+        curve="results/train/{experiment}/curve.tsv",
+        stats=lambda w: evaluated(w.experiment, "decode.json"),
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+    output:
+        "results/analyse/speed/{experiment}.json",
+    log:
+        "results/logs/analyse/speed.{experiment}.log",
+    shell:
+        "nmtrepro speed --model {input.model} --curve {input.curve} --decode-stats {input.stats} "
+        "--src-bpe {input.src} --out {output} 2> {log}"
+
+
+def head_groups(wildcards):
+    for system in ANALYSES[wildcards.analysis]["systems"]:
+        if system["experiment"] == wildcards.experiment and "groups" in system:
+            return "--groups " + shlex.join(system["groups"])
+    return ""
+
+
+rule head_similarity:
+    input:
+        model="results/train/{experiment}/averaged.pt",
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+    output:
+        "results/analyse/{analysis}/{experiment}.heads.json",
+    log:
+        "results/logs/analyse/{analysis}.{experiment}.heads.log",
+    wildcard_constraints:
+        analysis=analyses_of("head_similarity"),
+    params:
+        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        groups=head_groups,
+    threads: SCALE["train"].get("threads") or 1
+    shell:
+        "nmtrepro head-similarity --model {input.model} --data {params.data_dir} --input {input.src} "
+        "{params.groups} --threads {threads} --out {output} 2> {log}"
+
+
+def figure_outputs(category, caption):
+    return {
+        "png": report("results/report/{analysis}.png", caption=caption, category=category,
+                      labels={"analysis": "{analysis}", "kind": "figure"}),
+        "svg": "results/report/{analysis}.svg",
+        "md": "results/report/{analysis}.md",
+        "html": report("results/report/{analysis}.html", caption=caption, category=category,
+                       labels={"analysis": "{analysis}", "kind": "table"}),
+        "tex": "results/report/{analysis}.tex",
+    }
+
+
+def table_outputs(category, caption):
+    outputs = figure_outputs(category, caption)
+    return {key: outputs[key] for key in ("md", "html", "tex")}
+
+
+rule bucket_figure:
+    input:
+        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.vs.{baseline_of(s)}.buckets.json")),
+    output:
+        **figure_outputs("Length buckets", "../report/buckets.rst"),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("length_buckets"),
+    params:
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        numbers=paper_numbers_arg,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro plot-buckets {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "--out-png {output.png} --out-svg {output.svg} --out-md {output.md} --out-html {output.html} "
+        "--out-tex {output.tex} 2> {log}"
+
+
+rule ngram_figure:
+    input:
+        unpack(system_inputs(lambda a, s: [bleu_file(s["experiment"]), bleu_file(baseline_of(s))])),
+    output:
+        **figure_outputs("n-gram precision", "../report/ngrams.rst"),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("ngram_precision"),
+    params:
+        systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
+        numbers=paper_numbers_arg,
+        metric=lambda w: ANALYSES[w.analysis]["metric"],
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro plot-ngrams {params.systems} {params.numbers} --metric {params.metric} "
+        "--title {params.title:q} {params.note} --out-png {output.png} --out-svg {output.svg} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
+
+
+rule speed_table:
+    input:
+        unpack(system_inputs(lambda a, s: [f"results/analyse/speed/{s['experiment']}.json",
+                                           f"results/analyse/speed/{baseline_of(s)}.json"])),
+    output:
+        **table_outputs("Speed and size", "../report/speed.rst"),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("speed_size"),
+    params:
+        systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
+        numbers=paper_numbers_arg,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro speed-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
+
+
+rule head_table:
+    input:
+        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.heads.json")),
+    output:
+        **table_outputs("Head similarity", "../report/heads.rst"),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("head_similarity"),
+    params:
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        numbers=paper_numbers_arg,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro head-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
