@@ -22,6 +22,9 @@ COMMANDS = {
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
+    "probing-data": ("nmtrepro.probing.commands", "derive SentEval-style probing tasks from PTB trees"),
+    "probe": ("nmtrepro.probing.commands", "probe a frozen encoder on SentEval-format tasks"),
+    "probing-table": ("nmtrepro.probing.commands", "render probing accuracies beside the papers' tables"),
 }
 
 

@@ -55,7 +55,7 @@ def parse_trees(text: str, source: str = "<string>") -> list[Tree]:
     while i < len(tokens):
         tok = tokens[i]
         if tok == "(":
-            label = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] not in "()" else ""
+            label = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] not in ("(", ")") else ""
             stack.append([label, []])
             i += 2 if label else 1
             continue
