@@ -15,6 +15,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 

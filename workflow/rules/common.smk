@@ -42,4 +42,4 @@ def bleu_file(experiment):
 
 def all_outputs():
     tables = expand("results/report/{table}.{ext}", table=config["tables"], ext=["md", "html"])
-    return tables + ["results/report/training_curves.png"]
+    return tables + ["results/report/training_curves.png"] + probing_outputs()
