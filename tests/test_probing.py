@@ -105,3 +105,36 @@ def test_classifier_learns_separable_toy_task():
     grid = Grid(nhid=(50,), dropout=(0.0,), weight_decay=(0.0,), max_epochs=100, batch_size=64, lr=1e-2)
     assert probe(feats, labels, grid)["test"] > 0.9
     assert probe(feats, labels, grid, logistic=True)["test"] > 0.9
+
+
+def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
+    from nmtrepro.models import build_model
+    from nmtrepro.probing.vectors import encode_sentences
+    from nmtrepro.text import BPE
+    from nmtrepro.vocab import Vocab
+
+    torch.manual_seed(0)
+    vocab = Vocab(["a", "b", "c", "."])
+    model = build_model({"family": "transformer", "src_vocab": len(vocab), "tgt_vocab": len(vocab),
+                         "d_model": 8, "ffn": 16, "heads": 2, "encoder_layers": 1, "decoder_layers": 1,
+                         "dropout": 0.0}).eval()
+    codes = tmp_path / "bpe.codes"
+    codes.write_text("#version: 0.2\nx y\n")  # one merge that never applies
+    bpe = BPE(codes)
+    both = encode_sentences(model, ["a b c .", "a ."], vocab, bpe, "en", batch_size=2)
+    alone = encode_sentences(model, ["a ."], vocab, bpe, "en")
+    assert both.shape == (2, 8)
+    assert torch.allclose(both[1], alone[0], atol=1e-5)  # padding in the batch changes nothing
+
+
+def test_probing_table_puts_ours_beside_the_paper(tmp_path):
+    import pandas as pd
+
+    from nmtrepro.probing.commands import build_probing_table
+
+    paper = pd.DataFrame({"row": ["Base", "Base"], "column": ["TrDep", "BShif"], "value": [44.74, 71.24],
+                          "note": ["x, paper B Table 5"] * 2})
+    table = build_probing_table({"exp": {"tree_depth": {"test": 0.5}, "bigram_shift": {"test": 0.61234}}}, [paper])
+    assert list(table.columns) == ["system", "TrDep", "BShif"]
+    assert table.iloc[0].tolist() == ["exp (ours)", 50.0, 61.23]
+    assert table.iloc[1].tolist() == ["Base (paper B Table 5)", 44.74, 71.24]
