@@ -49,11 +49,11 @@ rule probe:
         "results/probing/{experiment}.json",
     log:
         "results/logs/probing/{experiment}.log",
-    threads: 2
     params:
         prepared=lambda w: f"results/prepare/{exp(w).dataset}",
         lang=lambda w: exp(w).src_lang,
         classifier=probing_classifier_args,
+    threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
         "--lang {params.lang} --tasks {input.tasks} {params.classifier} --output {output} 2> {log}"

@@ -122,7 +122,7 @@ def sentlen(trees: list[Tree]) -> list[tuple[str, str]]:
     return out
 
 
-def tree_depth(trees: list[Tree], classes: int = 7) -> list[tuple[str, str]]:
+def tree_depth(trees: list[Tree], classes: int = 8) -> list[tuple[str, str]]:
     """Depth classes: the `classes` most frequent depths (SentEval keeps 8 depths, 5..12)."""
     depths = [(t.depth(), sentence(t.words())) for t in trees]
     kept = {d for d, _ in collections.Counter(d for d, _ in depths).most_common(classes)}
