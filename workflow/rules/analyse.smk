@@ -8,6 +8,9 @@ if PROBING:
     for _name in PROBING["experiments"]:
         if _name not in EXPERIMENTS:
             raise WorkflowError(f"config: probing.experiments: unknown experiment {_name!r}")
+        if EXPERIMENTS[_name].src_lang != "en":
+            raise WorkflowError(f"config: probing.experiments: {_name!r} translates from "
+                                f"{EXPERIMENTS[_name].src_lang!r}; the probing tasks are English")
 
 
 def probing_task_files(wildcards=None):
