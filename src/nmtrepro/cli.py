@@ -30,6 +30,9 @@ COMMANDS = {
     "speed-table": ("nmtrepro.speed", "table of size and speed relative to baselines"),
     "head-similarity": ("nmtrepro.heads", "cosine similarity between encoder self-attention heads"),
     "head-table": ("nmtrepro.heads", "table of head similarity within and across groups"),
+    "probing-data": ("nmtrepro.probing.commands", "derive SentEval-style probing tasks from PTB trees"),
+    "probe": ("nmtrepro.probing.commands", "probe a frozen encoder on SentEval-format tasks"),
+    "probing-table": ("nmtrepro.probing.commands", "render probing accuracies beside the papers' tables"),
 }
 
 
