@@ -22,6 +22,8 @@ COMMANDS = {
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
+    "contrastive": ("nmtrepro.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
+    "plot-agreement": ("nmtrepro.agreement", "plot subject-verb agreement accuracy by distance"),
 }
 
 
