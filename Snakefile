@@ -15,10 +15,12 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         all_outputs(),
+        contrastive_outputs(),
     default_target: True
