@@ -73,10 +73,12 @@ def _reference_scores(model, src, tgt):
 def test_force_score_is_the_summed_log_prob_in_any_batch(tiny_model):
     sources = [[4, 5, 6, 2], [7, 2], [8, 9, 10, 11, 12, 2]]
     targets = [[4, 5, 2], [6, 7, 8, 9, 10, 2], [11, 2]]
-    batched = force_score(tiny_model, sources, targets, max_tokens=1000)
-    for got, src, tgt in zip(batched, sources, targets):
-        assert got == pytest.approx(_reference_scores(tiny_model, src, tgt), abs=1e-4)
-    assert force_score(tiny_model, sources, targets, max_tokens=6) == pytest.approx(batched, abs=1e-4)
+    alternatives = [[t, t[1:]] for t in targets]          # two targets per source, encoded once
+    batched = force_score(tiny_model, sources, alternatives, max_tokens=1000)
+    for got, src, alts in zip(batched, sources, alternatives):
+        assert got == pytest.approx([_reference_scores(tiny_model, src, t) for t in alts], abs=1e-4)
+    small = force_score(tiny_model, sources, alternatives, max_tokens=6)
+    assert [s for row in small for s in row] == pytest.approx([s for row in batched for s in row], abs=1e-4)
 
 
 def test_accuracy_per_category_on_a_tiny_model(tiny_model, monkeypatch):

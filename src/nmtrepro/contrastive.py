@@ -99,19 +99,27 @@ def read_distil_set(directory, max_lines: int | None = None) -> list[Triple]:
 
 
 @torch.no_grad()
-def force_score(model, sources: list[list[int]], targets: list[list[int]], max_tokens: int,
-                device="cpu") -> list[float]:
-    """Sum of log p(target piece | prefix, source) over each target's ids (EOS included), batched
-    by length like decoding; returned in input order."""
-    scores: list[float] = [0.0] * len(sources)
-    for indices in token_batches([len(s) for s in sources], [len(t) for t in targets], max_tokens):
+def force_score(model, sources: list[list[int]], targets: list[list[list[int]]], max_tokens: int,
+                device="cpu") -> list[list[float]]:
+    """Sum of log p(target piece | prefix, source) over the ids (EOS included) of each of the
+    targets of each source; scores[i][j] belongs to targets[i][j]. A source is encoded once for all
+    of its targets; batches are cut by length like decoding's."""
+    scores: list[list[float]] = [[] for _ in sources]
+    longest = [max(len(t) for t in alternatives) * len(alternatives) for alternatives in targets]
+    for indices in token_batches([len(s) for s in sources], longest, max_tokens):
         src = pad_sequences([torch.tensor(sources[i]) for i in indices]).to(device)         # (B, S)
-        tgt = pad_sequences([torch.tensor(targets[i]) for i in indices]).to(device)         # (B, T)
+        rows = [(b, t) for b, i in enumerate(indices) for t in targets[i]]
+        tgt = pad_sequences([torch.tensor(t) for _, t in rows]).to(device)                  # (R, T)
         prev = torch.cat([torch.full_like(tgt[:, :1], Vocab.bos), tgt[:, :-1]], dim=1)
-        lprobs = F.log_softmax(model.logits(model.decode(prev, model.encode(src))).float(), -1)
-        gold = lprobs.gather(-1, tgt[..., None]).squeeze(-1).masked_fill(tgt.eq(Vocab.pad), 0.0)
-        for i, score in zip(indices, gold.sum(1).tolist()):                                  # (B,)
-            scores[i] = score
+        enc = model.reorder_encoder(model.encode(src), torch.tensor([b for b, _ in rows], device=device))
+        hidden = model.decode(prev, enc)                                                    # (R, T, d)
+        real = tgt.ne(Vocab.pad)
+        # Only real positions go through the output layer (padding can be a large share here).
+        lprobs = F.log_softmax(model.logits(hidden[real]).float(), -1)                      # (N, V)
+        gold = torch.zeros(tgt.shape, device=lprobs.device)
+        gold[real] = lprobs.gather(-1, tgt[real][:, None]).squeeze(-1)
+        for (b, _), score in zip(rows, gold.sum(1).tolist()):                               # (R,)
+            scores[indices[b]].append(score)
     return scores
 
 
@@ -168,9 +176,8 @@ def evaluate(model, prep: Preprocessor, triples: list[Triple], max_tokens: int, 
     """Score every triple's two targets against its source; True where the model prefers the correct one."""
     sources = prep.source([t.source for t in triples])
     good, bad = prep.target([t.correct for t in triples]), prep.target([t.incorrect for t in triples])
-    scores = force_score(model, sources + sources, good + bad, max_tokens, device)
-    n = len(triples)
-    return [judge(g, b, scores[i], scores[n + i]) for i, (g, b) in enumerate(zip(good, bad))]
+    scores = force_score(model, sources, [[g, b] for g, b in zip(good, bad)], max_tokens, device)
+    return [judge(g, b, *score) for g, b, score in zip(good, bad, scores)]
 
 
 def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
