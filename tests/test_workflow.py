@@ -89,11 +89,16 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
     assert (results / "report/A_table1.html").stat().st_size > 0
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
+    scored = json.loads((results / "analyse/base_en_de/contrastive.json").read_text())
+    assert scored["total"]["total"] == 12 * 20  # ci: the first 20 triples of each DistilLingEval set
+    assert not (results / "analyse/base_en_fr").exists()  # only En->De models can be scored
+    assert (results / "report/subject_verb_agreement.svg").stat().st_size > 0
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "training_curves.png" in html and "A_table1.html" in html
+    assert "subject_verb_agreement.png" in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
