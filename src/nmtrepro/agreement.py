@@ -70,7 +70,7 @@ def plot_agreement(curves: dict[str, dict[str, dict]]) -> Figure:
     top.grid(alpha=0.3)
     top.legend(fontsize="small")
     bottom.set_ylabel("triples")
-    bottom.set_xticks(list(x), order)
+    bottom.set_xticks(list(x), order, fontsize="small")
     bottom.set_xlabel("subject-verb distance (words)")
     return fig
 
