@@ -182,7 +182,11 @@ def evaluate(model, prep: Preprocessor, triples: list[Triple], max_tokens: int, 
 
 def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
     """Give DistilLingEval subject-verb triples the distance we measure on the English source."""
-    from . import nlp  # lazy: the parser is heavy and only this path needs it
+    try:
+        from . import nlp  # lazy: the parser is heavy and only this path needs it
+    except ImportError as err:
+        raise InputError(f"measuring subject-verb distance needs nmtrepro.nlp ({err}); "
+                         "or score without distances: --parser none") from None
     from .agreement import subject_verb_distance
 
     agreement = [i for i, t in enumerate(triples) if t.category.startswith(SUBJ_VERB)]
