@@ -170,3 +170,37 @@ def test_parsed_distances_fill_subject_verb_triples_only():
     assert out[0].distance == 4
     assert out[1].distance == "unknown"
     assert out[2].distance is None
+
+
+def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
+    """The CLI end to end on a hand-made lingeval97.json with a tiny model and its own BPE/vocab."""
+    from argparse import Namespace
+
+    from nmtrepro.text import BPE, learn_bpe, tokenize
+
+    src, tgt = ["The dog sleeps .", "The dogs sleep ."], ["Der Hund schläft .", "Die Hunde schlafen ."]
+    prepared = tmp_path / "prepared"
+    learn_bpe(tokenize(src, "en"), tokenize(tgt, "de"), 10, prepared / "bpe.codes")
+    bpe = BPE(prepared / "bpe.codes")
+    src_vocab, tgt_vocab = Vocab.build(bpe(tokenize(src, "en"))), Vocab.build(bpe(tokenize(tgt, "de")))
+    src_vocab.save(prepared / "dict.src.txt")
+    tgt_vocab.save(prepared / "dict.tgt.txt")
+    torch.manual_seed(0)
+    from nmtrepro.models import build_model
+    from tests.conftest import TINY
+    spec = {**TINY, "src_vocab": len(src_vocab), "tgt_vocab": len(tgt_vocab)}
+    torch.save({"model_spec": spec, "model": build_model(spec).state_dict()}, tmp_path / "model.pt")
+    data = [{"source": "The dog sleeps.", "reference": "Der Hund schläft.", "errors": [
+        {"type": "subj_verb_agreement", "contrastive": "Der Hund schlafen.", "distance": 1},
+        {"type": "np_agreement", "contrastive": "Die Hund schläft.", "distance": 1},
+        {"type": "polarity_particle_nicht_ins", "contrastive": "Der Hund schläft."}]}]   # a tie
+    (tmp_path / "l.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out.json"
+    contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), data=str(prepared), distil_set=None,
+                                          lingeval97=str(tmp_path / "l.json"), max_per_set=None, parser="spacy",
+                                          max_tokens=1000, threads=1, out=str(out)))
+    result = json.loads(out.read_text())
+    assert result["total"]["total"] == 3
+    assert result["categories"]["polarity_particle_nicht_ins"]["correct"] == 0
+    assert set(result["distance_bins"]) == {"subj_verb_agreement", "np_agreement"}
+    assert "lingeval97.json" in result["distances"]
