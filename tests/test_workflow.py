@@ -106,6 +106,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Transformer (Base) / Global" in heads and "0.826" in heads
     for name in ("A_table1", "A_figure3", "D_figure5", "A_table2", "D_table5", "D_table4"):
         assert "\\begin{tabular}" in (results / f"report/{name}.tex").read_text()
+    scored = json.loads((results / "analyse/base_en_de/contrastive.json").read_text())
+    assert scored["total"]["total"] == 12 * 20  # ci: the first 20 triples of each DistilLingEval set
+    assert not (results / "analyse/base_en_fr").exists()  # only En->De models can be scored
+    assert (results / "report/subject_verb_agreement.svg").stat().st_size > 0
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
@@ -113,6 +117,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "training_curves.png" in html and "A_table1.html" in html
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "D_table4.html"):
         assert name in html
+    assert "subject_verb_agreement.png" in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -33,6 +33,8 @@ COMMANDS = {
     "probing-data": ("nmtrepro.probing.commands", "derive SentEval-style probing tasks from PTB trees"),
     "probe": ("nmtrepro.probing.commands", "probe a frozen encoder on SentEval-format tasks"),
     "probing-table": ("nmtrepro.probing.commands", "render probing accuracies beside the papers' tables"),
+    "contrastive": ("nmtrepro.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
+    "plot-agreement": ("nmtrepro.agreement", "plot subject-verb agreement accuracy by distance"),
 }
 
 

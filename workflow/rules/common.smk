@@ -45,4 +45,4 @@ def all_outputs():
     analyses = [f"results/report/{name}.{ext}" for name, spec in config.get("analyses", {}).items()
                 for ext in (["png", "svg"] if spec["kind"] in ("length_buckets", "ngram_precision") else [])
                 + ["md", "html", "tex"]]
-    return tables + analyses + ["results/report/training_curves.png"] + probing_outputs()
+    return tables + analyses + ["results/report/training_curves.png"] + probing_outputs() + contrastive_outputs()

@@ -1,0 +1,206 @@
+"""Contrastive scoring (LingEval97 protocol): ties, per-category accuracy, distance bins, readers."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmtrepro import agreement, contrastive
+from nmtrepro.contrastive import Triple, distance_bin, force_score, judge, read_lingeval97, tally
+from nmtrepro.files import InputError
+from nmtrepro.vocab import Vocab
+
+
+@dataclass(frozen=True)
+class Tok:
+    """Stand-in with nmtrepro.nlp.Token's fields (text, upos, tag, head, dep)."""
+    text: str
+    upos: str
+    tag: str
+    head: int
+    dep: str
+
+
+def parse(rows: str) -> list[Tok]:
+    """'word/UPOS/head/dep' items, space-separated."""
+    out = []
+    for item in rows.split():
+        word, upos, head, dep = item.split("/")
+        out.append(Tok(word, upos, upos, int(head), dep))
+    return out
+
+
+def test_ties_count_as_wrong():
+    assert judge([5, 6, 2], [5, 7, 2], -1.0, -2.0)
+    assert not judge([5, 6, 2], [5, 7, 2], -2.0, -2.0)          # equal scores
+    assert not judge([5, 6, 2], [5, 7, 2], -3.0, -2.0)
+    assert not judge([5, 6, 2], [5, 6, 2], -1.0, -1.0 - 1e-6)   # same pieces: a tie whatever the floats
+
+
+def test_tally_counts_per_category_and_distance_bin():
+    triples = [Triple("s", "c", "i", "np_agreement"), Triple("s", "c", "i", "np_agreement"),
+               Triple("s", "c", "i", "subj_verb_agreement", 1), Triple("s", "c", "i", "subj_verb_agreement", 16),
+               Triple("s", "c", "i", "subj_verb_agreement", 40), Triple("s", "c", "i", "subj_verb_agreement", "unknown")]
+    result = tally(triples, [True, False, True, True, False, False])
+    assert result["total"] == {"correct": 3, "total": 6, "accuracy": 0.5}
+    assert result["categories"]["np_agreement"] == {"correct": 1, "total": 2, "accuracy": 0.5}
+    assert result["categories"]["subj_verb_agreement"]["total"] == 4
+    bins = result["distance_bins"]["subj_verb_agreement"]
+    assert list(bins) == ["1", ">15", "unknown"]
+    assert bins[">15"] == {"correct": 1, "total": 2, "accuracy": 0.5}
+    assert "np_agreement" not in result["distance_bins"]
+
+
+def test_distance_bins_match_lingeval97_evaluate():
+    assert [distance_bin(d) for d in (0, "0", 1, 15, 16, 100)] == ["0", "0", "1", "15", ">15", ">15"]
+    assert distance_bin(None) is None
+    assert distance_bin("3") == ">15"   # evaluate.py's table has int keys only (and "0")
+
+
+@torch.no_grad()
+def _reference_scores(model, src, tgt):
+    """One sentence at a time, no padding: sum of log p over the target ids."""
+    enc = model.encode(torch.tensor([src]))
+    prev = torch.tensor([[Vocab.bos] + tgt[:-1]])
+    lprobs = F.log_softmax(model.logits(model.decode(prev, enc)), -1)[0]
+    return float(lprobs[torch.arange(len(tgt)), torch.tensor(tgt)].sum())
+
+
+def test_force_score_is_the_summed_log_prob_in_any_batch(tiny_model):
+    sources = [[4, 5, 6, 2], [7, 2], [8, 9, 10, 11, 12, 2]]
+    targets = [[4, 5, 2], [6, 7, 8, 9, 10, 2], [11, 2]]
+    alternatives = [[t, t[1:]] for t in targets]          # two targets per source, encoded once
+    batched = force_score(tiny_model, sources, alternatives, max_tokens=1000)
+    for got, src, alts in zip(batched, sources, alternatives):
+        assert got == pytest.approx([_reference_scores(tiny_model, src, t) for t in alts], abs=1e-4)
+    small = force_score(tiny_model, sources, alternatives, max_tokens=6)
+    assert [s for row in small for s in row] == pytest.approx([s for row in batched for s in row], abs=1e-4)
+
+
+def test_accuracy_per_category_on_a_tiny_model(tiny_model, monkeypatch):
+    """Hand-constructed: the incorrect target is the correct one with its last piece changed; the
+    expected verdicts come from scoring each target alone."""
+    class Prep:   # ids straight from the words: 'w<k>' -> k
+        def source(self, lines):
+            return [[int(w[1:]) for w in line.split()] + [Vocab.eos] for line in lines]
+        target = source
+
+    triples = [Triple("w4 w5", "w6 w7", "w6 w8", "a"), Triple("w9", "w10 w11", "w10 w11", "a"),
+               Triple("w12 w13", "w14", "w15", "b")]
+    right = contrastive.evaluate(tiny_model, Prep(), triples, max_tokens=100)
+    expected = []
+    for t in triples:
+        src, good, bad = Prep().source([t.source])[0], Prep().target([t.correct])[0], Prep().target([t.incorrect])[0]
+        expected.append(good != bad and _reference_scores(tiny_model, src, good) > _reference_scores(tiny_model, src, bad))
+    assert right == expected
+    assert right[1] is False                       # identical targets: a tie
+    result = tally(triples, right)
+    assert result["categories"]["a"]["total"] == 2
+    assert result["categories"]["a"]["correct"] == int(expected[0])
+    assert result["categories"]["b"]["correct"] == int(expected[2])
+
+
+def test_lingeval97_reader_keeps_types_distances_and_caps(tmp_path):
+    data = [
+        {"source": "The stock market falls", "reference": "Die Börse fällt .", "origin": "newstest2009.1",
+         "errors": [{"type": "np_agreement", "contrastive": "Der Börse fällt .", "distance": 2, "frequency": 9},
+                    {"type": "polarity_particle_nicht_ins", "contrastive": "Die Börse fällt nicht ."},
+                    {"type": "subj_verb_agreement", "contrastive": "Die Börse fallen .", "distance": 1}]},
+        {"source": "They go", "reference": "Sie gehen .", "origin": "newstest2009.2",
+         "errors": [{"type": "subj_verb_agreement", "contrastive": "Sie geht .", "distance": 17}]},
+    ]
+    path = tmp_path / "lingeval97.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    triples = read_lingeval97(path)
+    assert [(t.category, t.distance) for t in triples] == [
+        ("np_agreement", 2), ("polarity_particle_nicht_ins", None), ("subj_verb_agreement", 1),
+        ("subj_verb_agreement", 17)]
+    assert triples[2] == Triple("The stock market falls", "Die Börse fällt .", "Die Börse fallen .",
+                                "subj_verb_agreement", 1)
+    assert len(read_lingeval97(path, max_per_category=1)) == 3
+    result = tally(triples, [True, True, False, True])
+    assert result["distance_bins"]["subj_verb_agreement"] == {
+        "1": {"correct": 0, "total": 1, "accuracy": 0.0}, ">15": {"correct": 1, "total": 1, "accuracy": 1.0}}
+    path.write_text(json.dumps([{"source": "x", "errors": []}]), encoding="utf-8")
+    with pytest.raises(InputError, match="lacks key 'reference'"):
+        read_lingeval97(path)
+
+
+def test_subject_verb_distance_from_the_main_clause():
+    # The keys to the cabinet are here : subject 'keys'(1), verb 'are'(5) -> 4
+    s = parse("The/DET/1/det keys/NOUN/5/nsubj to/ADP/1/prep the/DET/4/det cabinet/NOUN/2/pobj "
+              "are/AUX/5/ROOT here/ADV/5/advmod ./PUNCT/5/punct")
+    assert agreement.subject_verb_distance(s) == 4
+    # Dogs bark: adjacent is distance 1
+    assert agreement.subject_verb_distance(parse("Dogs/NOUN/1/nsubj bark/VERB/1/root")) == 1
+    # The finite auxiliary carries agreement: 'The dogs have been fed' -> 'have'(2) - 'dogs'(1)
+    s = parse("The/DET/1/det dogs/NOUN/4/nsubjpass have/AUX/4/aux been/AUX/4/auxpass fed/VERB/4/ROOT")
+    assert agreement.subject_verb_distance(s) == 1
+    # UD copula: 'They are tall' with root 'tall'
+    assert agreement.subject_verb_distance(parse("They/PRON/2/nsubj are/AUX/2/cop tall/ADJ/2/root")) == 1
+    # No subject (imperative): unknown
+    assert agreement.subject_verb_distance(parse("Go/VERB/0/ROOT home/ADV/0/advmod")) is None
+
+
+def test_agreement_figure_writes_png_and_svg(tmp_path):
+    result = {"distance_bins": {"subj_verb_agreement.mt": {
+        "1": {"correct": 3, "total": 4, "accuracy": 0.75}, ">15": {"correct": 0, "total": 1, "accuracy": 0.0},
+        "unknown": {"correct": 1, "total": 2, "accuracy": 0.5}}}}
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(result))
+    from argparse import Namespace
+    agreement.run_plot_agreement(Namespace(result=[f"exp={path}", f"other={path}"], category=None,
+                                           out_png=str(tmp_path / "f.png"), out_svg=str(tmp_path / "f.svg")))
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in (tmp_path / "f.svg").read_bytes()[:2000]
+    with pytest.raises(InputError, match="no subject-verb"):
+        agreement.agreement_curve({"distance_bins": {}})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nmtrepro.nlp") is None, reason="nmtrepro.nlp not merged yet")
+def test_parsed_distances_fill_subject_verb_triples_only():
+    pytest.importorskip("spacy")
+    triples = [Triple("The keys to the cabinet are here.", "x", "y", "subj_verb_agreement.mt"),
+               Triple("Go home!", "x", "y", "subj_verb_agreement.mt"), Triple("A dog.", "x", "y", "np_agreement.mt")]
+    out = contrastive.with_parsed_distances(triples, "spacy")
+    assert out[0].distance == 4
+    assert out[1].distance == "unknown"
+    assert out[2].distance is None
+
+
+def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
+    """The CLI end to end on a hand-made lingeval97.json with a tiny model and its own BPE/vocab."""
+    from argparse import Namespace
+
+    from nmtrepro.text import BPE, learn_bpe, tokenize
+
+    src, tgt = ["The dog sleeps .", "The dogs sleep ."], ["Der Hund schläft .", "Die Hunde schlafen ."]
+    prepared = tmp_path / "prepared"
+    learn_bpe(tokenize(src, "en"), tokenize(tgt, "de"), 10, prepared / "bpe.codes")
+    bpe = BPE(prepared / "bpe.codes")
+    src_vocab, tgt_vocab = Vocab.build(bpe(tokenize(src, "en"))), Vocab.build(bpe(tokenize(tgt, "de")))
+    src_vocab.save(prepared / "dict.src.txt")
+    tgt_vocab.save(prepared / "dict.tgt.txt")
+    torch.manual_seed(0)
+    from nmtrepro.models import build_model
+    from tests.conftest import TINY
+    spec = {**TINY, "src_vocab": len(src_vocab), "tgt_vocab": len(tgt_vocab)}
+    torch.save({"model_spec": spec, "model": build_model(spec).state_dict()}, tmp_path / "model.pt")
+    data = [{"source": "The dog sleeps.", "reference": "Der Hund schläft.", "errors": [
+        {"type": "subj_verb_agreement", "contrastive": "Der Hund schlafen.", "distance": 1},
+        {"type": "np_agreement", "contrastive": "Die Hund schläft.", "distance": 1},
+        {"type": "polarity_particle_nicht_ins", "contrastive": "Der Hund schläft."}]}]   # a tie
+    (tmp_path / "l.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out.json"
+    contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), data=str(prepared), distil_set=None,
+                                          lingeval97=str(tmp_path / "l.json"), max_per_set=None, parser="spacy",
+                                          max_tokens=1000, threads=1, out=str(out)))
+    result = json.loads(out.read_text())
+    assert result["total"]["total"] == 3
+    assert result["categories"]["polarity_particle_nicht_ins"]["correct"] == 0
+    assert set(result["distance_bins"]) == {"subj_verb_agreement", "np_agreement"}
+    assert "lingeval97.json" in result["distances"]
