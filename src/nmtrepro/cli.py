@@ -22,6 +22,7 @@ COMMANDS = {
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
+    "parse": ("nmtrepro.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
 }
 
 
