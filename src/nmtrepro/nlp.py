@@ -274,7 +274,7 @@ def _checked(sentences: Sequence[str], results: list, what: str) -> list:
     return results
 
 
-def analyse(sentences: list[str], backend: str = "auto", *, batch_size: int = 256,
+def analyse(sentences: list[str], backend: str = "auto", *, batch_size: int = 64,
             stanza_models: str | os.PathLike | None = None) -> list[list[Token]]:
     """POS tags and a dependency parse, one Token per input word (sentences are whitespace-tokenized).
 
@@ -283,7 +283,7 @@ def analyse(sentences: list[str], backend: str = "auto", *, batch_size: int = 25
     return [tokens for tokens, _ in _parse(sentences, backend, batch_size, stanza_models, trees=False)]
 
 
-def constituency(sentences: list[str], backend: str = "auto", *, batch_size: int = 256,
+def constituency(sentences: list[str], backend: str = "auto", *, batch_size: int = 64,
                  stanza_models: str | os.PathLike | None = None) -> list[Tree | None]:
     """A constituency tree per sentence: stanza's real parse, or with spacy one derived from the
     dependency parse (`dependency_tree`). Empty lines give None."""

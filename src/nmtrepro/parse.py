@@ -166,7 +166,7 @@ def gather_index(spans: Sequence[Sequence[Span]]) -> tuple[torch.Tensor, torch.T
     return index, mask
 
 
-def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 256,
+def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
                stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
     """Spans for every line of a BPE'd source file, and statistics for the log."""
     lines = read_lines(bpe_path)
@@ -191,7 +191,7 @@ def add_arguments_parse(parser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="auto: stanza if its English models are present, else spacy")
     parser.add_argument("--stanza-dir", help="stanza models folder (default $STANZA_RESOURCES_DIR or ~/stanza_resources)")
-    parser.add_argument("--batch-size", type=int, default=256, help="sentences per parser batch")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per parser batch")
 
 
 def run_parse(args) -> None:
