@@ -172,3 +172,23 @@ def test_stanza_backend_without_models_fails_naming_the_folder(tmp_path):
         analyse(["A man sleeps ."], "stanza", stanza_models=tmp_path)
     with pytest.raises(InputError, match="unknown parse backend"):
         analyse(["A man sleeps ."], "corenlp")
+
+
+def test_stanza_output_converts_to_tokens_and_tree():
+    # The shapes stanza returns: 1-based heads with 0 for the root; a ROOT-topped tree whose
+    # preterminals hold the words.
+    from types import SimpleNamespace as NS
+
+    from nmtrepro.nlp import _stanza_tokens, _stanza_tree
+
+    def node(label, *children):
+        return NS(label=label, children=list(children))
+
+    words = [NS(id=1, text="A", upos="DET", xpos="DT", head=2, deprel="det"),
+             NS(id=2, text="man", upos="NOUN", xpos="NN", head=3, deprel="nsubj"),
+             NS(id=3, text="sleeps", upos="VERB", xpos="VBZ", head=0, deprel="root")]
+    tree = node("ROOT", node("S", node("NP", node("DT", node("A")), node("NN", node("man"))),
+                             node("VP", node("VBZ", node("sleeps")))))
+    sentence = NS(words=words, constituency=tree)
+    assert [(t.head, t.dep) for t in _stanza_tokens(sentence)] == [(1, "det"), (2, "nsubj"), (2, "root")]
+    assert str(_stanza_tree(sentence)) == "(ROOT (S (NP (DT 0) (NN 1)) (VP (VBZ 2))))"

