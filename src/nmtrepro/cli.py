@@ -35,6 +35,7 @@ COMMANDS = {
     "probing-table": ("nmtrepro.probing.commands", "render probing accuracies beside the papers' tables"),
     "contrastive": ("nmtrepro.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
     "plot-agreement": ("nmtrepro.agreement", "plot subject-verb agreement accuracy by distance"),
+    "parse": ("nmtrepro.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
 }
 
 

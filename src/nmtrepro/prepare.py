@@ -55,6 +55,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_mer
         src_ids, tgt_ids = [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
         save_indexed(out_dir / f"{split}.src.bin", src_ids)
         save_indexed(out_dir / f"{split}.tgt.bin", tgt_ids)
+        write_lines(out_dir / f"{split}.src.bpe", src)  # aligned with .bin: the parse stage reads it
         stats["splits"][split] = {"pairs": len(src), "src_tokens": sum(map(len, src_ids)),
                                   "tgt_tokens": sum(map(len, tgt_ids))}
     stats["splits"]["train"]["dropped"] = dropped

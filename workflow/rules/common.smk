@@ -14,7 +14,7 @@ except InputError as err:
 SCALE = config["scales"][config["scale"]]
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
     f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
-]
+] + [f"{split}.src.bpe" for split in ("train", "valid")]
 
 
 wildcard_constraints:

