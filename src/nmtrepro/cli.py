@@ -22,6 +22,7 @@ COMMANDS = {
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
+    "param-count": ("nmtrepro.paramcount", "parameter counts of the configured models at a scale (meta device)"),
 }
 
 
