@@ -9,7 +9,7 @@ Training: forward + backward + Adam step per batch. Decoding: encode, then `--st
 steps with a beam of 4 (decode, output layer, log-softmax, top-k, cache reorder), a fixed number of
 steps so that untrained models' random EOS do not change the work. Run from the repo root:
 
-    python bench/phrase_speed.py --variant phrase_max_attn_ta --batches 20
+    python bench/phrase_speed.py --batches 20 --variant phrase_mean --variant phrase_max_attn_ta
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def main() -> None:
     ap.add_argument("--config", default="config.yaml")
     ap.add_argument("--scale", default="tiny")
     ap.add_argument("--baseline", default="transformer_base")
-    ap.add_argument("--variant", default="phrase_max_attn_ta", help="+PR variant (a key of models)")
+    ap.add_argument("--variant", action="append", help="variant(s) to time against the baseline "
+                    "(keys of models; repeatable; default phrase_max_attn_ta, i.e. +PR)")
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument("--decode-batches", type=int, default=4)
@@ -83,7 +84,7 @@ def main() -> None:
     config = yaml.safe_load(open(args.config, encoding="utf-8"))
     config["scale"] = args.scale
     models, optimizers = {}, {}
-    for name in (args.baseline, args.variant):
+    for name in [args.baseline, *(args.variant or ["phrase_max_attn_ta"])]:
         torch.manual_seed(0)
         spec = {**model_options(config, name, f"models.{name}"), "src_vocab": args.vocab, "tgt_vocab": args.vocab}
         models[name] = build_model(spec)

@@ -11,6 +11,8 @@ its own level's phrases (Eq. 7-8), then runs the Transformer's self-attention an
 layers attend the top level or, with `transparent_attention`, a learned mix of all levels (Eq. 6),
 between their self-attention and token cross-attention. The phrase memory is built once per
 sentence in `encode`, so incremental decoding reorders it with the rest of the encoder state.
+With pre-norm layers (the project default) phrases are pooled from the un-normalised layer input,
+the paper's "input representation"; the phrase attention's query is normalised as usual.
 
 Follows the paper where the authors' code (Neutron `transformer/LD/`) differs: softmax scores over
 the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases.
@@ -31,8 +33,9 @@ from .transformer import DecoderLayer, EncoderLayer, Transformer
 def tokens_per_phrase(seql: int) -> int:
     """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
 
-    The footnote prints seq/6; the authors' code rounds up. The two differ only where seql/6 is
-    not an integer between 3 and 8 (e.g. seql 20: 4 tokens, not 3)."""
+    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
+    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
+    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7)."""
     return max(min(8, math.ceil(seql / 6)), 3)
 
 
