@@ -20,10 +20,12 @@ class Batch:
     target: torch.Tensor   # (B, T) target ids ending in EOS, right-padded
     ids: torch.Tensor      # (B,) sentence indices in the corpus
     tgt_tokens: int        # number of real target tokens
+    spans: torch.Tensor | None = None  # (B, P, 2) [start, end) source phrases (parser phrases only)
 
     def to(self, device) -> "Batch":
+        spans = None if self.spans is None else self.spans.to(device)
         return Batch(self.src.to(device), self.prev.to(device), self.target.to(device),
-                     self.ids, self.tgt_tokens)
+                     self.ids, self.tgt_tokens, spans)
 
 
 def token_batches(src_sizes: list[int], tgt_sizes: list[int] | None, max_tokens: int,
@@ -61,11 +63,23 @@ def pad_sequences(seqs: list[torch.Tensor], pad: int = Vocab.pad) -> torch.Tenso
     return torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=pad)
 
 
-def collate(src: IndexedData, tgt: IndexedData, indices: list[int]) -> Batch:
-    """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS."""
+def pad_spans(spans: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """Ragged per-sentence [start, end) spans -> (B, P, 2) LongTensor; missing phrases are (0, 0)."""
+    out = torch.zeros(len(spans), max(len(s) for s in spans), 2, dtype=torch.long)
+    for i, sentence in enumerate(spans):
+        out[i, :len(sentence)] = torch.tensor(sentence, dtype=torch.long).view(-1, 2)
+    return out
+
+
+def collate(src: IndexedData, tgt: IndexedData, indices: list[int], spans=None) -> Batch:
+    """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
+
+    `spans`, when given, holds each corpus sentence's source phrases (parser phrases for paper A).
+    """
     src_seqs = [src[i] for i in indices]
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
     return Batch(src=pad_sequences(src_seqs), prev=pad_sequences(prev_seqs),
                  target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
-                 tgt_tokens=sum(len(t) for t in tgt_seqs))
+                 tgt_tokens=sum(len(t) for t in tgt_seqs),
+                 spans=None if spans is None else pad_spans([spans[i] for i in indices]))

@@ -36,6 +36,7 @@ COMMANDS = {
     "contrastive": ("nmtrepro.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
     "plot-agreement": ("nmtrepro.agreement", "plot subject-verb agreement accuracy by distance"),
     "parse": ("nmtrepro.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
+    "param-count": ("nmtrepro.paramcount", "parameter counts of the configured models at a scale (meta device)"),
 }
 
 

@@ -24,6 +24,7 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: flo
 
 def model_loss(model, batch, epsilon: float):
     """Run a batch through an encoder-decoder and return (summed loss, summed NLL)."""
-    hidden = model.decode(batch.prev, model.encode(batch.src))
+    enc = model.encode(batch.src) if batch.spans is None else model.encode(batch.src, spans=batch.spans)
+    hidden = model.decode(batch.prev, enc)
     real = batch.target.ne(model.pad)
     return label_smoothed_loss(model.logits(hidden[real]), batch.target[real], epsilon)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint, runtime
-from .batching import pad_sequences, token_batches
+from .batching import pad_sequences, pad_spans, token_batches
 from .files import atomic_open, read_lines, write_json
 from .text import detokenize, strip_bpe
 from .vocab import Vocab
@@ -23,12 +23,15 @@ log = logging.getLogger("nmtrepro.generate")
 
 @torch.no_grad()
 def beam_search(model, src: torch.Tensor, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
-                max_len_b: int = 10, use_cache: bool = True) -> list[list[int]]:
-    """Best hypothesis per sentence of `src` (B, S), as token ids without EOS."""
+                max_len_b: int = 10, use_cache: bool = True,
+                spans: torch.Tensor | None = None) -> list[list[int]]:
+    """Best hypothesis per sentence of `src` (B, S), as token ids without EOS.
+
+    `spans` (B, P, 2): source phrases for models that take them (paper A's parser phrases)."""
     bsz, k, device = src.size(0), beam, src.device
     src_len = src.ne(Vocab.pad).sum(1)
     max_len = (src_len.float() * max_len_a + max_len_b).long()          # (B,)
-    enc = model.encode(src)
+    enc = model.encode(src) if spans is None else model.encode(src, spans=spans)
     order = torch.arange(bsz, device=device).repeat_interleave(k)
     enc = model.reorder_encoder(enc, order)
     cache = {} if use_cache else None
@@ -84,14 +87,18 @@ def beam_search(model, src: torch.Tensor, beam: int = 4, lenpen: float = 1.0, ma
 
 
 def translate(model, lines: list[str], src_vocab: Vocab, tgt_vocab: Vocab, device, max_tokens: int,
-              precision: str = "fp32", **search) -> list[str]:
-    """Translate BPE'd source lines in length-sorted batches; returns BPE'd target lines in input order."""
+              precision: str = "fp32", spans: list | None = None, **search) -> list[str]:
+    """Translate BPE'd source lines in length-sorted batches; returns BPE'd target lines in input order.
+
+    `spans`: per line its [start, end) source phrases, for models that take them."""
     precision = runtime.resolve_precision(device, precision)
     encoded = [torch.tensor(src_vocab.encode(line)) for line in lines]
     out: list[str | None] = [None] * len(lines)
     batches = token_batches([len(e) for e in encoded], None, max_tokens)
     for done, indices in enumerate(batches, 1):
         src = pad_sequences([encoded[i] for i in indices]).to(device)
+        if spans is not None:
+            search["spans"] = pad_spans([spans[i] for i in indices]).to(device)
         with runtime.autocast(device, precision):
             hyps = beam_search(model, src, **search)
         for i, hyp in zip(indices, hyps):

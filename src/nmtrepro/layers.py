@@ -126,6 +126,15 @@ class Embedding(nn.Module):
         return F.dropout(x, self.dropout, self.training)
 
 
+def xavier_init(module: nn.Module) -> None:
+    """Xavier-uniform weights and zero biases for every Linear inside `module` (Vaswani et al.)."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
 def reorder_cache(cache: dict, order: torch.Tensor) -> None:
     """Select batch rows `order` in every tensor of a nested decoding cache, in place."""
     for key, value in cache.items():

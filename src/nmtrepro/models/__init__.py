@@ -45,3 +45,4 @@ def count_parameters(model: nn.Module) -> int:
 
 
 from . import transformer  # noqa: E402,F401  (registers the families)
+from . import phrase  # noqa: E402,F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..layers import Embedding, FeedForward, MultiheadAttention, Residual, reorder_cache
+from ..layers import Embedding, FeedForward, MultiheadAttention, Residual, reorder_cache, xavier_init
 from ..vocab import Vocab
 from . import register
 
@@ -38,27 +38,32 @@ class DecoderLayer(nn.Module):
 
 @register("transformer")
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer. Sizes: Base d=512/2048/8 heads, Big 1024/4096/16, 6+6 layers."""
+    """Encoder-decoder Transformer. Sizes: Base d=512/2048/8 heads, Big 1024/4096/16, 6+6 layers.
+
+    `output_bias` adds a bias of target-vocabulary size to the tied output layer, as Neutron's
+    classifier has: with it, one vocabulary reproduces both of paper A's totals (88.1M and 264.1M).
+    Subclasses swap the layer types (`encoder_layer`, `decoder_layer`) and what each decoder layer
+    reads from the encoder state (`decoder_memory`).
+    """
+    encoder_layer = EncoderLayer
+    decoder_layer = DecoderLayer
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn: int = 2048,
                  heads: int = 8, encoder_layers: int = 6, decoder_layers: int = 6,
                  dropout: float = 0.1, attention_dropout: float = 0.0, activation_dropout: float = 0.0,
-                 pre_norm: bool = True):
+                 pre_norm: bool = True, output_bias: bool = False):
         super().__init__()
         self.pad = Vocab.pad
         args = (d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
         self.src_embed = Embedding(src_vocab, d_model, self.pad, dropout)
         self.tgt_embed = Embedding(tgt_vocab, d_model, self.pad, dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(*args) for _ in range(encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(*args) for _ in range(decoder_layers))
+        self.encoder = nn.ModuleList(self.encoder_layer(*args) for _ in range(encoder_layers))
+        self.decoder = nn.ModuleList(self.decoder_layer(*args) for _ in range(decoder_layers))
         # Pre-norm stacks end in a layer norm; post-norm layers already normalise their output.
         self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+        self.output_bias = nn.Parameter(torch.zeros(tgt_vocab)) if output_bias else None
+        xavier_init(self)
 
     def encode(self, src: torch.Tensor) -> dict:
         pad = src.eq(self.pad)  # (B, S)
@@ -71,13 +76,18 @@ class Transformer(nn.Module):
         step = cache.get("step", 0) if cache is not None else 0
         x = self.tgt_embed(prev, offset=step)
         for i, layer in enumerate(self.decoder):
-            x = layer(x, enc["out"], enc["pad"], None if cache is None else cache.setdefault(i, {}))
+            x = layer(x, *self.decoder_memory(enc, i), cache=None if cache is None else cache.setdefault(i, {}))
         if cache is not None:
             cache["step"] = step + prev.size(1)
         return self.decoder_norm(x)
 
+    def decoder_memory(self, enc: dict, layer: int) -> tuple:
+        """What decoder layer `layer` attends to besides its own prefix: the source tokens."""
+        return enc["out"], enc["pad"]
+
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden @ self.tgt_embed.table.weight.t()  # tied output layer
+        out = hidden @ self.tgt_embed.table.weight.t()  # tied output layer
+        return out if self.output_bias is None else out + self.output_bias
 
     def forward(self, src: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
         return self.logits(self.decode(prev, self.encode(src)))

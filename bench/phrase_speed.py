@@ -1,0 +1,115 @@
+"""Training and decoding time of paper A's +PR model relative to the Transformer at equal size.
+
+Paper A, Table 2: +Max+Attn+TA trains 1.75x and decodes 1.53x slower than Transformer Base. Both
+models here are built at one size of config.yaml (default: the `tiny` scale's `base`) and timed in
+one run on the same synthetic batches (lengths like Multi30k's), interleaved batch by batch so that
+load on a shared machine hits both alike.
+
+Training: forward + backward + Adam step per batch. Decoding: encode, then `--steps` incremental
+steps with a beam of 4 (decode, output layer, log-softmax, top-k, cache reorder), a fixed number of
+steps so that untrained models' random EOS do not change the work. Run from the repo root:
+
+    python bench/phrase_speed.py --batches 20 --variant phrase_mean --variant phrase_max_attn_ta
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import yaml
+
+from nmtrepro.config import model_options
+from nmtrepro.models import build_model, count_parameters
+from nmtrepro.vocab import Vocab
+
+
+def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> list[tuple]:
+    """(src, prev, target) batches of random tokens, sentences 8..40 tokens, one length per batch."""
+    gen = torch.Generator().manual_seed(seed)
+    batches = []
+    for _ in range(n):
+        length = int(torch.randint(8, 41, (1,), generator=gen))
+        rows = max(1, max_tokens // length)
+        src = torch.randint(4, vocab, (rows, length), generator=gen)
+        tgt = torch.randint(4, vocab, (rows, length), generator=gen)
+        src[:, -1] = tgt[:, -1] = Vocab.eos
+        prev = torch.cat([torch.full((rows, 1), Vocab.bos), tgt[:, :-1]], dim=1)
+        batches.append((src, prev, tgt))
+    return batches
+
+
+def train_step(model, optimizer, src, prev, tgt) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(src, prev)
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten(), label_smoothing=0.1).backward()
+    optimizer.step()
+
+
+@torch.no_grad()
+def decode_steps(model, src, beam: int, steps: int) -> None:
+    enc = model.encode(src)
+    rows = src.size(0) * beam
+    enc = model.reorder_encoder(enc, torch.arange(src.size(0)).repeat_interleave(beam))
+    cache, prev = {}, torch.full((rows, 1), Vocab.bos)
+    for _ in range(steps):
+        lprobs = torch.log_softmax(model.logits(model.decode(prev, enc, cache)[:, -1]), dim=-1)
+        tokens = lprobs.topk(beam, dim=-1).indices
+        order = torch.arange(rows)          # same amount of reordering work as a real beam
+        model.reorder_cache(cache, order)
+        prev = tokens[:, :1]
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="config.yaml")
+    ap.add_argument("--scale", default="tiny")
+    ap.add_argument("--baseline", default="transformer_base")
+    ap.add_argument("--variant", action="append", help="variant(s) to time against the baseline "
+                    "(keys of models; repeatable; default phrase_max_attn_ta, i.e. +PR)")
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--max-tokens", type=int, default=2048)
+    ap.add_argument("--decode-batches", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=30, help="decoding steps per batch")
+    ap.add_argument("--vocab", type=int, default=8000)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    config = yaml.safe_load(open(args.config, encoding="utf-8"))
+    config["scale"] = args.scale
+    models, optimizers = {}, {}
+    for name in [args.baseline, *(args.variant or ["phrase_max_attn_ta"])]:
+        torch.manual_seed(0)
+        spec = {**model_options(config, name, f"models.{name}"), "src_vocab": args.vocab, "tgt_vocab": args.vocab}
+        models[name] = build_model(spec)
+        optimizers[name] = torch.optim.Adam(models[name].parameters(), lr=1e-4)
+        print(f"{name}: {count_parameters(models[name]):,} parameters")
+    batches = synthetic_batches(args.batches + 1, args.max_tokens, args.vocab)
+    train = {name: 0.0 for name in models}
+    for i, batch in enumerate(batches):          # batch 0 warms both models up, untimed
+        for name, model in models.items():
+            model.train()
+            seconds = timed(train_step, model, optimizers[name], *batch)
+            train[name] += seconds if i else 0.0
+    decode = {name: 0.0 for name in models}
+    for i, (src, _, _) in enumerate(batches[:args.decode_batches + 1]):
+        src = src[: max(1, args.max_tokens // (4 * src.size(1)))]
+        for name, model in models.items():
+            model.eval()
+            seconds = timed(decode_steps, model, src, 4, args.steps)
+            decode[name] += seconds if i else 0.0
+    base = args.baseline
+    for name in models:
+        print(f"{name:24s} train {train[name]:7.2f} s ({train[name] / train[base]:.2f}x)   "
+              f"decode {decode[name]:7.2f} s ({decode[name] / decode[base]:.2f}x)")
+    print("paper A, Table 2 (+Max+Attn+TA vs Base): train 1.75x, decode 1.53x")
+
+
+if __name__ == "__main__":
+    main()

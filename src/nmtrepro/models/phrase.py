@@ -1,0 +1,215 @@
+"""Transformer with source phrase representations (Xu et al. 2020, paper A), every ablation an option.
+
+Phrases are spans of source positions. N-gram phrases (`phrases="ngram"`) are cut here from the
+padded batch width; parser phrases (`phrases="parse"`) arrive as `encode(src, spans=...)`. Both
+become one gather index (B, P, L) and mask, so the rest of the model is the same for both.
+
+Per level k (0 = embeddings, 1..L-1 = the inputs of the later encoder layers, L = the encoder
+output) a phrase builder pools each phrase's token vectors (Eq. 2, `glance` mean or max) and, with
+`attentive`, re-weights the tokens by a 2-layer scorer (Eq. 3-5). Every encoder layer first attends
+its own level's phrases (Eq. 7-8), then runs the Transformer's self-attention and FFN. Decoder
+layers attend the top level or, with `transparent_attention`, a learned mix of all levels (Eq. 6),
+between their self-attention and token cross-attention. The phrase memory is built once per
+sentence in `encode`, so incremental decoding reorders it with the rest of the encoder state.
+With pre-norm layers (the project default) phrases are pooled from the un-normalised layer input,
+the paper's "input representation"; the phrase attention's query is normalised as usual.
+
+Follows the paper where the authors' code (Neutron `transformer/LD/`) differs: softmax scores over
+the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..layers import MultiheadAttention, Residual, xavier_init
+from . import register
+from .transformer import DecoderLayer, EncoderLayer, Transformer
+
+
+def tokens_per_phrase(seql: int) -> int:
+    """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
+
+    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
+    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
+    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7)."""
+    return max(min(8, math.ceil(seql / 6)), 3)
+
+
+def ngram_spans(batch: int, seql: int, device=None) -> torch.Tensor:
+    """(B, P, 2) contiguous [start, end) chunks of ntok positions from 0; the last one is shorter."""
+    ntok = tokens_per_phrase(seql)
+    starts = torch.arange(0, seql, ntok, device=device)
+    spans = torch.stack([starts, (starts + ntok).clamp(max=seql)], dim=-1)  # (P, 2)
+    return spans.expand(batch, -1, -1)
+
+
+def gather_index(spans: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Spans (B, P, 2) over a source with padding mask `pad` (B, S) -> index and mask (B, P, L).
+
+    L is the longest span; index slots beyond a span point at position 0 and are masked, as are
+    source pads inside a span (the last n-gram chunk), so a phrase of pads only is all False.
+    """
+    lengths = spans[..., 1] - spans[..., 0]                                   # (B, P)
+    offsets = torch.arange(int(lengths.max()), device=spans.device)          # (L,)
+    index = spans[..., :1] + offsets                                          # (B, P, L)
+    mask = offsets < lengths[..., None]
+    index = index.masked_fill(~mask, 0)
+    mask &= ~pad.gather(1, index.flatten(1)).view_as(index)
+    return index, mask
+
+
+def gather_tokens(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x (B, S, d), index (B, P, L) -> the phrases' token vectors (B, P, L, d)."""
+    b, p, l = index.shape
+    return x.gather(1, index.reshape(b, p * l, 1).expand(-1, -1, x.size(-1))).view(b, p, l, -1)
+
+
+class PhraseBuilder(nn.Module):
+    """Phrase vectors from token vectors: a glance (Eq. 2), optionally attentive pooling (Eq. 3-5)."""
+
+    def __init__(self, d_model: int, glance: str, attentive: bool):
+        super().__init__()
+        if glance not in ("mean", "max"):
+            raise ValueError(f"glance must be 'mean' or 'max', not {glance!r}")
+        self.glance = glance
+        # Eq. 3 (paper A): W1 acts on [x_i | glance], W2 maps the hidden layer (width d) to a score.
+        self.w1 = nn.Linear(2 * d_model, d_model) if attentive else None
+        self.w2 = nn.Linear(d_model, 1) if attentive else None
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (B, S, d), index/mask (B, P, L) -> phrases (B, P, d); phrases without tokens are 0."""
+        tokens = gather_tokens(x, index)                                      # (B, P, L, d)
+        real = mask[..., None]                                                # (B, P, L, 1)
+        lowest = torch.finfo(x.dtype).min                                     # not -inf: no NaN
+        if self.glance == "max":                                              # Eq. 2, max-over-time
+            summary = tokens.masked_fill(~real, lowest).amax(2) * mask.any(-1, keepdim=True)
+        else:                                                                 # Eq. 2, mean of real tokens
+            summary = (tokens * real).sum(2) / real.sum(2).clamp(min=1)
+        if self.w1 is None:
+            return summary
+        weights = self.token_weights(tokens, summary, mask)                   # (B, P, L)
+        return (weights[..., None] * tokens).sum(2)                           # Eq. 5
+
+    def token_weights(self, tokens, summary, mask):
+        """tokens (B, P, L, d), summary (B, P, d) -> p_i (B, P, L), summing to 1 over real tokens."""
+        d = tokens.size(-1)
+        # Eq. 3: W1[x_i | g] + b1 = W1x x_i + W1g g + b1, without building the concatenation.
+        hidden = F.linear(tokens, self.w1.weight[:, :d], self.w1.bias) \
+            + F.linear(summary, self.w1.weight[:, d:])[:, :, None]           # (B, P, L, d)
+        scores = self.w2(torch.sigmoid(hidden)).squeeze(-1)                   # (B, P, L)
+        lowest = torch.finfo(scores.dtype).min
+        return scores.masked_fill(~mask, lowest).softmax(-1) * mask          # Eq. 4, real tokens only
+
+
+class PhraseAttention(nn.Module):
+    """Attentive combination (Eq. 7-8): attend the phrases, then mix the result with the input.
+
+    Returns o + W4 sigmoid(W3[x | o] + b3) + b4 with o = MHA(x, phrases); the surrounding Residual
+    adds x and the layer norm, giving LN(x + o + W4 ...) post-norm as in the paper.
+    """
+
+    def __init__(self, d_model: int, ffn: int, heads: int, attention_dropout: float):
+        super().__init__()
+        self.attn = MultiheadAttention(d_model, heads, attention_dropout)
+        self.w3 = nn.Linear(2 * d_model, ffn)   # hidden size = FFN size (authors' code)
+        self.w4 = nn.Linear(ffn, d_model)
+
+    def forward(self, x, phrases, phrase_pad, cache=None):
+        """x (B, T, d), phrases (B, P, d), phrase_pad (B, P) True at empty phrases."""
+        out = self.attn(x, phrases, key_padding_mask=phrase_pad, cache=cache, static_kv=True)  # Eq. 7
+        return out + self.w4(torch.sigmoid(self.w3(torch.cat([x, out], dim=-1))))            # Eq. 8
+
+
+class PhraseEncoderLayer(EncoderLayer):
+    """Phrase attention + combination -> the Transformer encoder layer (self-attention -> FFN)."""
+
+    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
+        super().__init__(d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
+        self.phrase_attn = Residual(PhraseAttention(d_model, ffn, heads, attention_dropout),
+                                    d_model, dropout, pre_norm)
+
+    def forward(self, x, pad, phrases, phrase_pad):
+        return super().forward(self.phrase_attn(x, phrases, phrase_pad), pad)
+
+
+class PhraseDecoderLayer(DecoderLayer):
+    """Self-attention -> phrase attention + combination -> token cross-attention -> FFN."""
+
+    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
+        super().__init__(d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
+        self.phrase_attn = Residual(PhraseAttention(d_model, ffn, heads, attention_dropout),
+                                    d_model, dropout, pre_norm)
+
+    def forward(self, x, memory, memory_pad, phrases, phrase_pad, cache=None):
+        def part(name):
+            return None if cache is None else cache.setdefault(name, {})
+        x = self.self_attn(x, None, causal=True, cache=part("self"))
+        x = self.phrase_attn(x, phrases, phrase_pad, cache=part("phrase"))
+        x = self.cross_attn(x, memory, key_padding_mask=memory_pad, cache=part("cross"), static_kv=True)
+        return self.ffn(x)
+
+
+@register("phrase")
+class PhraseTransformer(Transformer):
+    """Transformer + phrase representations. Options (beyond the Transformer's):
+
+    glance: "mean" | "max" (Eq. 2); attentive: attentive pooling (Eq. 3-5, "+Attn");
+    transparent_attention: each decoder layer mixes all encoder levels (Eq. 6, "+TA");
+    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase").
+    """
+    encoder_layer = PhraseEncoderLayer
+    decoder_layer = PhraseDecoderLayer
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn: int = 2048,
+                 heads: int = 8, encoder_layers: int = 6, decoder_layers: int = 6,
+                 dropout: float = 0.1, attention_dropout: float = 0.0, activation_dropout: float = 0.0,
+                 pre_norm: bool = True, output_bias: bool = False, glance: str = "max",
+                 attentive: bool = True, transparent_attention: bool = True, phrases: str = "ngram"):
+        super().__init__(src_vocab, tgt_vocab, d_model, ffn, heads, encoder_layers, decoder_layers,
+                         dropout, attention_dropout, activation_dropout, pre_norm, output_bias)
+        if phrases not in ("ngram", "parse"):
+            raise ValueError(f"phrases must be 'ngram' or 'parse', not {phrases!r}")
+        self.phrases = phrases
+        # Levels 0..L: the input of each encoder layer, then the encoder output.
+        self.builders = nn.ModuleList(PhraseBuilder(d_model, glance, attentive)
+                                      for _ in range(encoder_layers + 1))
+        xavier_init(self.builders)
+        # Eq. 6: (L_enc + 1) x L_dec weights, softmax over levels (paper: a 7 x 6 matrix).
+        self.level_weights = (nn.Parameter(torch.zeros(encoder_layers + 1, decoder_layers))
+                              if transparent_attention else None)
+
+    def transparent_weights(self) -> torch.Tensor:
+        """(L_enc + 1, L_dec) softmax-normalised weights w_i^j of Eq. 6; columns sum to 1."""
+        return self.level_weights.softmax(dim=0)
+
+    def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None) -> dict:
+        """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse"."""
+        pad = src.eq(self.pad)  # (B, S)
+        if self.phrases == "ngram":
+            spans = ngram_spans(src.size(0), src.size(1), src.device)
+        elif spans is None:
+            raise ValueError("phrases='parse' needs the source phrase spans: encode(src, spans=...)")
+        index, mask = gather_index(spans, pad)                    # (B, P, L)
+        phrase_pad = ~mask.any(-1)                                # (B, P) True at empty phrases
+        x, levels = self.src_embed(src), []
+        for layer, builder in zip(self.encoder, self.builders):
+            levels.append(builder(x, index, mask))                # (B, P, d) from the layer's input
+            x = layer(x, pad, levels[-1], phrase_pad)
+        x = self.encoder_norm(x)
+        levels.append(self.builders[-1](x, index, mask))
+        if self.level_weights is None:
+            memory = levels[-1][:, None]                          # (B, 1, P, d): every layer reads the top
+        else:                                                     # Eq. 6: (B, L_dec, P, d)
+            memory = torch.einsum("kbpd,kj->bjpd", torch.stack(levels), self.transparent_weights())
+        return {"out": x, "pad": pad, "phrases": memory, "phrase_pad": phrase_pad}
+
+    def decoder_memory(self, enc: dict, layer: int) -> tuple:
+        phrases = enc["phrases"][:, layer if self.level_weights is not None else 0]
+        return enc["out"], enc["pad"], phrases, enc["phrase_pad"]
+
+    def forward(self, src: torch.Tensor, prev: torch.Tensor, spans: torch.Tensor | None = None):
+        return self.logits(self.decode(prev, self.encode(src, spans)))

@@ -1,0 +1,197 @@
+import pytest
+import torch
+
+from nmtrepro.batching import collate, pad_spans
+from nmtrepro.criterion import model_loss
+from nmtrepro.generate import beam_search
+from nmtrepro.models import build_model
+from nmtrepro.models.phrase import (PhraseBuilder, gather_index, gather_tokens, ngram_spans,
+                                    tokens_per_phrase)
+from nmtrepro.paramcount import PAPER_A_VOCAB, parameter_counts
+from nmtrepro.vocab import Vocab
+
+from conftest import TINY
+
+VARIANTS = {
+    "mean": {"glance": "mean", "attentive": False, "transparent_attention": False},
+    "max": {"glance": "max", "attentive": False, "transparent_attention": False},
+    "max_attn": {"glance": "max", "attentive": True, "transparent_attention": False},
+    "max_attn_ta": {"glance": "max", "attentive": True, "transparent_attention": True},
+    "max_attn_ta_parse": {"glance": "max", "attentive": True, "transparent_attention": True,
+                          "phrases": "parse"},
+}
+
+
+def tiny_phrase_model(variant, **extra):
+    torch.manual_seed(0)
+    spec = {**TINY, "family": "phrase", "src_vocab": 20, "tgt_vocab": 24, **VARIANTS[variant], **extra}
+    return build_model(spec).eval()
+
+
+def source():
+    """Two sentences of 7 and 4 tokens (EOS last), and parser-like spans tiling each one."""
+    src = torch.tensor([[5, 6, 7, 8, 9, 10, Vocab.eos], [11, 12, 13, Vocab.eos, 0, 0, 0]])
+    spans = pad_spans([[(0, 2), (2, 6), (6, 7)], [(0, 3), (3, 4)]])
+    return src, spans
+
+
+@pytest.mark.parametrize("seql, ntok, n_phrases, last_real", [(13, 3, 5, 1), (30, 5, 6, 5), (50, 8, 7, 2)])
+def test_ngram_segmentation_of_paper_lengths(seql, ntok, n_phrases, last_real):
+    # The issue's "13 -> 3x5, 30 -> 5x6, 50 -> 8x7" read as ntok x phrases.
+    assert tokens_per_phrase(seql) == ntok
+    index, mask = gather_index(ngram_spans(1, seql), torch.zeros(1, seql, dtype=torch.bool))
+    assert index.shape == mask.shape == (1, n_phrases, ntok)
+    assert index[0, 0].tolist() == list(range(ntok))
+    assert mask[0, :-1].all() and mask[0, -1].sum() == last_real
+
+
+def test_ngram_masks_source_padding_and_fully_padded_chunks():
+    pad = torch.tensor([[False] * 13, [False] * 4 + [True] * 9])
+    _, mask = gather_index(ngram_spans(2, 13), pad)
+    assert mask[1].sum(-1).tolist() == [3, 1, 0, 0, 0]
+    assert (~mask.any(-1)).tolist() == [[False] * 5, [False, False, True, True, True]]
+
+
+def test_parse_spans_pad_to_empty_masked_phrases():
+    src, spans = source()
+    index, mask = gather_index(spans, src.eq(Vocab.pad))
+    assert index.shape == (2, 3, 4)
+    assert index[0, 1].tolist() == [2, 3, 4, 5] and mask[0, 1].all()
+    assert mask[1].sum(-1).tolist() == [3, 1, 0]
+
+
+@pytest.mark.parametrize("glance", ["mean", "max"])
+def test_glance_ignores_pads_and_zeroes_empty_phrases(glance):
+    builder = PhraseBuilder(4, glance, attentive=False)
+    x = torch.tensor([[[1.0, -1, 2, 0], [3, -2, 0, 0], [-5, -5, -5, -5]]])  # third position is padding
+    index, mask = gather_index(torch.tensor([[[0, 3], [3, 3]]]), torch.tensor([[False, False, True]]))
+    out = builder(x, index, mask)
+    expected = [3.0, -1, 2, 0] if glance == "max" else [2.0, -1.5, 1, 0]
+    assert out[0, 0].tolist() == expected and out[0, 1].tolist() == [0.0] * 4
+
+
+def test_attentive_weights_sum_to_one_over_real_tokens_only():
+    torch.manual_seed(0)
+    builder = PhraseBuilder(8, "max", attentive=True)
+    pad = torch.tensor([[False] * 5 + [True] * 3])
+    index, mask = gather_index(ngram_spans(1, 8), pad)   # chunks [0, 3) [3, 5)+pad [6, 8) all pad
+    tokens = gather_tokens(torch.randn(1, 8, 8), index)
+    weights = builder.token_weights(tokens, tokens.amax(2), mask)
+    assert torch.allclose(weights.sum(-1), torch.tensor([[1.0, 1.0, 0.0]]))
+    assert (weights[~mask] == 0).all() and (weights[mask] > 0).all()
+
+
+def test_pad_vectors_do_not_leak_into_phrases():
+    torch.manual_seed(0)
+    builder = PhraseBuilder(8, "max", attentive=True)
+    x, pad = torch.randn(1, 6, 8), torch.tensor([[False] * 4 + [True] * 2])
+    index, mask = gather_index(ngram_spans(1, 6), pad)
+    changed = x.clone()
+    changed[0, 4:] = 100.0
+    assert torch.equal(builder(x, index, mask), builder(changed, index, mask))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_and_encoder_state_shapes(variant):
+    model = tiny_phrase_model(variant)
+    src, spans = source()
+    enc = model.encode(src, spans)
+    levels = 2 if VARIANTS[variant]["transparent_attention"] else 1
+    n_phrases = 3  # n-gram: ntok 3 over width 7; parse: most spans in the batch
+    assert enc["phrases"].shape == (2, levels, n_phrases, 16)
+    assert enc["phrase_pad"].shape == (2, n_phrases)
+    assert model(src, torch.tensor([[1, 9, 10], [1, 11, 12]]), spans).shape == (2, 3, 24)
+
+
+@pytest.mark.parametrize("variant", ["mean", "max_attn_ta"])
+def test_source_padding_does_not_change_outputs(variant):
+    model = tiny_phrase_model(variant)
+    src, prev = torch.tensor([[5, 6, 7, 8, Vocab.eos]]), torch.tensor([[1, 9, 10]])
+    padded = torch.tensor([[5, 6, 7, 8, Vocab.eos, Vocab.pad]])  # same ntok (3), one more pad
+    assert torch.allclose(model(src, prev), model(padded, prev), atol=1e-5)
+
+
+def test_parse_phrases_need_spans():
+    with pytest.raises(ValueError, match="spans"):
+        tiny_phrase_model("max_attn_ta_parse").encode(source()[0])
+
+
+def test_transparent_attention_weights_are_7x6_softmax_columns():
+    six = build_model({**TINY, "family": "phrase", "src_vocab": 5, "tgt_vocab": 5,
+                       "encoder_layers": 6, "decoder_layers": 6})
+    assert six.level_weights.shape == (7, 6)
+    small = tiny_phrase_model("max_attn_ta")
+    with torch.no_grad():
+        small.level_weights.normal_()
+    weights = small.transparent_weights()
+    assert weights.shape == (3, 2) and torch.allclose(weights.sum(0), torch.ones(2))
+    assert tiny_phrase_model("max_attn").level_weights is None
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_incremental_decoding_matches_full_forward(variant):
+    model = tiny_phrase_model(variant)
+    src, spans = source()
+    prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
+    enc = model.encode(src, spans)
+    full, cache = model.decode(prev, enc), {}
+    steps = [model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
+    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_beam_search_with_cache_gives_same_hypotheses_as_without(variant):
+    model = tiny_phrase_model(variant)
+    src, spans = source()
+    cached = beam_search(model, src, beam=3, max_len_b=6, spans=spans)
+    plain = beam_search(model, src, beam=3, max_len_b=6, use_cache=False, spans=spans)
+    assert cached == plain and any(cached)
+
+
+def test_batches_carry_spans_to_the_model(copy_corpus):
+    from nmtrepro.vocab import IndexedData
+
+    src, tgt = (IndexedData(copy_corpus / f"train.{side}.bin") for side in ("src", "tgt"))
+    spans = [[(0, len(src[i]) - 1), (len(src[i]) - 1, len(src[i]))] for i in range(len(src))]
+    batch = collate(src, tgt, [0, 1, 2], spans)
+    assert batch.spans.shape == (3, 2, 2) and batch.to("cpu").spans is not None
+    model = build_model({**TINY, "family": "phrase", "phrases": "parse", "src_vocab": 16, "tgt_vocab": 16})
+    loss, _ = model_loss(model, batch, 0.1)
+    assert torch.isfinite(loss)
+
+
+def test_param_count_matches_paper_base_and_big():
+    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.paramcount).
+    for size, paper in (({}, 88.1), ({"d_model": 1024, "ffn": 4096, "heads": 16}, 264.1)):
+        counts = parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True, **size})
+        assert round(counts["total"] / 1e6, 1) == paper
+
+
+def test_param_count_of_phrase_variants_at_base():
+    base = {"family": "phrase", **PAPER_A_VOCAB, "output_bias": True}
+    counts = {name: parameter_counts({**base, **options})["total"] for name, options in VARIANTS.items()}
+    transformer = parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True})["total"]
+    d, ffn = 512, 2048
+    # 12 phrase attentions (4d^2) with combinations (W3, W4 with biases, layer norm); 7 scorers.
+    assert counts["max"] - transformer == 12 * (4 * d * d + 2 * d * ffn + ffn + ffn * d + d + 2 * d)
+    assert counts["max_attn"] - counts["max"] == 7 * (2 * d * d + d + d + 1)
+    assert counts["max_attn_ta"] - counts["max_attn"] == 7 * 6   # paper footnote 4
+    assert counts["mean"] == counts["max"] and counts["max_attn_ta_parse"] == counts["max_attn_ta"]
+
+
+def test_phrase_model_learns_a_toy_task():
+    torch.manual_seed(0)
+    model = build_model({**TINY, "family": "phrase", "src_vocab": 12, "tgt_vocab": 12}).train()
+    src = torch.randint(4, 12, (8, 6))
+    src[:, -1] = Vocab.eos
+    target = src.flip(1).roll(-1, 1)                       # reversed source, EOS last
+    prev = torch.cat([torch.full((8, 1), Vocab.bos), target[:, :-1]], dim=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(40):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(src, prev).flatten(0, 1), target.flatten())
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0]
