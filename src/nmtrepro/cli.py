@@ -14,6 +14,7 @@ from .files import InputError
 
 COMMANDS = {
     "fetch": ("nmtrepro.datasets", "materialise a dataset from the registry (embedded or downloaded)"),
+    "download": ("nmtrepro.download", "fetch one download-manifest entry into the cache, verified and extracted"),
     "prepare": ("nmtrepro.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
     "prepare-test": ("nmtrepro.prepare", "tokenize and BPE one test split with the learned codes"),
     "train": ("nmtrepro.train", "train a model, resuming from the last checkpoint"),
