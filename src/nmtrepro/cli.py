@@ -21,6 +21,7 @@ COMMANDS = {
     "average": ("nmtrepro.checkpoint", "average the last K checkpoints"),
     "decode": ("nmtrepro.generate", "beam-search a test set with incremental decoding"),
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
+    "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
 }
