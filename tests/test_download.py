@@ -36,12 +36,13 @@ CORPUS = tgz({"corpus/train.en": "".join(line + "\n" for line in EN),
 
 
 class Server(http.server.ThreadingHTTPServer):
-    """Serves `files` by path; a path in `cut` gets half its bytes once, then the connection drops."""
+    """Serves `files` by path; a path in `cut` gets half its bytes once, then the connection drops; a path
+    in `unavailable` gets one HTTP 503."""
     daemon_threads = True
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), Handler)
-        self.files, self.cut, self.requests = {}, set(), []
+        self.files, self.cut, self.unavailable, self.requests = {}, set(), set(), []
 
     def url(self, path):
         return f"http://127.0.0.1:{self.server_address[1]}{path}"
@@ -52,6 +53,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.requests.append((self.path, self.headers.get("Range")))
         if self.path not in self.server.files:
             self.send_error(404)
+            return
+        if self.path in self.server.unavailable:
+            self.server.unavailable.discard(self.path)
+            self.send_error(503)
             return
         data = self.server.files[self.path]
         start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
@@ -73,6 +78,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server(monkeypatch):
     monkeypatch.setattr(download, "TIMEOUT_S", 5)
+    monkeypatch.setattr(download, "BACKOFF_S", 0)
     monkeypatch.delenv("NMTREPRO_OFFLINE", raising=False)
     srv = Server()
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -123,6 +129,13 @@ def test_truncated_download_keeps_its_part_for_the_next_run(server, tmp_path):
     assert part.stat().st_size == len(CORPUS) // 2
     assert download.fetch(res, tmp_path / "cache", attempts=1).read_bytes() == CORPUS  # as a Snakemake retry
     assert not part.exists()
+
+
+def test_server_error_is_retried(server, tmp_path):
+    res = resource(server, "/busy.tgz", CORPUS)
+    server.unavailable.add("/busy.tgz")
+    assert download.fetch(res, tmp_path / "cache", attempts=2).read_bytes() == CORPUS
+    assert len(server.requests) == 2
 
 
 def test_missing_file_is_a_clear_error_naming_the_url(server, tmp_path):
@@ -207,3 +220,13 @@ def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23r
     assert train[0] == "hello title" and valid[0] == "hello , world 21 !"  # pairs 23 and 46 of 46
     test = read_lines(tmp_path / "out/test.en")
     assert test[0] == "iwslt14.ted.dev2010 it &apos;s hello ." and test[1].startswith("iwslt14.tedx.dev2012")
+
+
+def test_sgml_split_files_are_read_as_their_segments(server, tmp_path):
+    sgm = '<refset>\n<doc docid="1">\n<seg id="1">{}</seg>\n<seg id="2">{}</seg>\n</doc>\n</refset>\n'
+    res = resource(server, "/test.tgz", tgz({"test/t-src.en.sgm": sgm.format(*EN[:2]),
+                                               "test/t-ref.de.sgm": sgm.format(*DE[:2])}))
+    spec = {"kind": "download", "src": "en", "tgt": "de", "downloads": [res.name],
+            "splits": {"test": {"src": f"{res.name}:test/t-src.en.sgm", "tgt": f"{res.name}:test/t-ref.de.sgm"}}}
+    datasets.fetch_download("toy", spec, tmp_path / "out", None, {res.name: res}, tmp_path / "cache")
+    assert read_lines(tmp_path / "out/test.src") == EN[:2] and read_lines(tmp_path / "out/test.tgt") == DE[:2]

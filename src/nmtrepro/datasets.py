@@ -63,13 +63,13 @@ def verified(path: str) -> Path:
 def _lines(path: Path):
     """Lines of a plain, .gz or WMT .sgm file (the text of each <seg>, as sacrebleu extracts it)."""
     opener = gzip.open if path.suffix == ".gz" else open
+    sgml = path.name.endswith((".sgm", ".sgm.gz"))
     with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
         for line in handle:
-            if path.name.endswith((".sgm", ".sgm.gz")):
-                if line.startswith("<seg "):
-                    yield _SEG.sub(r"\1", line).strip()
-            else:
+            if not sgml:
                 yield line.rstrip("\n")
+            elif line.startswith("<seg "):
+                yield _SEG.sub(r"\1", line).strip()
 
 
 def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_lines: int | None) -> int:

@@ -18,6 +18,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -33,6 +34,7 @@ log = logging.getLogger("nmtrepro.download")
 DEFAULT_CACHE = "~/.cache/nmtrepro"
 CHUNK = 1 << 20
 TIMEOUT_S = 60
+BACKOFF_S = 5  # seconds before attempt n+1, times n
 # Errors after which a partial download is worth resuming: the connection, not the request, failed.
 TRANSIENT = (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError)
 
@@ -114,6 +116,8 @@ def _transfer(resource: Resource, part: Path) -> None:
     except urllib.error.HTTPError as err:
         if err.code == 416 and have:  # the partial file is already whole
             return
+        if err.code >= 500:  # the server's trouble, not the request's: worth another attempt
+            raise ConnectionError(f"HTTP {err.code} {err.reason}") from None
         raise InputError(f"download of {resource.name} failed: HTTP {err.code} {err.reason} for {resource.url}") from None
     with response:
         resumed = have and response.status == 206
@@ -171,6 +175,7 @@ def fetch(resource: Resource, cache: Path, offline: bool = False, allow_unverifi
                 if attempt == attempts:
                     raise InputError(f"download of {resource.url} was interrupted {attempts} times; the partial "
                                      f"file {part} is kept and the next run resumes it") from None
+                time.sleep(BACKOFF_S * attempt)
         try:
             _verify(resource, part, allow_unverified)
         except InputError as err:
