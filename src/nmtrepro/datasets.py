@@ -73,8 +73,11 @@ def _lines(path: Path):
 
 
 def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_lines: int | None) -> int:
-    """Stream aligned file pairs, one after another, into staging/{split}.{src,tgt}; the number of lines."""
-    count = 0
+    """Stream aligned file pairs, one after another, into staging/{split}.{src,tgt}; the lines written.
+
+    Every pair is read to its end, past `max_lines` too, so a misaligned pair is always refused.
+    """
+    written = 0
     with open(staging / f"{split}.src", "w", encoding="utf-8") as src_out, \
             open(staging / f"{split}.tgt", "w", encoding="utf-8") as tgt_out:
         for src_path, tgt_path in pairs:
@@ -83,12 +86,11 @@ def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_
                     raise InputError(
                         f"parallel files differ in length: {src_path} has {sum(1 for _ in _lines(src_path))} "
                         f"lines, {tgt_path} has {sum(1 for _ in _lines(tgt_path))}")
-                if max_lines is not None and count >= max_lines:
-                    return count
-                src_out.write(src + "\n")
-                tgt_out.write(tgt + "\n")
-                count += 1
-    return count
+                if max_lines is None or written < max_lines:
+                    src_out.write(src + "\n")
+                    tgt_out.write(tgt + "\n")
+                    written += 1
+    return written
 
 
 def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, resolve) -> None:
@@ -107,9 +109,8 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
                 raise InputError(f"dataset {name}, split {split}: {len(srcs)} source files but {len(tgts)} target files")
             pairs = [(resolve(s, staging), resolve(t, staging)) for s, t in zip(srcs, tgts)]
             lines = _write_split(pairs, staging, split, max_lines)
-            paths = [[str(s) for s, _ in pairs], [str(t) for _, t in pairs]]
-            manifest["splits"][split] = {"lines": lines, **{
-                key: value[0] if len(value) == 1 else value for key, value in zip(("src_path", "tgt_path"), paths)}}
+            manifest["splits"][split] = {"lines": lines, "src_path": _one_or_list([str(s) for s, _ in pairs]),
+                                         "tgt_path": _one_or_list([str(t) for _, t in pairs])}
             log.info("%s/%s: %d lines", name, split, lines)
         shutil.rmtree(staging / RECIPE, ignore_errors=True)
         write_json(staging / "manifest.json", manifest)
@@ -123,6 +124,11 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
 
 def _as_list(value) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
+
+
+def _one_or_list(values: list[str]):
+    """A single path as a string (as embedded manifests always had it), several as a list."""
+    return values[0] if len(values) == 1 else values
 
 
 def fetch_embedded(name: str, spec: dict, out_dir: Path, max_lines: int | None) -> None:

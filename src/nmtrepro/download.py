@@ -94,15 +94,15 @@ def archive_path(resource: Resource, cache: Path) -> Path:
     return cache / resource.name / resource.filename
 
 
-def _stamp(path: Path) -> str:
+def _stamp(path: Path, resource: Resource) -> str:
     stat = path.stat()
-    return f"{stat.st_size} {stat.st_mtime_ns}"
+    return f"{stat.st_size} {stat.st_mtime_ns} {resource.checksum}"
 
 
-def _already_verified(path: Path) -> bool:
-    """A cached file verified earlier and unchanged since (size and mtime), so it is not hashed again."""
+def _already_verified(path: Path, resource: Resource) -> bool:
+    """A cached file verified earlier against the same checksum and unchanged since, so not hashed again."""
     marker = path.with_name(path.name + ".verified")
-    return path.is_file() and marker.is_file() and marker.read_text() == _stamp(path)
+    return path.is_file() and marker.is_file() and marker.read_text() == _stamp(path, resource)
 
 
 def _transfer(resource: Resource, part: Path) -> None:
@@ -154,7 +154,7 @@ def fetch(resource: Resource, cache: Path, offline: bool = False, allow_unverifi
           attempts: int = 3) -> Path:
     """The verified archive in the cache, downloading (and resuming) it if needed."""
     final = archive_path(resource, cache)
-    if _already_verified(final):
+    if _already_verified(final, resource):
         return final
     if final.is_file():
         _verify(resource, final, allow_unverified)
@@ -182,7 +182,7 @@ def fetch(resource: Resource, cache: Path, offline: bool = False, allow_unverifi
             part.unlink()
             raise InputError(f"{err}; the download was removed") from None
         os.replace(part, final)
-    final.with_name(final.name + ".verified").write_text(_stamp(final))
+    final.with_name(final.name + ".verified").write_text(_stamp(final, resource))
     log.info("%s: verified %s", resource.name, final)
     return final
 
@@ -214,9 +214,10 @@ def extract(archive: Path, dest: Path) -> Path:
 
 
 def ensure(resource: Resource, cache: Path, **options) -> Path:
-    """The extracted folder of a verified resource."""
+    """The extracted folder of a verified resource (named by its checksum, so a new version never mixes in)."""
     archive = fetch(resource, cache, **options)
-    return extract(archive, archive.parent / "extracted")
+    version = resource.checksum[1][:12] if resource.checksum else "unverified"
+    return extract(archive, archive.parent / f"extracted-{version}")
 
 
 def missing_offline(resources: list[Resource], cache: Path) -> list[str]:
