@@ -14,7 +14,7 @@ import pytest
 
 from nmtrepro import cli, datasets, download
 from nmtrepro.files import InputError, read_json, read_lines
-from nmtrepro.recipes import clean_corpus, prepare_iwslt14
+from nmtrepro.recipes import clean_corpus
 
 EN = ["A man is riding a bike.", "Two dogs play in the snow!", "The girl's hat is red."]
 DE = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee!", "Der Hut des Mädchens ist rot."]
@@ -203,23 +203,28 @@ def test_clean_corpus_drops_what_clean_corpus_n_drops():
     assert clean_corpus(src, tgt, ratio=1.5, min_len=1, max_len=2) == (["a b", "a"], ["c d", "b"])
 
 
-def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23rd_pair(tmp_path):
-    orig = tmp_path / "iwslt/de-en"
-    orig.mkdir(parents=True)
+def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23rd_pair(server, tmp_path):
+    files = {}
     for lang, word in (("de", "Hallo"), ("en", "Hello")):
         lines = ["<url>http://ted.com/x</url>", f"<title>{word} Title</title>"]
         lines += [f"{word}, World {i}!" for i in range(45)]
-        (orig / f"train.tags.de-en.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files[f"de-en/train.tags.de-en.{lang}"] = "\n".join(lines) + "\n"
         for name in ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
                      "IWSLT14.TED.tst2012"):
-            (orig / f"{name}.de-en.{lang}.xml").write_text(
-                f'<doc>\n<seg id="1"> {name} It\u2019s {word}. </seg>\n</doc>\n', encoding="utf-8")
-    prepare_iwslt14({"iwslt14_de_en": tmp_path / "iwslt"}, tmp_path / "out")
-    train, valid = read_lines(tmp_path / "out/train.en"), read_lines(tmp_path / "out/valid.en")
+            files[f"de-en/{name}.de-en.{lang}.xml"] = f'<doc>\n<seg id="1"> {name} It\u2019s {word}. </seg>\n</doc>\n'
+    res = resource(server, "/de-en.tgz", tgz(files), sha256=None)
+    manifest = {"iwslt14_de_en": download.Resource("iwslt14_de_en", res.url)}
+    spec = {"kind": "download", "src": "de", "tgt": "en", "downloads": ["iwslt14_de_en"], "recipe": "iwslt14",
+            "splits": {split: {"src": f"recipe:{split}.de", "tgt": f"recipe:{split}.en"}
+                       for split in ("train", "valid", "test")}}
+    datasets.fetch_download("iwslt", spec, tmp_path / "out", None, manifest, tmp_path / "cache", allow_unverified=True)
+    train, valid = read_lines(tmp_path / "out/train.tgt"), read_lines(tmp_path / "out/valid.tgt")
     assert (len(train), len(valid)) == (44, 2)
     assert train[0] == "hello title" and valid[0] == "hello , world 21 !"  # pairs 23 and 46 of 46
-    test = read_lines(tmp_path / "out/test.en")
+    test = read_lines(tmp_path / "out/test.tgt")
     assert test[0] == "iwslt14.ted.dev2010 it &apos;s hello ." and test[1].startswith("iwslt14.tedx.dev2012")
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {  # the recipe's scratch folder is gone
+        "manifest.json", *(f"{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt"))}
 
 
 def test_sgml_split_files_are_read_as_their_segments(server, tmp_path):
