@@ -106,7 +106,8 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
         for split, files in spec["splits"].items():
             srcs, tgts = _as_list(files["src"]), _as_list(files["tgt"])
             if len(srcs) != len(tgts):
-                raise InputError(f"dataset {name}, split {split}: {len(srcs)} source files but {len(tgts)} target files")
+                raise InputError(f"dataset {name}, split {split}: {len(srcs)} source files "
+                                 f"but {len(tgts)} target files")
             pairs = [(resolve(s, staging), resolve(t, staging)) for s, t in zip(srcs, tgts)]
             lines = _write_split(pairs, staging, split, max_lines)
             manifest["splits"][split] = {"lines": lines, "src_path": _one_or_list([str(s) for s, _ in pairs]),

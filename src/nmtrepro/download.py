@@ -118,7 +118,8 @@ def _transfer(resource: Resource, part: Path) -> None:
             return
         if err.code >= 500:  # the server's trouble, not the request's: worth another attempt
             raise ConnectionError(f"HTTP {err.code} {err.reason}") from None
-        raise InputError(f"download of {resource.name} failed: HTTP {err.code} {err.reason} for {resource.url}") from None
+        raise InputError(f"download of {resource.name} failed: HTTP {err.code} {err.reason} "
+                         f"for {resource.url}") from None
     with response:
         resumed = have and response.status == 206
         if have and not resumed:
@@ -132,7 +133,8 @@ def _transfer(resource: Resource, part: Path) -> None:
 
 def _verify(resource: Resource, path: Path, allow_unverified: bool) -> None:
     if resource.size is not None and path.stat().st_size != resource.size:
-        raise InputError(f"size mismatch for {resource.url}: {path.stat().st_size} bytes, manifest says {resource.size}")
+        raise InputError(f"size mismatch for {resource.url}: {path.stat().st_size} bytes, "
+                         f"manifest says {resource.size}")
     if resource.checksum is None:
         if not allow_unverified:  # checked before downloading too; kept here for files placed by hand
             raise InputError(_unverified_message(resource))
