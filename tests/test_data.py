@@ -63,12 +63,6 @@ def test_fetch_names_a_file_missing_from_the_checksums(tmp_path):
         datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
 
 
-def test_download_kind_is_a_clear_error(tmp_path):
-    args = Namespace(name="wmt14_en_de", spec='{"kind": "download"}', out_dir=str(tmp_path), max_lines=None)
-    with pytest.raises(InputError, match="wmt14_en_de is a download dataset"):
-        datasets.run_fetch(args)
-
-
 def test_tokenize_detokenize_round_trip():
     tokens = tokenize(EN, "en")
     assert tokens[0] == "A man is riding a bike , down the hill ."

@@ -14,12 +14,14 @@ from .files import InputError
 
 COMMANDS = {
     "fetch": ("nmtrepro.datasets", "materialise a dataset from the registry (embedded or downloaded)"),
+    "download": ("nmtrepro.download", "fetch one download-manifest entry into the cache, verified and extracted"),
     "prepare": ("nmtrepro.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
     "prepare-test": ("nmtrepro.prepare", "tokenize and BPE one test split with the learned codes"),
     "train": ("nmtrepro.train", "train a model, resuming from the last checkpoint"),
     "average": ("nmtrepro.checkpoint", "average the last K checkpoints"),
     "decode": ("nmtrepro.generate", "beam-search a test set with incremental decoding"),
     "bleu": ("nmtrepro.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
+    "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.report", "plot training curves"),
     "significance": ("nmtrepro.significance", "paired bootstrap resampling of a system against its baseline"),

@@ -22,6 +22,7 @@ wildcard_constraints:
     experiment="|".join(EXPERIMENTS) or "^$",
     table="|".join(config["tables"]) or "^$",
     split="[A-Za-z0-9_.-]+",
+    resource="[A-Za-z0-9_]+",
 
 
 def exp(wildcards):
@@ -46,3 +47,16 @@ def all_outputs():
                 for ext in (["png", "svg"] if spec["kind"] in ("length_buckets", "ngram_precision") else [])
                 + ["md", "html", "tex"]]
     return tables + analyses + ["results/report/training_curves.png"] + probing_outputs() + contrastive_outputs()
+
+
+def download_options():
+    """`nmtrepro download/fetch` options from config: the manifest, the shared cache, offline, trust."""
+    flags = ["--offline"] * config["offline"] + ["--allow-unverified"] * config["allow_unverified"]
+    return shlex.join(["--manifest", f"{workflow.basedir}/workflow/downloads.yaml",
+                       "--cache", config["download_cache"], *flags])
+
+
+def download_records(wildcards):
+    """A download dataset's fetched resources, one `download_resource` job each."""
+    names = config["datasets"][wildcards.dataset].get("downloads", [])
+    return expand("results/downloads/{resource}.json", resource=names)

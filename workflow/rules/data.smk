@@ -1,4 +1,20 @@
+rule download_resource:
+    output:
+        "results/downloads/{resource}.json",
+    log:
+        "results/logs/downloads/{resource}.log",
+    params:
+        options=download_options(),
+    retries: 3
+    message:
+        "Downloading {wildcards.resource} into the shared cache (resumed after a cut, checksum verified)"
+    shell:
+        "nmtrepro download --name {wildcards.resource} --out {output} {params.options} 2> {log}"
+
+
 rule fetch_dataset:
+    input:
+        download_records,
     output:
         "results/data/{dataset}/manifest.json",
     log:
@@ -7,8 +23,10 @@ rule fetch_dataset:
         spec=lambda w: json.dumps(config["datasets"][w.dataset]),
         out_dir=subpath(output[0], parent=True),
         max_lines=f"--max-lines {SCALE['prepare']['max_lines']}" if "max_lines" in SCALE["prepare"] else "",
+        download=download_options(),
+        local_data=json.dumps(config["local_data"]),
     message:
         "Fetching dataset {wildcards.dataset}"
     shell:
         "nmtrepro fetch --name {wildcards.dataset} --spec {params.spec:q} --out-dir {params.out_dir} "
-        "{params.max_lines} 2> {log}"
+        "{params.max_lines} {params.download} --local-data {params.local_data:q} 2> {log}"

@@ -1,0 +1,162 @@
+"""`nmtrepro plan`: what a run will cost before it is paid for: training jobs, GPU-hours, disk per table.
+
+The jobs come from Snakemake's own dry run (`--detailed-summary`), so the plan counts exactly what
+`snakemake` would run, skips what is already done, and needs no data on disk. Time comes from a
+throughput table: measured numbers from the GPU benchmark's JSON when present, otherwise the config's
+`plan` table, whose default figures are derived from the Transformer paper's own training times and
+labelled as such. Disk is the model's size from its parameter count (built on the meta device, so
+nothing is allocated) and the download manifest's archive sizes.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from .config import experiments, validate
+from .download import load_manifest
+from .files import InputError, require_file, write_json
+
+TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
+DOWNLOAD_OUTPUT = re.compile(r"^results/downloads/(?P<resource>[^/]+)\.json$")
+WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments
+
+
+def dry_run_jobs(snakefile: str, overrides: list[str]) -> tuple[set[str], set[str]]:
+    """(experiments to train, resources to download) that a run would execute now, from the dry-run DAG."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", snakefile, "--detailed-summary", "--nolock",
+               "--quiet", "all"] + (["--config", *overrides] if overrides else [])
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise InputError(f"snakemake dry run failed ({' '.join(command[2:])}):\n{result.stderr[-2000:]}")
+    return parse_summary(result.stdout)
+
+
+def parse_summary(text: str) -> tuple[set[str], set[str]]:
+    """Pending training and download jobs from `snakemake --detailed-summary` (tab-separated)."""
+    lines = text[text.index("output_file\t"):] if "output_file\t" in text else ""
+    train, downloads = set(), set()
+    for row in csv.DictReader(io.StringIO(lines), delimiter="\t"):
+        if row.get("plan") == "no update":
+            continue
+        if row.get("rule") == "train" and (m := TRAIN_OUTPUT.match(row["output_file"])):
+            train.add(m["experiment"])
+        elif row.get("rule") == "download_resource" and (m := DOWNLOAD_OUTPUT.match(row["output_file"])):
+            downloads.add(m["resource"])
+    return train, downloads
+
+
+def load_config(configfile: str, overrides: list[str], schema: str) -> dict:
+    """config.yaml with `--config key=value` overrides (values parsed as YAML, as Snakemake does), validated."""
+    config = yaml.safe_load(require_file(configfile).read_text(encoding="utf-8"))
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--config {item}: expected KEY=VALUE")
+        config[key] = yaml.safe_load(value)
+    validate(config, schema)
+    return config
+
+
+def throughput(config: dict, bench: Path | None) -> tuple[dict, str]:
+    """Target tokens/s per GPU by model size, and where the numbers come from."""
+    if bench is not None and bench.is_file():
+        measured = json.loads(bench.read_text(encoding="utf-8"))
+        return measured["tokens_per_s"], f"measured: {bench} ({measured.get('gpu', 'GPU not named')})"
+    if "plan" not in config:
+        raise InputError(f"no measured throughput ({bench}) and no `plan` table in the config")
+    table = config["plan"]
+    return table["tokens_per_s"], f"assumed: {table['source']}"
+
+
+def parameter_count(options: dict, vocab: int) -> int:
+    import torch
+
+    from .models import build_model
+
+    with torch.device("meta"):
+        model = build_model({**options, "src_vocab": vocab, "tgt_vocab": vocab})
+    return sum(p.numel() for p in model.parameters())
+
+
+def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict) -> dict:
+    """Per table: training jobs still to run, GPU-hours and disk (checkpoints, models, downloads)."""
+    scale = config["scales"][config["scale"]]
+    train = scale["train"]
+    vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
+    resolved = experiments(config)
+    jobs = {}
+    for name in sorted(pending):
+        size = config["models"][config["experiments"][name]["model"]].get("size")
+        if size not in rates:
+            raise InputError(f"no throughput for model size {size!r} (experiment {name}); "
+                             f"known: {', '.join(sorted(rates))}")
+        params = parameter_count(resolved[name].model, vocab)
+        jobs[name] = {
+            "size": size, "parameters": params,
+            "gpu_hours": train["max_updates"] * train["update_tokens"] / rates[size] / 3600,
+            "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
+        }
+    download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
+    tables = {}
+    for table, spec in config["tables"].items():
+        names = sorted({cell["experiment"] for cell in spec["cells"]} & set(jobs))
+        datasets = {resolved[n].dataset for n in {cell["experiment"] for cell in spec["cells"]}}
+        needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
+        tables[table] = {
+            "training_jobs": len(names), "experiments": names,
+            "gpu_hours": sum(jobs[n]["gpu_hours"] for n in names),
+            "checkpoint_bytes": sum(jobs[n]["disk_bytes"] for n in names),
+            "download_bytes": sum(download_bytes.get(r) or 0 for r in needed),
+            "downloads_of_unknown_size": sorted(r for r in needed if not download_bytes.get(r)),
+        }
+    return {"scale": config["scale"], "jobs": jobs, "tables": tables,
+            "total": {"training_jobs": len(jobs), "gpu_hours": sum(j["gpu_hours"] for j in jobs.values()),
+                      "checkpoint_bytes": sum(j["disk_bytes"] for j in jobs.values()),
+                      "download_bytes": sum(b or 0 for b in download_bytes.values())}}
+
+
+def render(result: dict, source: str) -> str:
+    gb = 1e9
+    lines = [f"Plan for scale={result['scale']} (throughput {source})", "",
+             f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} {'checkpoints GB':>15} {'downloads GB':>13}"]
+    rows = list(result["tables"].items()) + [("total (unique jobs)", result["total"])]
+    for name, row in rows:
+        lines.append(f"{name:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
+                     f"{row['checkpoint_bytes'] / gb:>15.1f} {row['download_bytes'] / gb:>13.1f}")
+        if row.get("downloads_of_unknown_size"):
+            lines.append(f"{'':<24} (plus downloads of unknown size: {', '.join(row['downloads_of_unknown_size'])})")
+    lines += ["", "Per training job:"]
+    for name, job in result["jobs"].items():
+        lines.append(f"  {name}: {job['size']}, {job['parameters'] / 1e6:.0f}M parameters, "
+                     f"{job['gpu_hours']:.1f} GPU-hours, {job['disk_bytes'] / gb:.1f} GB of checkpoints")
+    lines.append("Downloads count archives only; extraction and prepared data need more.")
+    return "\n".join(lines)
+
+
+def add_arguments_plan(parser) -> None:
+    parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="config overrides, as for snakemake (e.g. scale=paper)")
+    parser.add_argument("--configfile", default="config.yaml")
+    parser.add_argument("--snakefile", default="Snakefile")
+    parser.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
+    parser.add_argument("--manifest", default="workflow/downloads.yaml")
+    parser.add_argument("--bench", default="results/bench/throughput.json",
+                        help='measured throughput JSON {"gpu": ..., "tokens_per_s": {size: n}}; used when present')
+    parser.add_argument("--out", help="also write the plan as JSON")
+
+
+def run_plan(args) -> None:
+    config = load_config(args.configfile, args.config, args.schema)
+    pending, downloads = dry_run_jobs(args.snakefile, args.config)
+    rates, source = throughput(config, Path(args.bench) if args.bench else None)
+    result = plan(config, pending, downloads, rates, load_manifest(args.manifest))
+    print(render(result, source))
+    if args.out:
+        write_json(args.out, {**result, "throughput": rates, "throughput_source": source})
