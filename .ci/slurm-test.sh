@@ -169,4 +169,5 @@ say "failing job reported (exit $rc)"
 
 cleanup
 trap - EXIT
+rm -rf "$WORK"  # kept when the test fails, for its logs
 say "passed in $(( $(date +%s) - started )) s"
