@@ -13,15 +13,15 @@ update_tokens. Only rank 0 validates, saves and logs.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
-import contextlib
 import signal
 import time
-from types import SimpleNamespace
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -210,7 +210,7 @@ class Trainer:
         loss_sum, nll_sum, tokens = totals[0].item(), totals[1].item(), int(totals[2].item())
         for p in self.model.parameters():
             if p.grad is not None:
-                p.grad.mul_(self.world / tokens)  # DDP averaged over ranks; we want the sum / tokens
+                p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
         if s.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
         self.step += 1
