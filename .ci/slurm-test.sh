@@ -33,6 +33,7 @@ cleanup() {
     return 0
 }
 trap cleanup EXIT
+trap "exit 143" TERM INT  # so that a timeout still stops the daemons
 
 say "installing SLURM and munge"
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
@@ -84,7 +85,8 @@ done
 
 say "starting munged, slurmctld, slurmd"
 mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
-runuser -u munge -- munged --foreground >"$WORK/log/munged.out" 2>&1 &
+# setpriv execs munged, so $! is munged itself (runuser would leave it running behind a parent).
+setpriv --reuid=munge --regid=munge --init-groups munged --foreground >"$WORK/log/munged.out" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 50); do [ -S /run/munge/munge.socket.2 ] && break; sleep 0.1; done
 slurmctld -D >"$WORK/log/slurmctld.out" 2>&1 &
