@@ -5,6 +5,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import os
 import sys
 
 import torch
@@ -33,13 +34,32 @@ def tune_malloc() -> None:
 
 
 def setup(threads: int | None, device: str = "auto") -> torch.device:
-    """Fix the thread count and pick the device (`auto`: CUDA when present, else CPU)."""
+    """Fix the thread count and pick the device (`auto`: CUDA when present, else CPU).
+
+    Under torchrun each process takes the GPU of its LOCAL_RANK.
+    """
     if threads:
         torch.set_num_threads(threads)
     tune_malloc()
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and "LOCAL_RANK" in os.environ:
+        device = f"cuda:{os.environ['LOCAL_RANK']}"
+        torch.cuda.set_device(device)
     return torch.device(device)
+
+
+def distributed(device: torch.device) -> tuple[int, int]:
+    """(rank, world size) from torchrun's environment, joining the process group when world > 1.
+
+    NCCL for GPUs, gloo on CPU (the tests run two CPU processes).
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return torch.distributed.get_rank(), world
 
 
 def bf16_is_fast(device: torch.device) -> bool:

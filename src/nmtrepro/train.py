@@ -3,10 +3,17 @@ rotating checkpoints and exact resume.
 
 A run is a pure function of (data, model spec, settings): batches come from (seed, epoch), dropout
 from a saved RNG state, so killing a job and running it again gives the same weights as an
-uninterrupted run, on CPU. SIGTERM/SIGINT save a checkpoint before exiting.
+uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before exiting, so a pre-empted
+cluster job resumes when it is run again.
+
+Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch groups, each
+built to update_tokens / world_size target tokens, and rank r computes group r of every world_size
+consecutive ones; DistributedDataParallel sums the gradients, so one update still covers about
+update_tokens. Only rank 0 validates, saves and logs.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -14,6 +21,7 @@ import signal
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -84,14 +92,40 @@ class Interrupted(Exception):
     pass
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+
+
+class LossOf(torch.nn.Module):
+    """The training loss as a module's forward, so DistributedDataParallel sees (and syncs) it."""
+
+    def __init__(self, model: torch.nn.Module, label_smoothing: float):
+        super().__init__()
+        self.model, self.label_smoothing = model, label_smoothing
+
+    def forward(self, src, prev, target):
+        return model_loss(self.model, SimpleNamespace(src=src, prev=prev, target=target), self.label_smoothing)
+
+
 class Trainer:
-    def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path):
+    def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
+                 shards: int | None = None):
+        """`shards`: batch groups per update (default: the world size). One process given shards=N
+        computes exactly the updates of an N-process run, one after the other (the tests use that)."""
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
         self.device = runtime.setup(settings.threads, settings.device)
         self.precision = runtime.resolve_precision(self.device, settings.precision)
+        self.rank, self.world = runtime.distributed(self.device)
+        self.shards = shards or self.world
+        if self.world > 1 and self.shards != self.world:
+            raise InputError(f"{self.world} processes need {self.world} shards per update, not {self.shards}")
         torch.manual_seed(settings.seed)
         self.spec = {"src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab), **model_options}
         self.model = build_model(self.spec).to(self.device)
+        self.loss = LossOf(self.model, settings.label_smoothing)
+        if self.world > 1:
+            torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
+            self.loss = torch.nn.parallel.DistributedDataParallel(
+                self.loss, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
         self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
         self.curve: list[dict] = []
@@ -99,10 +133,22 @@ class Trainer:
 
     # -- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
+        """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
         return {"model_spec": self.spec, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings),
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
-                "curve": self.curve, "rng": torch.get_rng_state()}
+                "curve": self.curve, "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
+
+    def _rng(self) -> dict:
+        return {"cpu": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None}
+
+    def _gather(self, obj) -> list:
+        if self.world == 1:
+            return [obj]
+        gathered = [None] * self.world
+        torch.distributed.all_gather_object(gathered, obj)
+        return gathered
 
     def resume(self) -> bool:
         found = checkpoint.checkpoints(self.dir)
@@ -118,12 +164,19 @@ class Trainer:
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
         self.wall, self.curve = blob["wall_s"], blob["curve"]
         torch.set_rng_state(blob["rng"])
+        rank_rng = blob.get("rank_rng") or []
+        if len(rank_rng) == self.world:
+            torch.set_rng_state(rank_rng[self.rank]["cpu"])
+            if rank_rng[self.rank]["cuda"] is not None and self.device.type == "cuda":
+                torch.cuda.set_rng_state(rank_rng[self.rank]["cuda"], self.device)
         log.info("resuming from %s (step %d, epoch %d, batch %d)", path, step, self.epoch, self.position)
         return True
 
     def save(self) -> None:
-        path = checkpoint.save_rotating(self.state(), self.dir, self.step, self.settings.keep_last)
-        log.info("saved %s", path)
+        state = self.state()
+        if self.rank == 0:
+            path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
+            log.info("saved %s", path)
 
     # -- loop -----------------------------------------------------------------------------------
     def validate(self) -> tuple[float, float]:
@@ -138,20 +191,26 @@ class Trainer:
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
 
     def update(self, group: list) -> tuple[float, float, int]:
-        """One optimizer step over a group of batches; gradients are normalised by target tokens."""
+        """One optimizer step over this rank's batches; gradients are normalised by the target tokens
+        of all ranks. Returns the loss, NLL and target tokens summed over all ranks."""
         s = self.settings
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum = nll_sum = 0.0
-        tokens = 0
-        for indices in group:
+        totals = torch.zeros(3, dtype=torch.float64)  # loss, nll, target tokens
+        for i, indices in enumerate(group):
             batch = self.corpus.collate("train", indices).to(self.device)
-            with runtime.autocast(self.device, self.precision):
-                loss, nll = model_loss(self.model, batch, s.label_smoothing)
-            loss.backward()
-            loss_sum, nll_sum, tokens = loss_sum + loss.item(), nll_sum + nll.item(), tokens + batch.tgt_tokens
+            # DDP all-reduces the gradients on the last backward of the update only.
+            sync = i == len(group) - 1 or self.world == 1
+            with contextlib.nullcontext() if sync else self.loss.no_sync():
+                with runtime.autocast(self.device, self.precision):
+                    loss, nll = self.loss(batch.src, batch.prev, batch.target)
+                loss.backward()
+            totals += torch.tensor([loss.item(), nll.item(), batch.tgt_tokens], dtype=torch.float64)
+        if self.world > 1:
+            torch.distributed.all_reduce(totals)
+        loss_sum, nll_sum, tokens = totals[0].item(), totals[1].item(), int(totals[2].item())
         for p in self.model.parameters():
             if p.grad is not None:
-                p.grad.div_(tokens)
+                p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
         if s.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
         self.step += 1
@@ -161,8 +220,10 @@ class Trainer:
         return loss_sum, nll_sum, tokens
 
     def groups(self):
-        """Yield (batch-index groups, next position) from the current epoch/position onwards."""
+        """Yield (batch-index groups, next position) from the current epoch/position onwards; each
+        group holds about update_tokens / shards target tokens."""
         s = self.settings
+        budget = math.ceil(s.update_tokens / self.shards)
         while True:
             batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
             sizes = [sum(self.corpus.splits["train"][1].sizes[i] for i in b) for b in batches]
@@ -171,17 +232,25 @@ class Trainer:
                 group.append(batches[bi])
                 tokens += sizes[bi]
                 # Update before the next batch would overshoot the budget (at least one batch each).
-                if bi == len(batches) - 1 or tokens + sizes[bi + 1] > s.update_tokens:
+                if bi == len(batches) - 1 or tokens + sizes[bi + 1] > budget:
                     yield group, bi + 1
                     group, tokens = [], 0
             self.epoch, self.position = self.epoch + 1, 0
+
+    def updates(self):
+        """Yield (this process's batches, next position) per update: of `shards` consecutive groups,
+        rank r takes groups r, r + world, ... (all of them in a single process)."""
+        groups = self.groups()
+        while True:
+            chunk = [next(groups) for _ in range(self.shards)]
+            yield [b for group, _ in chunk[self.rank::self.world] for b in group], chunk[-1][1]
 
     def train(self) -> None:
         s = self.settings
         self.model.train()
         log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
                  f"{count_parameters(self.model):,}", self.device, self.precision)
-        handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()
         finally:
@@ -194,30 +263,47 @@ class Trainer:
     def _loop(self) -> None:
         s = self.settings
         window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}
-        groups = self.groups()
+        updates = self.updates()
         while not self.finished():
-            group, next_position = next(groups)
+            group, next_position = next(updates)
             start = time.perf_counter()
             loss, nll, tokens = self.update(group)
-            elapsed = time.perf_counter() - start
+            elapsed = self._agree(time.perf_counter() - start)
             self.position = next_position
             self.wall += elapsed
             for key, value in zip(("loss", "nll", "tokens", "time"), (loss, nll, tokens, elapsed)):
                 window[key] += value
             last = self.finished()
-            if self.step % s.log_every == 0 or last:
+            if (self.step % s.log_every == 0 or last) and self.rank == 0:
                 self._log(window)
                 window = dict.fromkeys(window, 0)
             if self.step % s.save_every == 0 or last:
-                valid_loss, valid_nll = self.validate()
-                self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
-                                   "valid_loss": valid_loss, "valid_nll": valid_nll})
-                log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
-                         self.step, valid_loss, valid_nll, 2 ** valid_nll)
+                if self.rank == 0:
+                    valid_loss, valid_nll = self.validate()
+                    self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
+                                       "valid_loss": valid_loss, "valid_nll": valid_nll})
+                    log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
+                             self.step, valid_loss, valid_nll, 2 ** valid_nll)
                 self.save()
-            if self.stop_signal is not None:
+            if self._stopping():
                 self.save()
                 raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
+
+    def _agree(self, elapsed: float) -> float:
+        """The slowest rank's step time, so that every rank's max_minutes clock stops together."""
+        if self.world == 1:
+            return elapsed
+        value = torch.tensor([elapsed], dtype=torch.float64)
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return value.item()
+
+    def _stopping(self) -> bool:
+        """Whether any rank got a stop signal (all ranks then save and stop at the same step)."""
+        if self.world > 1:
+            flag = torch.tensor([0 if self.stop_signal is None else self.stop_signal])
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            self.stop_signal = int(flag.item()) or None
+        return self.stop_signal is not None
 
     def finished(self) -> bool:
         s = self.settings
@@ -270,4 +356,7 @@ def run_train(args) -> None:
         trainer.train()
     except Interrupted as err:
         raise SystemExit(f"nmtrepro train: {err}") from None
-    trainer.write_outputs(args.out, args.curve)
+    if trainer.rank == 0:
+        trainer.write_outputs(args.out, args.curve)
+    if trainer.world > 1:
+        torch.distributed.destroy_process_group()

@@ -1,5 +1,18 @@
 # The declared output is the final model; checkpoints live outside the outputs (a params value), so
-# a killed or failed job keeps them and the next run resumes from the newest one.
+# a killed or failed job keeps them and the next run resumes from the newest one. A job with several
+# GPUs runs one process per GPU under torchrun, which forwards SLURM's SIGTERM/SIGUSR1 to them;
+# a retry (pre-empted or out of time) resumes with a longer runtime.
+TRAIN_RESOURCES = SCALE["resources"]
+
+
+def train_launcher(wildcards, resources):
+    """torchrun with one process per GPU the job got (config or a profile's set-resources), else nothing."""
+    if int(resources.gpu) <= 1:
+        return ""
+    return (f"torchrun --standalone --nproc-per-node {resources.gpu} "
+            "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python ")
+
+
 rule train:
     input:
         prepared,
@@ -13,11 +26,18 @@ rule train:
         model=lambda w: json.dumps(exp(w).model),
         settings=json.dumps(SCALE["train"]),
         checkpoint_dir="results/checkpoints/{experiment}",
+        launcher=train_launcher,
     threads: SCALE["train"].get("threads") or 1
+    resources:
+        gpu=TRAIN_RESOURCES["gpu"],
+        cpus_per_gpu=TRAIN_RESOURCES["cpus_per_gpu"],
+        mem_mb=TRAIN_RESOURCES["mem_mb"],
+        runtime=lambda wildcards, attempt: TRAIN_RESOURCES["runtime"] * attempt,
+    retries: TRAIN_RESOURCES["retries"]
     message:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
-        "nmtrepro train --data {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
+        "{params.launcher}nmtrepro train --data {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
         "--checkpoint-dir {params.checkpoint_dir} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 

@@ -1,0 +1,167 @@
+"""GPU throughput: target tokens/s and model FLOP utilisation of paper-size training steps.
+
+Runs the training step of nmtrepro.train (forward, label-smoothed loss, backward, Adam) on synthetic
+batches: one update of ~25k target tokens cut into max_tokens batches by nmtrepro.batching, with
+sentence lengths drawn from a log-normal fitted by eye to WMT14 En-De BPE lengths (median ~25
+subwords, long tail to 256). Prints the baseline Transformer and, when the `phrase` family is
+registered (nmtrepro.models.phrase), the same size with it (+PR).
+
+FLOPs are counted analytically per update (training = 3 x forward, i.e. 6 per weight per token):
+  linear layers: 6 * (encoder weights * real source tokens + decoder weights * real target tokens)
+  attention:     12 * d_model * sum over sentences of (L_enc * S^2 + L_dec * (T^2 + T * S))
+                 (QK^T and AV, full square for causal self-attention: that is what the kernels compute)
+  output layer:  6 * d_model * V * real target tokens (the loss projects real positions only)
+Embedding lookups, layer norms, softmax and the optimizer are not counted. MFU = FLOPs/s / peak, with
+the peak dense bf16 rate of the GPU (table below, or --peak-tflops).
+
+    python bench/gpu_throughput.py                               # paper base, CUDA, bf16
+    python bench/gpu_throughput.py --device cpu --scale ci --steps 2 --precision fp32   # smoke test
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+import yaml
+
+from nmtrepro import runtime
+from nmtrepro.batching import pad_sequences, token_batches
+from nmtrepro.criterion import model_loss
+from nmtrepro.models import build_model
+from nmtrepro.vocab import Vocab
+
+REPO = Path(__file__).resolve().parents[1]
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}
+
+
+def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: int, gen: torch.Generator):
+    """Sentence pairs totalling ~update_tokens target tokens, cut into token batches: [(src, prev, tgt)]."""
+    src_lens, tgt_lens, total = [], [], 0
+    while total < update_tokens:
+        s = int(min(max_len, max(3, math.exp(3.2 + 0.6 * torch.randn(1, generator=gen).item()))))
+        t = int(min(max_len, max(3, s * (1.05 + 0.1 * torch.randn(1, generator=gen).item()))))
+        src_lens.append(s)
+        tgt_lens.append(t)
+        total += t
+    batches = []
+    for indices in token_batches(src_lens, tgt_lens, max_tokens, seed=1):
+        src = [torch.randint(4, vocab, (src_lens[i],), generator=gen) for i in indices]
+        tgt = [torch.randint(4, vocab, (tgt_lens[i],), generator=gen) for i in indices]
+        prev = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt]
+        batches.append((pad_sequences(src), pad_sequences(prev), pad_sequences(tgt)))
+    return batches, src_lens, tgt_lens
+
+
+def update_flops(model, spec: dict, src_lens: list[int], tgt_lens: list[int]) -> float:
+    """Analytic training FLOPs of one update (see the module docstring for what is counted)."""
+    d, vocab = spec["d_model"], spec["tgt_vocab"]
+    weights = {"encoder": 0, "decoder": 0}
+    for name, p in model.named_parameters():
+        part = name.split(".")[0]
+        if p.dim() == 2 and part in weights:  # matmul weights only (no biases, norms, embeddings)
+            weights[part] += p.numel()
+    src_tokens, tgt_tokens = sum(src_lens), sum(tgt_lens)
+    linear = 6 * (weights["encoder"] * src_tokens + weights["decoder"] * tgt_tokens)
+    attention = 12 * d * sum(spec["encoder_layers"] * s * s + spec["decoder_layers"] * (t * t + t * s)
+                             for s, t in zip(src_lens, tgt_lens))
+    output = 6 * d * vocab * tgt_tokens
+    return linear + attention + output
+
+
+def peak_tflops(device: torch.device, given: float | None) -> float | None:
+    if given:
+        return given
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+
+
+def measure(spec: dict, args, device: torch.device) -> dict:
+    torch.manual_seed(0)
+    model = build_model(spec).to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    gen = torch.Generator().manual_seed(0)
+    updates = [synthetic_update(args.update_tokens, args.max_tokens, spec["tgt_vocab"], args.max_len, gen)
+               for _ in range(args.steps + args.warmup_steps)]
+    precision = runtime.resolve_precision(device, args.precision)
+
+    def step(batches):
+        optimizer.zero_grad(set_to_none=True)
+        for src, prev, tgt in batches:
+            batch = SimpleNamespace(src=src.to(device), prev=prev.to(device), target=tgt.to(device))
+            with runtime.autocast(device, precision):
+                loss, _ = model_loss(model, batch, 0.1)
+            loss.backward()
+        optimizer.step()
+
+    for batches, _, _ in updates[:args.warmup_steps]:
+        step(batches)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    for batches, _, _ in updates[args.warmup_steps:]:
+        step(batches)
+    sync()
+    seconds = time.perf_counter() - start
+    timed = updates[args.warmup_steps:]
+    tokens = sum(sum(t) for _, _, t in timed)
+    flops = sum(update_flops(model, spec, s, t) for _, s, t in timed)
+    return {"params": sum(p.numel() for p in model.parameters()), "tgt_tok_s": tokens / seconds,
+            "tflops": flops / seconds / 1e12, "s_per_update": seconds / len(timed), "precision": precision}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu (smoke test only)")
+    ap.add_argument("--scale", default="paper", help="config.yaml scale whose model sizes to use")
+    ap.add_argument("--size", default="base", help="model size name of that scale (base, big)")
+    ap.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    ap.add_argument("--vocab", type=int, default=37000, help="joint BPE vocabulary (WMT14 En-De: ~37k)")
+    ap.add_argument("--update-tokens", type=int, default=25000, help="target tokens per update")
+    ap.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per forward/backward")
+    ap.add_argument("--max-len", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=20, help="timed updates")
+    ap.add_argument("--warmup-steps", type=int, default=3, help="untimed updates first")
+    ap.add_argument("--peak-tflops", type=float, help="the device's peak dense TFLOP/s (default: table)")
+    args = ap.parse_args()
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit(f"gpu_throughput: --device {args.device} but torch {torch.__version__} sees no CUDA GPU; "
+                 "run on a GPU machine, or pass --device cpu --scale ci for a smoke test")
+    device = torch.device(args.device)
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    size = config["scales"][args.scale]["sizes"][args.size]
+    spec = {"family": "transformer", "src_vocab": args.vocab, "tgt_vocab": args.vocab, **size}
+    variants = {"baseline": spec}
+    if importlib.util.find_spec("nmtrepro.models.phrase"):
+        importlib.import_module("nmtrepro.models.phrase")
+        variants["+PR"] = {**spec, "family": "phrase"}
+    peak = peak_tflops(device, args.peak_tflops)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"# {name}, {args.scale}/{args.size} {size}, ~{args.update_tokens} target tokens per update in "
+          f"{args.max_tokens}-token batches, {args.steps} timed updates; peak {peak or '?'} TFLOP/s")
+    print("variant\tparams\tprecision\ts/update\ttgt_tok/s\tmodel_TFLOP/s\tMFU")
+    for label, variant in variants.items():
+        try:
+            r = measure(variant, args, device)
+        except (TypeError, ValueError) as err:  # a family that wants options this script does not know
+            print(f"{label}\tskipped: {err}")
+            continue
+        mfu = f"{100 * r['tflops'] / peak:.1f}%" if peak else "n/a"
+        print(f"{label}\t{r['params']:,}\t{r['precision']}\t{r['s_per_update']:.3f}\t{r['tgt_tok_s']:,.0f}\t"
+              f"{r['tflops']:.2f}\t{mfu}")
+    print("# FLOPs: 6 x matmul weights x tokens (encoder: source, decoder: target) + attention "
+          "12 x d x (L_enc S^2 + L_dec (T^2 + T S)) + output layer 6 x d x V x target tokens; "
+          "MFU against the dense bf16 peak" + ("" if variants.get("+PR") is None else
+                                                "; +PR: weights outside its encoder/decoder layer lists are not counted"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""bench/gpu_throughput.py: its analytic FLOP count, a CPU smoke run, and its refusal without CUDA."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtrepro.models import build_model
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench/gpu_throughput.py"
+spec = importlib.util.spec_from_file_location("gpu_throughput", SCRIPT)
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_flops_are_six_per_weight_and_token_plus_attention_and_output():
+    model_spec = {"family": "transformer", "src_vocab": 10, "tgt_vocab": 10, "d_model": 8, "ffn": 16,
+                  "heads": 2, "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.0}
+    model = build_model(model_spec)
+    encoder, decoder = 4 * 8 * 8 + 2 * 8 * 16, 8 * 8 * 8 + 2 * 8 * 16  # attention(s) + FFN weights
+    expected = 6 * (encoder * 2 + decoder * 3) + 12 * 8 * (2 * 2 + 3 * 3 + 3 * 2) + 6 * 8 * 10 * 3
+    assert bench.update_flops(model, model_spec, [2], [3]) == expected
+
+
+def run(*args):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_smoke_run_on_cpu_prints_throughput():
+    result = run("--device", "cpu", "--scale", "ci", "--steps", "1", "--warmup-steps", "0", "--vocab", "500",
+                 "--update-tokens", "1000", "--precision", "fp32", "--peak-tflops", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = next(line for line in result.stdout.splitlines() if line.startswith("baseline"))
+    assert float(row.split("\t")[4].replace(",", "")) > 0 and row.endswith("%")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_cuda_device_without_a_gpu_fails_clearly():
+    result = run("--device", "cuda")
+    assert result.returncode != 0 and "sees no CUDA GPU" in result.stderr
