@@ -25,7 +25,6 @@ import math
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import yaml
@@ -95,9 +94,8 @@ def measure(spec: dict, args, device: torch.device) -> dict:
     def step(batches):
         optimizer.zero_grad(set_to_none=True)
         for src, prev, tgt in batches:
-            batch = SimpleNamespace(src=src.to(device), prev=prev.to(device), target=tgt.to(device))
             with runtime.autocast(device, precision):
-                loss, _ = model_loss(model, batch, 0.1)
+                loss, _ = model_loss(model, src.to(device), prev.to(device), tgt.to(device), 0.1)
             loss.backward()
         optimizer.step()
 

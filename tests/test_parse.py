@@ -7,12 +7,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import torch
 
 from nmtrepro.files import InputError
 from nmtrepro.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
                           read_bracketed)
-from nmtrepro.parse import (extract_phrases, format_spans, gather_index, parse_file, phrase_limit,
+from nmtrepro.models.phrase import tokens_per_phrase
+from nmtrepro.parse import (extract_phrases, format_spans, parse_file,
                             read_spans, sentence_spans, to_pieces, word_pieces)
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
@@ -39,7 +39,7 @@ def check_segmentation(spans, n_words, limit, weights=None):
 
 
 def test_phrase_limit_matches_ngram_segmentation():
-    assert [phrase_limit(n) for n in (1, 13, 18, 19, 30, 48, 50, 256)] == [3, 3, 3, 4, 5, 8, 8, 8]
+    assert [tokens_per_phrase(n) for n in (1, 13, 18, 19, 30, 48, 50, 256)] == [3, 3, 3, 4, 5, 8, 8, 8]
 
 
 def test_bracketed_trees_drop_empty_elements_and_unwrap():
@@ -85,7 +85,7 @@ def test_algorithm1_on_gold_ptb_trees_tiles_every_sentence_within_the_limit():
     assert len(forest) > 300
     lengths = []
     for t, words in forest:
-        limit = phrase_limit(len(words))
+        limit = tokens_per_phrase(len(words))
         spans = extract_phrases(t, limit)
         check_segmentation(spans, len(words), limit)
         lengths += [b - a for a, b in spans]
@@ -118,18 +118,6 @@ def test_spans_file_round_trip_and_rejects_gaps(tmp_path):
     path.write_text("0-3 4-5\n")
     with pytest.raises(InputError, match="x.spans:1"):
         read_spans(path)
-
-
-def test_gather_index_batches_ragged_phrases_with_a_mask():
-    index, mask = gather_index([[(0, 3), (3, 4)], [(0, 1), (1, 2), (2, 3)]])
-    assert index.shape == mask.shape == (2, 3, 3)
-    assert index[0, 0].tolist() == [0, 1, 2] and mask[0, 1].tolist() == [True, False, False]
-    assert not mask[0, 2].any()  # sentence 0 has only two phrases
-    x = torch.arange(2 * 4, dtype=torch.float).view(2, 4, 1)  # (B, T, d)
-    phrases = x[torch.arange(2)[:, None, None], index]  # (B, P, L, d)
-    assert phrases[1, 2, 0, 0] == x[1, 2, 0]
-    maxed = phrases.squeeze(-1).masked_fill(~mask, -1e9).amax(-1)
-    assert maxed[0, :2].tolist() == [2.0, 3.0]
 
 
 def test_lifting_makes_dependency_trees_projective():

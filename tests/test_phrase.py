@@ -156,7 +156,7 @@ def test_batches_carry_spans_to_the_model(copy_corpus):
     batch = collate(src, tgt, [0, 1, 2], spans)
     assert batch.spans.shape == (3, 2, 2) and batch.to("cpu").spans is not None
     model = build_model({**TINY, "family": "phrase", "phrases": "parse", "src_vocab": 16, "tgt_vocab": 16})
-    loss, _ = model_loss(model, batch, 0.1)
+    loss, _ = model_loss(model, batch.src, batch.prev, batch.target, 0.1, batch.spans)
     assert torch.isfinite(loss)
 
 

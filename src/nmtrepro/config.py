@@ -26,6 +26,11 @@ class Experiment:
     test: str               # test split decoded and scored
     model: dict             # model spec: family + options, sizes resolved for the scale
 
+    @property
+    def needs_spans(self) -> bool:
+        """Whether the model reads parser phrases (the parse stage's .spans) beside the source."""
+        return self.model.get("phrases") == "parse"
+
 
 def _with_defaults(validator_class):
     """A validator that also fills in each property's schema default (as snakemake's validate does)."""

@@ -22,9 +22,10 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: flo
     return loss.sum(), nll.sum()
 
 
-def model_loss(model, batch, epsilon: float):
-    """Run a batch through an encoder-decoder and return (summed loss, summed NLL)."""
-    enc = model.encode(batch.src) if batch.spans is None else model.encode(batch.src, spans=batch.spans)
-    hidden = model.decode(batch.prev, enc)
-    real = batch.target.ne(model.pad)
-    return label_smoothed_loss(model.logits(hidden[real]), batch.target[real], epsilon)
+def model_loss(model, src, prev, target, epsilon: float, spans=None):
+    """Run (B, S) sources and (B, T) decoder inputs/targets through an encoder-decoder and return
+    (summed loss, summed NLL); `spans` (B, P, 2) only for models that read source phrases."""
+    enc = model.encode(src) if spans is None else model.encode(src, spans=spans)
+    hidden = model.decode(prev, enc)
+    real = target.ne(model.pad)
+    return label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from . import checkpoint, runtime
 from .batching import pad_sequences, pad_spans, token_batches
 from .files import atomic_open, read_lines, write_json
+from .parse import read_spans
 from .text import detokenize, strip_bpe
 from .vocab import Vocab
 
@@ -124,6 +125,7 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--out", required=True, help="detokenized hypotheses")
     parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
     parser.add_argument("--stats", help="JSON with decoding speed")
+    parser.add_argument("--spans", help="source phrases of --input, one line each (parser-phrase models)")
 
 
 def run_decode(args) -> None:
@@ -131,8 +133,9 @@ def run_decode(args) -> None:
     model = checkpoint.load_model(args.model, device)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.data}/dict.{side}.txt") for side in ("src", "tgt"))
     lines = read_lines(args.input)
+    spans = None if args.spans is None else read_spans(args.spans, [len(line.split()) + 1 for line in lines])
     start = time.perf_counter()
-    hyps = translate(model, lines, src_vocab, tgt_vocab, device, args.max_tokens, args.precision,
+    hyps = translate(model, lines, src_vocab, tgt_vocab, device, args.max_tokens, args.precision, spans,
                      beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
                      max_len_b=args.max_len_b, use_cache=not args.no_cache)
     seconds = time.perf_counter() - start

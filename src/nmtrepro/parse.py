@@ -5,31 +5,23 @@ Pipeline per source sentence (the `parse` stage):
   the n-gram segmentation's phrase limit -> word spans -> spans over BPE positions, EOS as its own span.
 The spans file has one line per sentence, line-aligned with the binarized source, e.g. `0-3 3-5 5-6`
 (half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
-`gather_index` turns a batch of ragged spans into a gather index and mask for the phrase model.
+`batching.pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
 """
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Sequence
 
-import torch
-
 from .files import InputError, read_lines, write_json, write_lines
+from .models.phrase import tokens_per_phrase
 from .nlp import BACKENDS, Tree, constituency, resolve_backend
 from .text import BPE_SEPARATOR, strip_bpe
 
 log = logging.getLogger("nmtrepro.parse")
 
 Span = tuple[int, int]  # [start, end) over words or BPE positions
-
-
-def phrase_limit(seql: int) -> int:
-    """Tokens per phrase of the n-gram segmentation, ntok = max(min(8, ceil(seql/6)), 3) (paper A,
-    footnote 2); Algorithm 1 uses the same limit ("consistent with the simple segmentation")."""
-    return max(min(8, math.ceil(seql / 6)), 3)
 
 
 def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
@@ -121,7 +113,7 @@ def sentence_spans(bpe_line: str, tree: Tree | None) -> list[Span]:
     if tree is None:
         return to_pieces([], pieces)
     weights = [b - a for a, b in pieces]
-    limit = phrase_limit(sum(weights) + 1)
+    limit = tokens_per_phrase(sum(weights) + 1)
     return to_pieces(extract_phrases(tree, limit, weights), pieces)
 
 
@@ -129,8 +121,9 @@ def format_spans(spans: Sequence[Span]) -> str:
     return " ".join(f"{a}-{b}" for a, b in spans)
 
 
-def read_spans(path: str | Path) -> list[list[Span]]:
-    """Read a spans file, checking each line tiles positions 0..n contiguously."""
+def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[list[Span]]:
+    """Read a spans file, checking each line tiles positions 0..n contiguously and, given the
+    sentences' token `lengths` (EOS included), that there is one line per sentence ending at its n."""
     out = []
     for lineno, line in enumerate(read_lines(path), 1):
         try:
@@ -140,30 +133,13 @@ def read_spans(path: str | Path) -> list[list[Span]]:
         ends = [0] + [b for _, b in spans]
         if not spans or any(a != e or b <= a for (a, b), e in zip(spans, ends)):
             raise InputError(f"{path}:{lineno}: spans must tile 0..n contiguously, got {line!r}")
+        if lengths is not None and lineno <= len(lengths) and spans[-1][1] != lengths[lineno - 1]:
+            raise InputError(f"{path}:{lineno}: spans end at {spans[-1][1]}, the sentence has "
+                             f"{lengths[lineno - 1]} tokens (was it parsed from another BPE?)")
         out.append(spans)
+    if lengths is not None and len(out) != len(lengths):
+        raise InputError(f"{path}: {len(out)} lines of spans for {len(lengths)} sentences")
     return out
-
-
-def gather_index(spans: Sequence[Sequence[Span]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Batch ragged phrases for gathering token vectors into (batch, phrase, token) slots.
-
-    spans: per sentence its [start, end) phrases over token positions (as `read_spans` gives).
-    Returns
-      index (B, P, L) int64: position of each phrase's l-th token; padding slots point at 0
-      mask  (B, P, L) bool:  True at real tokens; a padding phrase (sentence with fewer than P
-                             phrases) is all False, so mask.any(-1) is the (B, P) phrase mask
-    with P the most phrases and L the longest phrase in the batch. With x (B, T, d):
-      phrases = x[torch.arange(B)[:, None, None], index]   # (B, P, L, d); mask before pooling
-    """
-    n_phrases = max(len(s) for s in spans)
-    longest = max(b - a for s in spans for a, b in s)
-    index = torch.zeros(len(spans), n_phrases, longest, dtype=torch.long)
-    mask = torch.zeros(len(spans), n_phrases, longest, dtype=torch.bool)
-    for i, sentence in enumerate(spans):
-        for p, (a, b) in enumerate(sentence):
-            index[i, p, :b - a] = torch.arange(a, b)
-            mask[i, p, :b - a] = True
-    return index, mask
 
 
 def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,

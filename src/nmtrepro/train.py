@@ -21,7 +21,6 @@ import signal
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 
@@ -30,6 +29,7 @@ from .batching import collate, token_batches
 from .criterion import model_loss
 from .files import InputError, atomic_open
 from .models import build_model, count_parameters
+from .parse import read_spans
 from .schedule import inverse_sqrt
 from .vocab import IndexedData, Vocab
 
@@ -69,23 +69,26 @@ class Settings:
 class Corpus:
     """The binarized training and validation data of a prepared dataset."""
 
-    def __init__(self, data_dir: str | Path):
+    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None):
+        """`spans_dir`: the parse stage's train/valid .spans (source phrases), for models that take them."""
         data_dir = Path(data_dir)
         self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
-        self.splits = {}
+        self.splits, self.spans = {}, {}
         for split in ("train", "valid"):
             src, tgt = IndexedData(data_dir / f"{split}.src.bin"), IndexedData(data_dir / f"{split}.tgt.bin")
             if len(src) != len(tgt):
                 raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
             self.splits[split] = (src, tgt)
+            if spans_dir is not None:
+                self.spans[split] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
 
     def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
         src, tgt = self.splits[split]
         return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch)
 
     def collate(self, split: str, indices):
-        return collate(*self.splits[split], indices)
+        return collate(*self.splits[split], indices, self.spans.get(split))
 
 
 class Interrupted(Exception):
@@ -102,8 +105,8 @@ class LossOf(torch.nn.Module):
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
 
-    def forward(self, src, prev, target):
-        return model_loss(self.model, SimpleNamespace(src=src, prev=prev, target=target), self.label_smoothing)
+    def forward(self, src, prev, target, spans=None):
+        return model_loss(self.model, src, prev, target, self.label_smoothing, spans)
 
 
 class Trainer:
@@ -185,7 +188,8 @@ class Trainer:
         with torch.no_grad(), runtime.autocast(self.device, self.precision):
             for indices in self.corpus.batches("valid", self.settings.max_tokens):
                 batch = self.corpus.collate("valid", indices).to(self.device)
-                l, n = model_loss(self.model, batch, self.settings.label_smoothing)
+                l, n = model_loss(self.model, batch.src, batch.prev, batch.target,
+                                  self.settings.label_smoothing, batch.spans)
                 loss, nll, tokens = loss + l.item(), nll + n.item(), tokens + batch.tgt_tokens
         self.model.train()
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
@@ -202,7 +206,7 @@ class Trainer:
             sync = i == len(group) - 1 or self.world == 1
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
-                    loss, nll = self.loss(batch.src, batch.prev, batch.target)
+                    loss, nll = self.loss(batch.src, batch.prev, batch.target, batch.spans)
                 loss.backward()
             totals += torch.tensor([loss.item(), nll.item(), batch.tgt_tokens], dtype=torch.float64)
         if self.world > 1:
@@ -337,6 +341,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
+    parser.add_argument("--spans", help="folder of train/valid .spans source phrases (parser-phrase models)")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--out", required=True, help="final model file")
     parser.add_argument("--curve", required=True, help="training curve TSV")
@@ -349,7 +354,7 @@ def run_train(args) -> None:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
     if args.threads:
         settings.threads = args.threads
-    trainer = Trainer(Corpus(args.data), model_options, settings, args.checkpoint_dir)
+    trainer = Trainer(Corpus(args.data, args.spans), model_options, settings, args.checkpoint_dir)
     if not trainer.resume():
         log.info("starting from scratch in %s", args.checkpoint_dir)
     try:

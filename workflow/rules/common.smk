@@ -33,6 +33,12 @@ def prepared(wildcards):
     return expand("results/prepare/{dataset}/{file}", dataset=exp(wildcards).dataset, file=PREPARED)
 
 
+def spans_files(wildcards, parts):
+    """The parse stage's phrase spans of `parts` for a parser-phrase experiment, else nothing."""
+    e = exp(wildcards)
+    return [f"results/parse/{e.dataset}/{part}.spans" for part in parts] if e.needs_spans else []
+
+
 def test_files(wildcards, kind):
     return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
 

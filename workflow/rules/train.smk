@@ -15,7 +15,8 @@ def train_launcher(wildcards, resources):
 
 rule train:
     input:
-        prepared,
+        data=prepared,
+        spans=lambda w: spans_files(w, ["train", "valid"]),
     output:
         model="results/train/{experiment}/final.pt",
         curve="results/train/{experiment}/curve.tsv",
@@ -27,6 +28,7 @@ rule train:
         settings=json.dumps(SCALE["train"]),
         checkpoint_dir="results/checkpoints/{experiment}",
         launcher=train_launcher,
+        spans=lambda w: f"--spans results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
     threads: SCALE["train"].get("threads") or 1
     resources:
         gpu=TRAIN_RESOURCES["gpu"],
@@ -38,7 +40,7 @@ rule train:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
         "{params.launcher}nmtrepro train --data {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
-        "--checkpoint-dir {params.checkpoint_dir} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
+        "--checkpoint-dir {params.checkpoint_dir} {params.spans} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
 rule average_checkpoints:
