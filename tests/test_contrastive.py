@@ -153,7 +153,7 @@ def test_agreement_figure_writes_png_and_svg(tmp_path):
     path = tmp_path / "a.json"
     path.write_text(json.dumps(result))
     from argparse import Namespace
-    agreement.run_plot_agreement(Namespace(result=[f"exp={path}", f"other={path}"], category=None,
+    agreement.run_plot_agreement(Namespace(system=[f"exp={path}", f"other={path}"], category=None, title="Figure 4",
                                            out_png=str(tmp_path / "f.png"), out_svg=str(tmp_path / "f.svg")))
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (tmp_path / "f.svg").read_bytes()[:2000]

@@ -29,14 +29,14 @@ def test_plan_on_the_ci_config_counts_jobs_and_gpu_hours_per_table(tmp_path, mon
     monkeypatch.chdir(ROOT)
     bench = tmp_path / "throughput.json"
     if measured:
-        bench.write_text(json.dumps({"gpu": "test GPU", "tokens_per_s": {"base": 1024 * 30 / 3600}}))
+        bench.write_text(json.dumps({"gpu": "test GPU", "tokens_per_s": {"base": 1024 * 30 / 3600, "big": 1024 * 30 / 3600}}))
     assert cli.main(["plan", "--config", "scale=ci", "--bench", str(bench), "--out", str(tmp_path / "plan.json")]) == 0
     result = read_json(tmp_path / "plan.json")
     table = result["tables"]["A_table1"]
-    assert table["training_jobs"] == 2 and table["experiments"] == ["base_en_de", "base_en_fr"]
+    assert table["training_jobs"] == 8 and {"base_en_de", "pr_en_fr", "big_pr_en_de"} <= set(table["experiments"])
     assert table["download_bytes"] == 0  # the ci scale uses embedded data only
     if measured:  # 30 updates x 1024 tokens at 1024*30/3600 tokens/s: one GPU-hour per job
-        assert table["gpu_hours"] == pytest.approx(2.0)
+        assert table["gpu_hours"] == pytest.approx(8.0)
         assert result["throughput_source"].startswith("measured")
     else:
         assert result["throughput_source"].startswith("assumed")

@@ -91,7 +91,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
     sig = json.loads((results / "analyse/significance/base_en_de.vs.base_en_de.json").read_text())
     assert sig["tok_bleu"]["p_value"] == 1.0 and "bs:1000" in sig["tok_bleu"]["signature"]  # itself: p = 1
-    ours = [line for line in table.splitlines() if "| base_en_" in line]
+    ours = [line for line in table.splitlines() if line.startswith("| base_en_")]
     assert "95% CI" in table and len(ours) == 2 and not any("†" in line for line in ours)
     for figure in ("A_figure3", "D_figure4", "D_figure5"):
         assert (results / f"report/{figure}.png").read_bytes()[:4] == b"\x89PNG"
@@ -100,24 +100,27 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert [b["bucket"] for b in buckets] == ["≤15", "(15,30]", "(30,45]", ">45"]
     assert sum(b["n"] for b in buckets) == 300
     assert "paper: Δ >45" in (results / "report/A_figure3.md").read_text()
-    speed = (results / "report/A_table2.md").read_text()
+    speed = (results / "report/A_table2_cost.md").read_text()
     assert "Para. (M)" in speed and "paper: Para. (M)" in speed and "Train time" in speed
     heads = (results / "report/D_table4.md").read_text()
     assert "Transformer (Base) / Global" in heads and "0.826" in heads
-    for name in ("A_table1", "A_figure3", "D_figure5", "A_table2", "D_table5", "D_table4"):
+    for name in ("A_table1", "A_table2", "A_figure3", "D_figure5", "A_table2_cost", "D_table5", "D_table4"):
         assert "\\begin{tabular}" in (results / f"report/{name}.tex").read_text()
     scored = json.loads((results / "analyse/base_en_de/contrastive.json").read_text())
     assert scored["total"]["total"] == 12 * 20  # ci: the first 20 triples of each DistilLingEval set
     assert not (results / "analyse/base_en_fr").exists()  # only En->De models can be scored
-    assert (results / "report/subject_verb_agreement.svg").stat().st_size > 0
+    assert (results / "report/A_figure4.svg").stat().st_size > 0
+    ablations = (results / "report/A_table2.md").read_text()  # every row measured, the parser one on its spans
+    assert "| parse_en_de " in ablations and "Para. (M)" not in ablations
+    assert (results / "parse/multi30k_en_de/test/test_2016_flickr.spans").stat().st_size > 0
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "training_curves.png" in html and "A_table1.html" in html
-    for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "D_table4.html"):
+    for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
-    assert "subject_verb_agreement.png" in html
+    assert "A_figure4.png" in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -53,18 +53,20 @@ def agreement_curve(result: dict, category: str | None = None) -> dict[str, dict
     return bins[names[0]]
 
 
-def plot_agreement(curves: dict[str, dict[str, dict]]) -> Figure:
-    """Accuracy per distance bin (top), one line per experiment; triples per bin (bottom)."""
+def plot_agreement(curves: dict[str, dict[str, dict]], title: str | None = None) -> Figure:
+    """Accuracy per distance bin (top), one line per system; triples per bin (bottom)."""
     order = [b for b in DISTANCE_BINS + [UNKNOWN] if any(b in c for c in curves.values())]
     fig = Figure(figsize=(8, 5), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
     x = range(len(order))
-    for colour, (experiment, bins) in enumerate(curves.items()):
+    for colour, (label, bins) in enumerate(curves.items()):
         acc = [bins[b]["accuracy"] if b in bins else float("nan") for b in order]
-        top.plot(x, acc, "-o", color=f"C{colour}", markersize=4, label=experiment)
+        top.plot(x, acc, "-o", color=f"C{colour}", markersize=4, label=label)
     first = next(iter(curves.values()))
     bottom.bar(x, [first.get(b, {}).get("total", 0) for b in order], color="0.6")
     top.axhline(0.5, color="0.5", linestyle=":", linewidth=1)
+    if title:
+        top.set_title(title, fontsize="medium")
     top.set_ylabel("accuracy")
     top.set_ylim(0, 1.02)
     top.grid(alpha=0.3)
@@ -76,8 +78,9 @@ def plot_agreement(curves: dict[str, dict[str, dict]]) -> Figure:
 
 
 def add_arguments_plot_agreement(parser) -> None:
-    parser.add_argument("--result", action="append", required=True, metavar="EXPERIMENT=JSON",
-                        help="an experiment's `nmtrepro contrastive` JSON (repeat)")
+    parser.add_argument("--system", action="append", required=True,
+                        metavar="LABEL=JSON", help="a system's `nmtrepro contrastive` JSON, as the legend names it (repeat)")
+    parser.add_argument("--title", help="figure title")
     parser.add_argument("--category", help="category holding the bins (default: the subj_verb_agreement one)")
     parser.add_argument("--out-png", required=True)
     parser.add_argument("--out-svg", required=True)
@@ -86,8 +89,9 @@ def add_arguments_plot_agreement(parser) -> None:
 def run_plot_agreement(args) -> None:
     from .report import parse_pairs
 
-    paths = parse_pairs(args.result, "--result")
-    fig = plot_agreement({e: agreement_curve(read_json(p), args.category) for e, p in paths.items()})
+    paths = parse_pairs(args.system, "--system")
+    fig = plot_agreement({label: agreement_curve(read_json(p), args.category) for label, p in paths.items()},
+                         args.title)
     for path, fmt in ((args.out_png, "png"), (args.out_svg, "svg")):
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=120)  # tmp ends in .tmp: name the format

@@ -25,6 +25,8 @@ class Experiment:
     tgt_lang: str
     test: str               # test split decoded and scored
     model: dict             # model spec: family + options, sizes resolved for the scale
+    train: dict             # training settings at the scale, with the model size's regime
+    average: dict           # checkpoint averaging, likewise
 
     @property
     def needs_spans(self) -> bool:
@@ -86,6 +88,10 @@ def experiments(config: dict) -> dict[str, Experiment]:
     """Resolve every experiment for `config['scale']`, checking each reference on the way."""
     _known(config["scale"], config["scales"], "scale")
     scale = config["scales"][config["scale"]]
+    for size, regime in scale["by_size"].items():
+        _known(size, scale["sizes"], f"scales.{config['scale']}.by_size")
+        for key in regime.get("train", {}):
+            _known(key, scale["train"], f"scales.{config['scale']}.by_size.{size}.train key")
     out = {}
     for name, exp in config["experiments"].items():
         _known(exp["task"], scale["tasks"], f"experiments.{name}.task")
@@ -93,9 +99,12 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
         dataset = config["datasets"][task["dataset"]]
         _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
+        regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
         out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
                                tgt_lang=dataset["tgt"], test=task["test"],
-                               model=model_options(config, exp["model"], f"experiments.{name}.model"))
+                               model=model_options(config, exp["model"], f"experiments.{name}.model"),
+                               train={**scale["train"], **regime.get("train", {})},
+                               average={**scale["average"], **regime.get("average", {})})
     for table, spec in config["tables"].items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")

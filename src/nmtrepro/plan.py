@@ -88,7 +88,6 @@ def parameter_count(options: dict, vocab: int) -> int:
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict) -> dict:
     """Per table: training jobs still to run, GPU-hours and disk (checkpoints, models, downloads)."""
     scale = config["scales"][config["scale"]]
-    train = scale["train"]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
     jobs = {}
@@ -98,6 +97,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
             raise InputError(f"no throughput for model size {size!r} (experiment {name}); "
                              f"known: {', '.join(sorted(rates))}")
         params = parameter_count(resolved[name].model, vocab)
+        train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
         jobs[name] = {
             "size": size, "parameters": params,
             "gpu_hours": train["max_updates"] * train["update_tokens"] / rates[size] / 3600,

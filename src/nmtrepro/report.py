@@ -100,16 +100,23 @@ def read_significance(path, metric: str) -> dict:
 
 def build_table(paper_numbers, cells: list[Cell], metric: str,
                 test_sets: dict[str, str] | None = None, significance: dict[str, str] | None = None,
-                baselines: dict[str, str] | None = None, marks: str = "dagger") -> pd.DataFrame:
+                baselines: dict[str, str] | None = None, marks: str = "dagger",
+                columns: list[str] | None = None) -> pd.DataFrame:
     """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
 
     `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
     row then carries p, the 95% CI and the paper's mark (style `marks`) for a significant improvement.
-    Numbers stay numeric (NaN where we measured nothing); rendering formats them.
+    Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
+    those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
     """
     from .significance import mark  # sacrebleu's significance module, only for tables that mark
 
     paper = read_paper_numbers(paper_numbers)
+    if columns:
+        missing = sorted(set(columns) - set(paper["column"]))
+        if missing:
+            raise InputError(f"{paper_numbers}: no column(s) {missing}; it has {sorted(set(paper['column']))}")
+        paper = paper[paper["column"].isin(columns)]
     test_sets, significance, baselines = test_sets or {}, significance or {}, baselines or {}
     known = set(zip(paper["row"], paper["column"]))
     by_cell: dict[tuple[str, str], Cell] = {}
@@ -227,6 +234,8 @@ def add_arguments_table(parser) -> None:
                         help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
     parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
                         help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
+    parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
+                        help="keep only this column of the paper's numbers (repeat; default: all)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-tex", help="LaTeX table")
@@ -238,7 +247,7 @@ def run_table(args) -> None:
     baselines = {e: spec.partition("=")[0] for e, spec in pairs.items()}
     significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
     table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
-                        significance, baselines, args.marks)
+                        significance, baselines, args.marks, args.paper_column)
     note = comparability_note(args.metric, args.scale)
     if significance:
         from .significance import MARK_STYLES

@@ -315,15 +315,21 @@ def probing_outputs():
 
 
 # ---- contrastive scoring (LingEval97 protocol) -- nmtrepro.contrastive, nmtrepro.agreement ---------------
-# Config `scales.<scale>.contrastive`: the sets every En->De experiment force-scores. Only En->De models
-# can be scored (the pairs are English sources with German targets).
+# Config `scales.<scale>.contrastive`: the sets the systems of `analyses` of kind `agreement` force-score
+# (none at a scale without it). Only En->De models can be scored (English sources, German targets).
 CONTRASTIVE = SCALE.get("contrastive")
-CONTRASTIVE_EXPERIMENTS = [name for name, e in EXPERIMENTS.items()
-                           if CONTRASTIVE and (e.src_lang, e.tgt_lang) == ("en", "de")]
+AGREEMENT = [name for name, spec in ANALYSES.items() if spec["kind"] == "agreement"] if CONTRASTIVE else []
+CONTRASTIVE_EXPERIMENTS = sorted({s["experiment"] for name in AGREEMENT for s in ANALYSES[name]["systems"]})
+for _name in CONTRASTIVE_EXPERIMENTS:
+    if (EXPERIMENTS[_name].src_lang, EXPERIMENTS[_name].tgt_lang) != ("en", "de"):
+        raise WorkflowError(f"config: analyses: agreement system {_name!r} is not En->De; LingEval97 pairs are")
+    if EXPERIMENTS[_name].needs_spans:
+        raise WorkflowError(f"config: analyses: agreement system {_name!r} reads parser phrases, which the "
+                            "contrastive sources do not have")
 
 
 def contrastive_outputs():
-    return expand("results/report/subject_verb_agreement.{ext}", ext=["png", "svg"]) if CONTRASTIVE_EXPERIMENTS else []
+    return expand("results/report/{analysis}.{ext}", analysis=AGREEMENT, ext=["png", "svg"])
 
 
 def contrastive_test_files(wildcards):
@@ -364,18 +370,23 @@ rule contrastive_scores:
         "--threads {threads} --out {output} 2> {log}"
 
 
-rule subject_verb_agreement_figure:
+rule agreement_figure:
     input:
-        expand("results/analyse/{experiment}/contrastive.json", experiment=CONTRASTIVE_EXPERIMENTS),
+        unpack(system_inputs(lambda a, s: f"results/analyse/{s['experiment']}/contrastive.json")),
     output:
-        png=report("results/report/subject_verb_agreement.png", caption="../report/agreement.rst",
-                   category="Analyses"),
-        svg="results/report/subject_verb_agreement.svg",
+        png=report("results/report/{analysis}.png", caption="../report/agreement.rst", category="Analyses",
+                   labels={"analysis": "{analysis}", "kind": "figure"}),
+        svg="results/report/{analysis}.svg",
     log:
-        "results/logs/report/subject_verb_agreement.log",
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis="|".join(AGREEMENT) or "^$",
     params:
-        results=lambda w, input: shlex.join(
-            a for e, p in zip(CONTRASTIVE_EXPERIMENTS, input) for a in ("--result", f"{e}={p}")),
+        results=system_args(lambda s, input, i: input[f"sys{i}"]),
+        title=lambda w: ANALYSES[w.analysis]["title"],
     shell:
-        "nmtrepro plot-agreement {params.results} --out-png {output.png} --out-svg {output.svg} 2> {log}"
+        "nmtrepro plot-agreement {params.results} --title {params.title:q} --out-png {output.png} "
+        "--out-svg {output.svg} 2> {log}"
+
+
 # ---- end of contrastive scoring ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ def bleu_file(experiment):
 def all_outputs():
     tables = expand("results/report/{table}.{ext}", table=config["tables"], ext=["md", "html", "tex"])
     analyses = [f"results/report/{name}.{ext}" for name, spec in config.get("analyses", {}).items()
+                if spec["kind"] != "agreement"  # contrastive_outputs(): only at a scale with contrastive data
                 for ext in (["png", "svg"] if spec["kind"] in ("length_buckets", "ngram_precision") else [])
                 + ["md", "html", "tex"]]
     return tables + analyses + ["results/report/training_curves.png"] + probing_outputs() + contrastive_outputs()

@@ -44,9 +44,10 @@ rule results_table:
         metric=lambda w: config["tables"][w.table]["metric"],
         cells=table_cell_args,
         marks=lambda w: config["tables"][w.table]["marks"],
+        columns=lambda w: shlex.join(a for c in config["tables"][w.table]["paper_columns"] for a in ("--paper-column", c)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --marks {params.marks} --out-md {output.md} "
+        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} --out-md {output.md} "
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 

@@ -25,7 +25,7 @@ rule train:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         model=lambda w: json.dumps(exp(w).model),
-        settings=json.dumps(SCALE["train"]),
+        settings=lambda w: json.dumps(exp(w).train),
         checkpoint_dir="results/checkpoints/{experiment}",
         launcher=train_launcher,
         spans=lambda w: f"--spans results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
@@ -52,6 +52,6 @@ rule average_checkpoints:
         "results/logs/train/{experiment}.average.log",
     params:
         checkpoint_dir="results/checkpoints/{experiment}",
-        last=SCALE["average"]["last"],
+        last=lambda w: exp(w).average["last"],
     shell:
         "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --out {output} 2> {log}"
