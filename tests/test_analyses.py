@@ -12,7 +12,7 @@ from nmtrepro import cli
 from nmtrepro.buckets import bucket_index, bucket_labels, bucket_scores
 from nmtrepro.files import InputError
 from nmtrepro.heads import group_similarity, head_cosines, similarity
-from nmtrepro.models import build_model
+from nmtrepro.models import build_model, count_parameters
 from nmtrepro.ngrams import precision_gaps
 from nmtrepro.render import beside
 from nmtrepro.significance import mark, paired_bootstrap
@@ -84,6 +84,11 @@ def test_speed_table_reports_time_relative_to_the_baseline():
     assert table.loc["Base", "Train time"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
     assert table.loc["Slow", "Train time"] == 2.0 and table.loc["Slow", "Decode time"] == 2.5
     assert table.loc["Slow", "Para. (M)"] == 3.0
+    spec = {"family": "transformer", "src_vocab": 10, "tgt_vocab": 10, "d_model": 8, "ffn": 16, "heads": 2,
+            "encoder_layers": 1, "decoder_layers": 1}
+    at_paper_size = speed_table({"Base": base}, {"Base": base}, {"Base": spec})
+    assert at_paper_size.loc["Base", "Para. (M) trained"] == 2.0  # the trained model moves aside
+    assert at_paper_size.loc["Base", "Para. (M)"] * 1e6 == count_parameters(build_model(spec))
     curve = pd.DataFrame({"tgt_tok_s": [10.0, None, 300.0, 200.0, 250.0]})
     assert training_speed(curve) == 225.0  # median over logged windows, checkpoint rows skipped
 

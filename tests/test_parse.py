@@ -180,3 +180,13 @@ def test_stanza_output_converts_to_tokens_and_tree():
     sentence = NS(words=words, constituency=tree)
     assert [(t.head, t.dep) for t in _stanza_tokens(sentence)] == [(1, "det"), (2, "nsubj"), (2, "root")]
     assert str(_stanza_tree(sentence)) == "(ROOT (S (NP (DT 0) (NN 1)) (VP (VBZ 2))))"
+
+
+def test_spans_must_match_the_sentences_they_belong_to(tmp_path):
+    path = tmp_path / "x.spans"
+    path.write_text("0-2 2-3\n0-1\n")
+    assert read_spans(path, [3, 1]) == [[(0, 2), (2, 3)], [(0, 1)]]
+    with pytest.raises(InputError, match="x.spans:2: spans end at 1, the sentence has 4 tokens"):
+        read_spans(path, [3, 4])
+    with pytest.raises(InputError, match="2 lines of spans for 3 sentences"):
+        read_spans(path, [3, 1, 5])

@@ -166,3 +166,13 @@ def test_plot_curves_refuses_a_tsv_without_loss_columns(tmp_path, capsys):
     assert cli.main(["plot-curves", "--curve", f"x={path}", "--out", str(tmp_path / "c.png")]) == 2
     assert "odd.tsv" in capsys.readouterr().err
     assert not (tmp_path / "c.png").exists()
+
+
+def test_table_can_keep_only_some_paper_columns(tmp_path):
+    path = tmp_path / "table2.tsv"
+    path.write_text("row\tcolumn\tvalue\tnote\nBase\tBLEU\t27.38\t\nBase\tPara. (M)\t88.1\t\n", encoding="utf-8")
+    cells = [Cell("base", "Base", "BLEU", str(bleu_json(tmp_path, "base", 20.0)))]
+    table = build_table(path, cells, "tok_bleu", columns=["BLEU"])
+    assert table["column"].tolist() == ["BLEU"] and table["ours"].tolist() == [20.0]
+    with pytest.raises(InputError, match="no column"):
+        build_table(path, cells, "tok_bleu", columns=["BLEU", "Time"])

@@ -74,3 +74,23 @@ def test_checkpoints_rotate_and_average(copy_corpus, tmp_path):
 def test_unknown_train_setting_is_named():
     with pytest.raises(InputError, match="warmpu"):
         Settings.from_dict({"warmpu": 3})
+
+
+def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_path):
+    from nmtrepro.parse import format_spans
+
+    spans_dir = tmp_path / "parse"
+    spans_dir.mkdir()
+    corpus = Corpus(copy_corpus)
+    for split, (src, _) in corpus.splits.items():  # two-token phrases, EOS alone
+        lines = [format_spans([(a, min(a + 2, n - 1)) for a in range(0, n - 1, 2)] + [(n - 1, n)])
+                 for n in src.sizes]
+        (spans_dir / f"{split}.spans").write_text("\n".join(lines) + "\n")
+    phrase = {**MODEL, "family": "phrase", "phrases": "parse"}
+    trainer = Trainer(Corpus(copy_corpus, spans_dir), phrase, Settings.from_dict({**FAST, "max_updates": 3}),
+                      tmp_path / "ckpt")
+    trainer.train()
+    assert trainer.step == 3 and all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    (spans_dir / "valid.spans").write_text("0-1\n")
+    with pytest.raises(InputError, match="valid.spans:1: spans end at 1"):
+        Corpus(copy_corpus, spans_dir)

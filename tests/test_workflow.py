@@ -54,6 +54,19 @@ def test_validate_names_every_bad_key_and_fills_defaults():
     assert config["scales"]["tiny"]["train"]["max_minutes"] == 0  # a schema default, filled in
 
 
+def test_a_model_sizes_regime_applies_at_its_scale_only():
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["scale"] = "paper"
+    resolved = experiments(config)  # paper A: Big trains 300k updates and averages the last 20
+    assert resolved["big_en_de"].train["max_updates"] == 300_000 and resolved["big_en_de"].average["last"] == 20
+    assert resolved["base_en_de"].train["max_updates"] == 100_000 and resolved["base_en_de"].average["last"] == 5
+    assert resolved["big_en_de"].model["dropout"] == 0.3 and resolved["big_en_fr"].model["dropout"] == 0.1
+    config["scales"]["paper"]["by_size"]["big"]["train"]["max_update"] = 1
+    with pytest.raises(InputError, match=r"scales.paper.by_size.big.train key = 'max_update' is not defined"):
+        experiments(config)
+
+
 def test_unknown_model_family_and_option_are_named():
     config = repo_config()
     validate(config, SCHEMA)

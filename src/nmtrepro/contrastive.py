@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from . import checkpoint, runtime
 from .batching import pad_sequences, token_batches
 from .datasets import verified
-from .files import InputError, read_lines, require_file, write_json
+from .files import InputError, read_json, read_lines, require_file, write_json
 from .text import BPE, tokenize
 from .vocab import Vocab
 
@@ -206,6 +206,8 @@ def add_arguments_contrastive(parser) -> None:
     source.add_argument("--distil-set", action="append", metavar="DIR",
                         help="a DistilLingEval folder (repeat); the folder name is the category")
     source.add_argument("--lingeval97", metavar="JSON", help="the real lingeval97.json (distances included)")
+    source.add_argument("--lingeval97-download", metavar="RECORD",
+                        help="the `nmtrepro download` record of lingeval97.json (the paper-scale workflow)")
     parser.add_argument("--max-per-set", type=int, help="score only the first N triples of each category")
     parser.add_argument("--parser", default="spacy", choices=["spacy", "stanza", "auto", "none"],
                         help="dependency parser measuring subject-verb distance on DistilLingEval ('none': skip)")
@@ -216,6 +218,8 @@ def add_arguments_contrastive(parser) -> None:
 
 def run_contrastive(args) -> None:
     device = runtime.setup(args.threads)
+    if args.lingeval97_download:
+        args.lingeval97 = read_json(args.lingeval97_download)["archive"]
     if args.lingeval97:
         triples = read_lingeval97(args.lingeval97, args.max_per_set)
         distances = "lingeval97.json (the test set's own subject-verb distances, in German words)"

@@ -9,6 +9,8 @@ hypotheses (sentences/s, target tokens/s, and source BPE tokens/s as paper D cou
 """
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from .files import InputError, read_json, read_lines, write_json
@@ -40,10 +42,20 @@ def relative(table: pd.DataFrame, speeds: dict[str, dict], baselines: dict[str, 
     })
 
 
-def speed_table(speeds: dict[str, dict], baselines: dict[str, dict]) -> pd.DataFrame:
-    """One row per system label; column names follow the paper tables so `beside` can diff them."""
+def speed_table(speeds: dict[str, dict], baselines: dict[str, dict],
+                paper_size: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per system label; column names follow the paper tables so `beside` can diff them.
+
+    `paper_size`: per label the model spec at the paper's size and vocabulary; its parameter count
+    (built on the meta device) is then "Para. (M)", the one the paper's column compares with, and the
+    trained model's count moves to "Para. (M) trained".
+    """
+    from .paramcount import parameter_counts as spec_counts
+
+    trained = "Para. (M) trained" if paper_size else "Para. (M)"
     table = pd.DataFrame.from_dict({label: {
-        "Para. (M)": s["params"] / 1e6,
+        **({"Para. (M)": spec_counts(paper_size[label])["total"] / 1e6} if paper_size else {}),
+        trained: s["params"] / 1e6,
         "non-emb. (M)": s["non_embedding_params"] / 1e6,
         "train tgt tok/s": s["train_tgt_tok_s"],
         "decode sent/s": s["decode_sent_s"],
@@ -81,6 +93,8 @@ def add_arguments_speed_table(parser) -> None:
     parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON=BASELINE_JSON",
                         help="a system's speed JSON and its baseline's (repeat)")
     parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
+    parser.add_argument("--paper-size", action="append", default=[], metavar="LABEL=SPEC_JSON",
+                        help="a system's model spec at the paper's size and vocabulary, counted for Para. (M)")
     parser.add_argument("--title", required=True)
     parser.add_argument("--note", default="")
     for name in ("md", "html", "tex"):
@@ -97,5 +111,9 @@ def run_speed_table(args) -> None:
             raise InputError(f"--system wants LABEL=JSON=BASELINE_JSON, got {label}={spec}")
         speeds[label], baselines[label] = read_json(path), read_json(base)
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
-    write_table(beside(speed_table(speeds, baselines), paper), args.title, args.note,
+    paper_size = {label: json.loads(spec) for label, spec in parse_pairs(args.paper_size, "--paper-size").items()}
+    missing = sorted(set(speeds) - set(paper_size)) if paper_size else []
+    if missing:
+        raise InputError(f"--paper-size is missing system(s) {missing}")
+    write_table(beside(speed_table(speeds, baselines, paper_size or None), paper), args.title, args.note,
                 args.out_md, args.out_html, args.out_tex)

@@ -189,6 +189,21 @@ rule ngram_figure:
         "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
+def paper_size_args(wildcards):
+    """`--paper-size LABEL=SPEC` per system: its model at another scale's size with a given vocabulary."""
+    spec = ANALYSES[wildcards.analysis].get("paper_size")
+    if not spec:
+        return ""
+    at_scale = {**config, "scale": spec["scale"]}
+    extra = {key: spec[key] for key in ("src_vocab", "tgt_vocab", "output_bias")}
+    args = []
+    for s in ANALYSES[wildcards.analysis]["systems"]:
+        variant = config["experiments"][s["experiment"]]["model"]
+        options = model_options(at_scale, variant, f"analyses.{wildcards.analysis}.paper_size")
+        args += ["--paper-size", f"{s['label']}={json.dumps({**options, **extra})}"]
+    return shlex.join(args)
+
+
 rule speed_table:
     input:
         unpack(system_inputs(lambda a, s: [f"results/analyse/speed/{s['experiment']}.json",
@@ -202,10 +217,11 @@ rule speed_table:
     params:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,
+        paper_size=paper_size_args,
         title=lambda w: ANALYSES[w.analysis]["title"],
         note=note_arg,
     shell:
-        "nmtrepro speed-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "nmtrepro speed-table {params.systems} {params.numbers} {params.paper_size} --title {params.title:q} {params.note} "
         "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
@@ -333,6 +349,8 @@ def contrastive_outputs():
 
 
 def contrastive_test_files(wildcards):
+    if "download" in CONTRASTIVE:
+        return [f"results/downloads/{CONTRASTIVE['download']}.json"]
     if "lingeval97" in CONTRASTIVE:
         return [CONTRASTIVE["lingeval97"]]
     return expand("{dir}/{set}/{file}", dir=CONTRASTIVE["distil_dir"], set=CONTRASTIVE["sets"],
@@ -341,7 +359,9 @@ def contrastive_test_files(wildcards):
 
 def contrastive_args(wildcards):
     c = CONTRASTIVE
-    if "lingeval97" in c:
+    if "download" in c:
+        args = ["--lingeval97-download", f"results/downloads/{c['download']}.json"]
+    elif "lingeval97" in c:
         args = ["--lingeval97", c["lingeval97"]]
     else:
         args = [a for s in c["sets"] for a in ("--distil-set", f"{c['distil_dir']}/{s}")] + ["--parser", c["parser"]]

@@ -2,7 +2,7 @@
 import json
 import shlex
 
-from nmtrepro.config import experiments, validate
+from nmtrepro.config import experiments, model_options, validate
 from nmtrepro.files import InputError
 
 
