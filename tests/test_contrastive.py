@@ -196,9 +196,11 @@ def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
         {"type": "polarity_particle_nicht_ins", "contrastive": "Der Hund schläft."}]}]   # a tie
     (tmp_path / "l.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "out.json"
+    record = tmp_path / "lingeval97.record.json"  # as `nmtrepro download` writes it (paper scale)
+    record.write_text(json.dumps({"name": "lingeval97", "archive": str(tmp_path / "l.json")}))
     contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), data=str(prepared), distil_set=None,
-                                          lingeval97=str(tmp_path / "l.json"), max_per_set=None, parser="spacy",
-                                          max_tokens=1000, threads=1, out=str(out)))
+                                          lingeval97=None, lingeval97_download=str(record), max_per_set=None,
+                                          parser="spacy", max_tokens=1000, threads=1, out=str(out)))
     result = json.loads(out.read_text())
     assert result["total"]["total"] == 3
     assert result["categories"]["polarity_particle_nicht_ins"]["correct"] == 0

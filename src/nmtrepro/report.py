@@ -18,7 +18,7 @@ from .files import InputError, atomic_open, atomic_path, read_json, require_file
 
 PAPER_COLUMNS = ["row", "column", "value", "note"]
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "Δ",
-                 "our test set", "signature", "baseline", "p", "95% CI", "mark"]
+                 "our test set", "signature", "baseline", "vs baseline", "p", "95% CI", "mark"]
 METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
@@ -151,6 +151,7 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "our test set": test_sets.get(cell.experiment, "") if cell else "",
             "signature": measured["signature"] if measured else "",
             "baseline": baselines.get(cell.experiment, "") if sig else "",
+            "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
             "p": sig["p_value"] if sig else float("nan"),
             "95% CI": f"{sig['ci_low']:.2f}–{sig['ci_high']:.2f}" if sig else "",
             "mark": mark(sig["score"], sig["baseline"], sig["p_value"], marks) if sig else "",
@@ -173,13 +174,14 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.assign(**{"paper BLEU": table["paper BLEU"].map(fmt(".2f")),
                             "ours": table["ours"].map(fmt(".2f")) + table["mark"],
                             "Δ": table["Δ"].map(fmt("+.2f")),
+                            "vs baseline": table["vs baseline"].map(fmt("+.2f")),
                             "p": table["p"].map(fmt(".3f"))})
     return shown.drop(columns="mark")
 
 
 def render_markdown(table: pd.DataFrame, title: str, note: str) -> str:
     shown = _display(table).map(lambda text: text.replace("|", "\\|"))  # signatures contain '|'
-    numeric = {"paper BLEU", "ours", "Δ", "p"}
+    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
     body = shown.to_markdown(index=False, disable_numparse=True,
                              colalign=["right" if c in numeric else "left" for c in shown.columns])
     return f"# {title}\n\n{body}\n\n{note}\n"
@@ -253,7 +255,8 @@ def run_table(args) -> None:
         from .significance import MARK_STYLES
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
         note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
-                 f"baseline; {levels} for an improvement; 95% CI of ours over the resamples.")
+                 f"baseline; 'vs baseline' = ours − baseline, p the chance of a difference this large by "
+                 f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
     with atomic_open(args.out_md) as handle:
         handle.write(render_markdown(table, args.title, note))
     with atomic_open(args.out_html) as handle:
