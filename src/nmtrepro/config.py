@@ -119,6 +119,8 @@ def experiments(config: dict) -> dict[str, Experiment]:
             _known(system["experiment"], out, f"analyses.{name}.systems[{i}].experiment")
             _comparable(out, system["experiment"], system.get("baseline", system["experiment"]),
                         f"analyses.{name}.systems[{i}].baseline")
+        if "paper_size" in spec:
+            _known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
         if spec["kind"] == "length_buckets" and "edges" not in spec:
             raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
     return out
