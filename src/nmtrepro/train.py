@@ -302,12 +302,19 @@ class Trainer:
         return value.item()
 
     def _stopping(self) -> bool:
-        """Whether any rank got a stop signal (all ranks then save and stop at the same step)."""
-        if self.world > 1:
-            flag = torch.tensor([0 if self.stop_signal is None else self.stop_signal])
-            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-            self.stop_signal = int(flag.item()) or None
-        return self.stop_signal is not None
+        """Whether any rank got a stop signal (all ranks then save and stop at the same step).
+
+        Every rank decides from the reduced flag alone. A signal that lands while the flag is being
+        reduced stays in `stop_signal` for the next update's vote: overwriting it with the vote's
+        "no" lost signals that reached every rank during the all_reduce (seen under load).
+        """
+        if self.world == 1:
+            return self.stop_signal is not None
+        flag = torch.tensor([self.stop_signal or 0])
+        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+        if flag.item():
+            self.stop_signal = int(flag.item())
+        return bool(flag.item())
 
     def finished(self) -> bool:
         s = self.settings
