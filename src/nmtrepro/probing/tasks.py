@@ -140,37 +140,36 @@ def top_constituents(trees: list[Tree], classes: int = 19) -> list[tuple[str, st
     return [(q if q in frequent else "OTHER", s) for q, s in seqs]
 
 
-def tense(trees: list[Tree]) -> list[tuple[str, str]]:
+def _main_clause_labels(trees: list[Tree], label_of) -> list[tuple[str, str]]:
+    """(label, sentence) for every tree whose main clause `label_of` gives a label (None: left out)."""
     out = []
     for t in trees:
         clause = main_clause(t)
-        tag = main_verb_tag(clause) if clause is not None else None
-        label = "PAST" if tag in PAST else "PRES" if tag in PRESENT else None
+        label = label_of(clause) if clause is not None else None
         if label:
             out.append((label, sentence(t.words())))
     return out
+
+
+def _tense_label(clause: Tree) -> str | None:
+    tag = main_verb_tag(clause)
+    return "PAST" if tag in PAST else "PRES" if tag in PRESENT else None
+
+
+def _number_of(np: Tree | None) -> str | None:
+    return number_label(head_noun_tag(np)) if np is not None else None
+
+
+def tense(trees: list[Tree]) -> list[tuple[str, str]]:
+    return _main_clause_labels(trees, _tense_label)
 
 
 def subj_num(trees: list[Tree]) -> list[tuple[str, str]]:
-    out = []
-    for t in trees:
-        clause = main_clause(t)
-        np = subject(clause) if clause is not None else None
-        label = number_label(head_noun_tag(np)) if np is not None else None
-        if label:
-            out.append((label, sentence(t.words())))
-    return out
+    return _main_clause_labels(trees, lambda clause: _number_of(subject(clause)))
 
 
 def obj_num(trees: list[Tree]) -> list[tuple[str, str]]:
-    out = []
-    for t in trees:
-        clause = main_clause(t)
-        np = direct_object(clause) if clause is not None else None
-        label = number_label(head_noun_tag(np)) if np is not None else None
-        if label:
-            out.append((label, sentence(t.words())))
-    return out
+    return _main_clause_labels(trees, lambda clause: _number_of(direct_object(clause)))
 
 
 def _perturb_half(task: str, text: str) -> bool:
