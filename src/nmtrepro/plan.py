@@ -22,6 +22,7 @@ import yaml
 from .config import experiments, validate
 from .download import load_manifest
 from .files import InputError, require_file, write_json
+from .paramcount import parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
 DOWNLOAD_OUTPUT = re.compile(r"^results/downloads/(?P<resource>[^/]+)\.json$")
@@ -75,16 +76,6 @@ def throughput(config: dict, bench: Path | None) -> tuple[dict, str]:
     return table["tokens_per_s"], f"assumed: {table['source']}"
 
 
-def parameter_count(options: dict, vocab: int) -> int:
-    import torch
-
-    from .models import build_model
-
-    with torch.device("meta"):
-        model = build_model({**options, "src_vocab": vocab, "tgt_vocab": vocab})
-    return sum(p.numel() for p in model.parameters())
-
-
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict) -> dict:
     """Per table: training jobs still to run, GPU-hours and disk (checkpoints, models, downloads)."""
     scale = config["scales"][config["scale"]]
@@ -96,7 +87,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         if size not in rates:
             raise InputError(f"no throughput for model size {size!r} (experiment {name}); "
                              f"known: {', '.join(sorted(rates))}")
-        params = parameter_count(resolved[name].model, vocab)
+        params = parameter_counts({**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab})["total"]
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
         jobs[name] = {
             "size": size, "parameters": params,
