@@ -29,8 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from nmtrepro.text import BPE
-from nmtrepro.vocab import IndexedData, Vocab
+from nmtrepro.core.text import BPE
+from nmtrepro.core.vocab import IndexedData, Vocab
 
 DATASET, SPLIT = "multi30k_en_de", "test_2016_flickr"
 VENV = Path("bench/.venv-fairseq")

@@ -1,7 +1,7 @@
 """GPU throughput: target tokens/s and model FLOP utilisation of paper-size training steps.
 
-Runs the training step of nmtrepro.train (forward, label-smoothed loss, backward, Adam) on synthetic
-batches: one update of ~25k target tokens cut into max_tokens batches by nmtrepro.batching, with
+Runs the training step of nmtrepro.training.train (forward, label-smoothed loss, backward, Adam) on synthetic
+batches: one update of ~25k target tokens cut into max_tokens batches by nmtrepro.training.batching, with
 sentence lengths drawn from a log-normal fitted by eye to WMT14 En-De BPE lengths (median ~25
 subwords, long tail to 256). Prints the baseline Transformer and, when the `phrase` family is
 registered (nmtrepro.models.phrase), the same size with it (+PR).
@@ -29,11 +29,11 @@ from pathlib import Path
 import torch
 import yaml
 
-from nmtrepro import runtime
-from nmtrepro.batching import pad_sequences, token_batches
-from nmtrepro.criterion import model_loss
+from nmtrepro.core import runtime
+from nmtrepro.training.batching import pad_sequences, token_batches
+from nmtrepro.training.criterion import model_loss
 from nmtrepro.models import build_model
-from nmtrepro.vocab import Vocab
+from nmtrepro.core.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}

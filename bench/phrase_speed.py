@@ -21,7 +21,7 @@ import yaml
 
 from nmtrepro.config import model_options
 from nmtrepro.models import build_model, count_parameters
-from nmtrepro.vocab import Vocab
+from nmtrepro.core.vocab import Vocab
 
 
 def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> list[tuple]:

@@ -31,7 +31,8 @@ def main() -> int:
     assert sep == "--", __doc__
     steps: list[tuple[float, int]] = []
     if tool == "ours":
-        from nmtrepro import cli, train
+        from nmtrepro import cli
+        from nmtrepro.training import train
         patch(train.Trainer, "update", lambda args, result: result[2], steps)  # update() -> (loss, nll, tokens)
         run = lambda: cli.main(["train", *argv])  # noqa: E731
     else:

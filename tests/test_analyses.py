@@ -9,14 +9,14 @@ import torch
 from torch import nn
 
 from nmtrepro import cli
-from nmtrepro.buckets import bucket_index, bucket_labels, bucket_scores
-from nmtrepro.files import InputError
-from nmtrepro.heads import group_similarity, head_cosines, similarity
+from nmtrepro.analyses.buckets import bucket_index, bucket_labels, bucket_scores
+from nmtrepro.core.files import InputError
+from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
 from nmtrepro.models import build_model, count_parameters
-from nmtrepro.ngrams import precision_gaps
-from nmtrepro.render import beside
-from nmtrepro.significance import mark, paired_bootstrap
-from nmtrepro.speed import parameter_counts, speed_table, training_speed
+from nmtrepro.analyses.ngrams import precision_gaps
+from nmtrepro.reporting.render import beside
+from nmtrepro.evaluation.significance import mark, paired_bootstrap
+from nmtrepro.analyses.speed import parameter_counts, speed_table, training_speed
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]

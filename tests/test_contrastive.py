@@ -9,15 +9,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtrepro import agreement, contrastive
-from nmtrepro.contrastive import Triple, distance_bin, force_score, judge, read_lingeval97, tally
-from nmtrepro.files import InputError
-from nmtrepro.vocab import Vocab
+from nmtrepro.analyses import agreement, contrastive
+from nmtrepro.analyses.contrastive import Triple, distance_bin, force_score, judge, read_lingeval97, tally
+from nmtrepro.core.files import InputError
+from nmtrepro.core.vocab import Vocab
 
 
 @dataclass(frozen=True)
 class Tok:
-    """Stand-in with nmtrepro.nlp.Token's fields (text, upos, tag, head, dep)."""
+    """Stand-in with nmtrepro.data.nlp.Token's fields (text, upos, tag, head, dep)."""
     text: str
     upos: str
     tag: str
@@ -161,7 +161,7 @@ def test_agreement_figure_writes_png_and_svg(tmp_path):
         agreement.agreement_curve({"distance_bins": {}})
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nmtrepro.nlp") is None, reason="nmtrepro.nlp not merged yet")
+@pytest.mark.skipif(importlib.util.find_spec("nmtrepro.data.nlp") is None, reason="nmtrepro.data.nlp not merged yet")
 def test_parsed_distances_fill_subject_verb_triples_only():
     pytest.importorskip("spacy")
     triples = [Triple("The keys to the cabinet are here.", "x", "y", "subj_verb_agreement.mt"),
@@ -176,7 +176,7 @@ def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
     """The CLI end to end on a hand-made lingeval97.json with a tiny model and its own BPE/vocab."""
     from argparse import Namespace
 
-    from nmtrepro.text import BPE, learn_bpe, tokenize
+    from nmtrepro.core.text import BPE, learn_bpe, tokenize
 
     src, tgt = ["The dog sleeps .", "The dogs sleep ."], ["Der Hund schläft .", "Die Hunde schlafen ."]
     prepared = tmp_path / "prepared"

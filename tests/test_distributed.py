@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmtrepro import checkpoint
-from nmtrepro.train import Corpus, Settings, Trainer
+from nmtrepro.training import checkpoint
+from nmtrepro.training.train import Corpus, Settings, Trainer
 
 from conftest import TINY, write_copy_corpus
 

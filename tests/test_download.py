@@ -12,9 +12,10 @@ import threading
 
 import pytest
 
-from nmtrepro import cli, datasets, download
-from nmtrepro.files import InputError, read_json, read_lines
-from nmtrepro.recipes import clean_corpus
+from nmtrepro import cli
+from nmtrepro.data import datasets, download
+from nmtrepro.core.files import InputError, read_json, read_lines
+from nmtrepro.data.recipes import clean_corpus
 
 EN = ["A man is riding a bike.", "Two dogs play in the snow!", "The girl's hat is red."]
 DE = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee!", "Der Hut des Mädchens ist rot."]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro.files import InputError
-from nmtrepro.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
+from nmtrepro.core.files import InputError
+from nmtrepro.data.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
                           read_bracketed)
 from nmtrepro.models.phrase import tokens_per_phrase
-from nmtrepro.parse import (extract_phrases, format_spans, parse_file,
+from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file,
                             read_spans, sentence_spans, to_pieces, word_pieces)
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
@@ -167,7 +167,7 @@ def test_stanza_output_converts_to_tokens_and_tree():
     # preterminals hold the words.
     from types import SimpleNamespace as NS
 
-    from nmtrepro.nlp import _stanza_tokens, _stanza_tree
+    from nmtrepro.data.nlp import _stanza_tokens, _stanza_tree
 
     def node(label, *children):
         return NS(label=label, children=list(children))

@@ -1,14 +1,14 @@
 import pytest
 import torch
 
-from nmtrepro.batching import collate, pad_spans
-from nmtrepro.criterion import model_loss
-from nmtrepro.generate import beam_search
+from nmtrepro.training.batching import collate, pad_spans
+from nmtrepro.training.criterion import model_loss
+from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
 from nmtrepro.models.phrase import (PhraseBuilder, gather_index, gather_tokens, ngram_spans,
                                     tokens_per_phrase)
-from nmtrepro.paramcount import PAPER_A_VOCAB, parameter_counts
-from nmtrepro.vocab import Vocab
+from nmtrepro.analyses.paramcount import PAPER_A_VOCAB, parameter_counts
+from nmtrepro.core.vocab import Vocab
 
 from conftest import TINY
 
@@ -149,7 +149,7 @@ def test_beam_search_with_cache_gives_same_hypotheses_as_without(variant):
 
 
 def test_batches_carry_spans_to_the_model(copy_corpus):
-    from nmtrepro.vocab import IndexedData
+    from nmtrepro.core.vocab import IndexedData
 
     src, tgt = (IndexedData(copy_corpus / f"train.{side}.bin") for side in ("src", "tgt"))
     spans = [[(0, len(src[i]) - 1), (len(src[i]) - 1, len(src[i]))] for i in range(len(src))]
@@ -161,7 +161,7 @@ def test_batches_carry_spans_to_the_model(copy_corpus):
 
 
 def test_param_count_matches_paper_base_and_big():
-    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.paramcount).
+    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.analyses.paramcount).
     for size, paper in (({}, 88.1), ({"d_model": 1024, "ffn": 4096, "heads": 16}, 264.1)):
         counts = parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True, **size})
         assert round(counts["total"] / 1e6, 1) == paper

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nmtrepro import cli
-from nmtrepro.files import read_json
+from nmtrepro.core.files import read_json
 from nmtrepro.plan import parse_summary
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,10 +6,10 @@ import zipfile
 import pytest
 import torch
 
-from nmtrepro.files import InputError
-from nmtrepro.probing import tasks
-from nmtrepro.probing.classifier import Grid, probe
-from nmtrepro.probing.trees import parse_trees, read_treebank, sentence
+from nmtrepro.core.files import InputError
+from nmtrepro.analyses.probing import tasks
+from nmtrepro.analyses.probing.classifier import Grid, probe
+from nmtrepro.analyses.probing.trees import parse_trees, read_treebank, sentence
 
 PAST_SG = """( (S (NP-SBJ (DT The) (NN company)) (VP (VBD bought) (NP (CD two) (NNS plants)))
   (. .)) )"""
@@ -109,9 +109,9 @@ def test_classifier_learns_separable_toy_task():
 
 def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
     from nmtrepro.models import build_model
-    from nmtrepro.probing.vectors import encode_sentences
-    from nmtrepro.text import BPE
-    from nmtrepro.vocab import Vocab
+    from nmtrepro.analyses.probing.vectors import encode_sentences
+    from nmtrepro.core.text import BPE
+    from nmtrepro.core.vocab import Vocab
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c", "."])
@@ -130,7 +130,7 @@ def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
 def test_probing_table_puts_ours_beside_the_paper(tmp_path):
     import pandas as pd
 
-    from nmtrepro.probing.commands import build_probing_table
+    from nmtrepro.analyses.probing.commands import build_probing_table
 
     paper = pd.DataFrame({"row": ["Base", "Base"], "column": ["TrDep", "BShif"], "value": [44.74, 71.24],
                           "note": ["x, paper B Table 5"] * 2})

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from nmtrepro import checkpoint
-from nmtrepro.files import InputError
-from nmtrepro.generate import beam_search
-from nmtrepro.train import Corpus, Interrupted, Settings, Trainer
+from nmtrepro.training import checkpoint
+from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.generate import beam_search
+from nmtrepro.training.train import Corpus, Interrupted, Settings, Trainer
 
 from conftest import TINY, write_copy_corpus
 from torch.nn.utils.rnn import pad_sequence
@@ -77,7 +77,7 @@ def test_unknown_train_setting_is_named():
 
 
 def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_path):
-    from nmtrepro.parse import format_spans
+    from nmtrepro.data.parse import format_spans
 
     spans_dir = tmp_path / "parse"
     spans_dir.mkdir()

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from nmtrepro.files import InputError
-from nmtrepro.generate import beam_search
+from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model, count_parameters
-from nmtrepro.vocab import Vocab
+from nmtrepro.core.vocab import Vocab
 
 from conftest import TINY
 

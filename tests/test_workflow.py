@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from nmtrepro.config import experiments, validate
-from nmtrepro.files import InputError
+from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .files import InputError, require_file
+from .core.files import InputError, require_file
 
 
 @dataclass(frozen=True)

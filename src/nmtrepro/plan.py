@@ -20,9 +20,9 @@ from pathlib import Path
 import yaml
 
 from .config import experiments, validate
-from .download import load_manifest
-from .files import InputError, require_file, write_json
-from .paramcount import parameter_counts
+from .data.download import load_manifest
+from .core.files import InputError, require_file, write_json
+from .analyses.paramcount import parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
 DOWNLOAD_OUTPUT = re.compile(r"^results/downloads/(?P<resource>[^/]+)\.json$")

@@ -330,7 +330,7 @@ def probing_outputs():
 # ---- end probing -------------------------------------------------------------------------------------
 
 
-# ---- contrastive scoring (LingEval97 protocol) -- nmtrepro.contrastive, nmtrepro.agreement ---------------
+# ---- contrastive scoring (LingEval97 protocol) -- nmtrepro.analyses.contrastive, nmtrepro.analyses.agreement ---------------
 # Config `scales.<scale>.contrastive`: the sets the systems of `analyses` of kind `agreement` force-score
 # (none at a scale without it). Only En->De models can be scored (English sources, German targets).
 CONTRASTIVE = SCALE.get("contrastive")

@@ -3,7 +3,7 @@ import json
 import shlex
 
 from nmtrepro.config import experiments, model_options, validate
-from nmtrepro.files import InputError
+from nmtrepro.core.files import InputError
 
 
 try:

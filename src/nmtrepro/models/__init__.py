@@ -14,7 +14,7 @@ import inspect
 
 from torch import nn
 
-from ..files import InputError
+from ..core.files import InputError
 
 REGISTRY: dict[str, type[nn.Module]] = {}
 

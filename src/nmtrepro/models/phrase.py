@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import MultiheadAttention, Residual, xavier_init
+from .layers import MultiheadAttention, Residual, xavier_init
 from . import register
 from .transformer import DecoderLayer, EncoderLayer, Transformer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..layers import Embedding, FeedForward, MultiheadAttention, Residual, reorder_cache, xavier_init
-from ..vocab import Vocab
+from .layers import Embedding, FeedForward, MultiheadAttention, Residual, reorder_cache, xavier_init
+from ..core.vocab import Vocab
 from . import register
 
 

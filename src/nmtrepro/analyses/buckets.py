@@ -1,0 +1,126 @@
+"""`nmtrepro length-buckets` and `nmtrepro plot-buckets`: corpus BLEU per source-length bucket.
+
+Sentences are grouped by the length of their Moses-tokenized source (BPE removed), as paper A (≤15,
+(15,30], (30,45], >45 tokens; Figure 3) and paper D (10-token bins; Fig. 4) do, and each group is scored
+as its own corpus with tokenized BLEU, for the system and for its baseline on the same sentences.
+"""
+from __future__ import annotations
+
+import bisect
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..evaluation.bleu import corpus_bleu, make_metric
+from ..core.files import InputError, read_json, read_lines, write_json
+from ..reporting.render import beside, save_figure, write_table
+from ..core.text import strip_bpe
+
+
+def bucket_labels(edges: list[int]) -> list[str]:
+    """Edges [15, 30, 45] -> '≤15', '(15,30]', '(30,45]', '>45': upper bounds are inclusive."""
+    if not edges or list(edges) != sorted(set(edges)):
+        raise InputError(f"bucket edges must be increasing, got {edges}")
+    inner = [f"({low},{high}]" for low, high in zip(edges, edges[1:])]
+    return [f"≤{edges[0]}", *inner, f">{edges[-1]}"]
+
+
+def bucket_index(length: int, edges: list[int]) -> int:
+    """Which bucket a sentence of `length` tokens falls in (a length equal to an edge stays below it)."""
+    return bisect.bisect_left(edges, length)
+
+
+def bucket_scores(src_lengths: list[int], hyps: list[str], base_hyps: list[str], refs: list[str],
+                  edges: list[int]) -> list[dict]:
+    """Per bucket: sentence count, tokenized BLEU of system and baseline, and their difference."""
+    if not (len(src_lengths) == len(hyps) == len(base_hyps) == len(refs)):
+        raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, {len(hyps)} "
+                         f"system, {len(base_hyps)} baseline and {len(refs)} reference lines")
+    groups: list[list[int]] = [[] for _ in range(len(edges) + 1)]
+    for i, length in enumerate(src_lengths):
+        groups[bucket_index(length, edges)].append(i)
+    out = []
+    for label, members in zip(bucket_labels(edges), groups):
+        entry = {"bucket": label, "n": len(members), "bleu": None, "baseline_bleu": None, "delta": None}
+        if members:
+            ref = [refs[i] for i in members]
+            bleu = corpus_bleu([hyps[i] for i in members], ref, make_metric("tok_bleu"))["score"]
+            base = corpus_bleu([base_hyps[i] for i in members], ref, make_metric("tok_bleu"))["score"]
+            entry.update(bleu=bleu, baseline_bleu=base, delta=bleu - base)
+        out.append(entry)
+    return out
+
+
+def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None) -> Figure:
+    """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline,
+    with the paper's Δ as a black cross on the bar of the system whose label is the paper's row."""
+    paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    left, right = fig.subplots(1, 2, sharex=True)
+    width = 0.8 / max(len(results), 1)
+    for k, (label, buckets) in enumerate(results.items()):
+        xs = [i + (k - (len(results) - 1) / 2) * width for i in range(len(buckets))]
+        bars = left.bar(xs, [b["bleu"] or 0 for b in buckets], width, label=label, color=f"C{k}")
+        left.bar_label(bars, labels=[f"n={b['n']}" for b in buckets], fontsize="x-small")
+        right.bar(xs, [b["delta"] or 0 for b in buckets], width, label=label, color=f"C{k}")
+        marked = [(x, paper_delta[label, f"Δ {b['bucket']}"]) for x, b in zip(xs, buckets)
+                  if (label, f"Δ {b['bucket']}") in paper_delta]
+        if marked:
+            right.plot(*zip(*marked), "kx", label=f"paper: {label}")
+    labels = [b["bucket"] for b in next(iter(results.values()))]
+    for ax, name in ((left, "tokenized BLEU"), (right, "Δ BLEU vs baseline")):
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xlabel("source length (Moses tokens)")
+        ax.set_ylabel(name)
+        ax.grid(axis="y", alpha=0.3)
+    right.axhline(0, color="black", linewidth=0.8)
+    left.legend(fontsize="small")
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize="small")
+    return fig
+
+
+def bucket_table(results: dict[str, list[dict]]) -> pd.DataFrame:
+    """One row per system: BLEU, Δ (named as the paper's columns, 'Δ ≤15') and n per bucket."""
+    rows = {label: {**{b["bucket"]: b["bleu"] for b in buckets},
+                    **{f"Δ {b['bucket']}": b["delta"] for b in buckets},
+                    **{f"n {b['bucket']}": b["n"] for b in buckets}}
+            for label, buckets in results.items()}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    counts = [f"n {b['bucket']}" for b in next(iter(results.values()))]
+    return table.astype({c: float for c in table.columns if c not in counts} | {c: "Int64" for c in counts})
+
+
+def add_arguments_length_buckets(parser) -> None:
+    parser.add_argument("--src-bpe", required=True, help="the BPE'd tokenized source the model translated")
+    parser.add_argument("--hyp-tok", required=True, help="system: Moses-tokenized hypothesis")
+    parser.add_argument("--base-hyp-tok", required=True, help="baseline: Moses-tokenized hypothesis")
+    parser.add_argument("--ref-tok", required=True, help="Moses-tokenized reference")
+    parser.add_argument("--edges", type=int, nargs="+", required=True, help="inclusive upper bounds, e.g. 15 30 45")
+    parser.add_argument("--out", required=True, help="JSON list of buckets")
+
+
+def run_length_buckets(args) -> None:
+    lengths = [len(strip_bpe(line).split()) for line in read_lines(args.src_bpe)]
+    write_json(args.out, bucket_scores(lengths, read_lines(args.hyp_tok), read_lines(args.base_hyp_tok),
+                                       read_lines(args.ref_tok), args.edges))
+
+
+def add_arguments_plot_buckets(parser) -> None:
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON",
+                        help="a system's length-bucket JSON, under the label the paper's rows use (repeat)")
+    parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--note", default="", help="line under the table")
+    for name in ("png", "svg", "md", "html", "tex"):
+        parser.add_argument(f"--out-{name}", required=True)
+
+
+def run_plot_buckets(args) -> None:
+    from ..reporting.report import parse_pairs, read_paper_numbers
+
+    results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
+    paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
+    save_figure(plot_buckets(results, paper), args.out_png, args.out_svg)
+    write_table(beside(bucket_table(results), paper), args.title, args.note, args.out_md, args.out_html,
+                args.out_tex)

@@ -1,0 +1,130 @@
+"""`nmtrepro head-similarity` and `nmtrepro head-table`: how alike the encoder's self-attention heads are.
+
+Paper D, Eq. 14: Sim(G1, G2) = 1/(H1*H2) * sum_i sum_j cos(O_1^i, O_2^j), where O^i is head i's output
+(before the output projection) at one token; accumulated over every token of the test set and divided by
+the number of tokens (padding excluded), then averaged over the encoder's self-attention layers. As in
+Eq. 14, a group compared with itself includes each head's similarity with itself (1); `pairwise` in the
+JSON is the mean over distinct heads only. Heads are assigned to feature groups by a list (head index ->
+group name); the default, one group, makes a plain Transformer report its single Global similarity.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from ..core.files import InputError, read_json, read_lines, write_json
+from ..reporting.render import beside, write_table
+
+
+def head_cosines(outputs: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Sum over non-padding tokens of the (H, H) head-by-head cosine matrix, and the token count.
+
+    outputs (B, H, T, d_head) from one attention layer; pad (B, T) True at padding.
+    """
+    unit = torch.nn.functional.normalize(outputs.float(), dim=-1)           # (B, H, T, d)
+    cos = torch.einsum("bitd,bjtd->btij", unit, unit)                        # (B, T, H, H)
+    keep = ~pad
+    return cos[keep].sum(0), int(keep.sum())
+
+
+def group_similarity(cos: torch.Tensor, groups: list[str]) -> dict[str, dict[str, float]]:
+    """Eq. 14 (paper D) for every pair of groups, from the token-averaged (H, H) cosine matrix."""
+    if len(groups) != cos.size(0):
+        raise InputError(f"head groups name {len(groups)} heads but the model has {cos.size(0)}")
+    names = list(dict.fromkeys(groups))
+    index = {g: [i for i, name in enumerate(groups) if name == g] for g in names}
+    return {g1: {g2: float(cos[index[g1]][:, index[g2]].mean()) for g2 in names} for g1 in names}
+
+
+def encoder_attention(model) -> list:
+    """The encoder's self-attention modules (families keep their encoder layers in `model.encoder`)."""
+    from ..models.layers import MultiheadAttention
+
+    encoder = getattr(model, "encoder", None)
+    found = [m for m in encoder.modules() if isinstance(m, MultiheadAttention)] if encoder is not None else []
+    if not found:
+        raise InputError(f"{type(model).__name__} has no self-attention in `model.encoder`")
+    return found
+
+
+@torch.no_grad()
+def similarity(model, batches, groups: list[str] | None = None) -> dict:
+    """Mean head cosine matrix over all tokens and encoder layers, and Eq. 14 per pair of groups."""
+    layers = encoder_attention(model)
+    total, tokens = None, 0
+    for src in batches:
+        for layer in layers:
+            layer.head_outputs = []
+        try:
+            model.encode(src)
+            pad = src.eq(model.pad)
+            for layer in layers:
+                for out in layer.head_outputs:
+                    cos, n = head_cosines(out, pad)
+                    total = cos if total is None else total + cos
+                    tokens += n
+        finally:
+            for layer in layers:
+                layer.head_outputs = None
+    if total is None:
+        raise InputError("no sentences to measure head similarity on")
+    cos = total / tokens
+    heads = cos.size(0)
+    groups = groups or ["Global"] * heads
+    off_diagonal = (cos.sum() - cos.diagonal().sum()) / max(heads * (heads - 1), 1)
+    return {"groups": group_similarity(cos, groups), "average": float(cos.mean()),
+            "pairwise": float(off_diagonal), "heads": heads, "layers": len(layers),
+            "tokens": tokens // len(layers), "matrix": cos.tolist()}
+
+
+def add_arguments_head_similarity(parser) -> None:
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--data", required=True, help="prepared dataset directory, for the source vocabulary")
+    parser.add_argument("--input", required=True, help="BPE'd source, one sentence a line")
+    parser.add_argument("--groups", nargs="+", help="group name of each head, in head order (default: one group)")
+    parser.add_argument("--max-tokens", type=int, default=4000, help="source tokens per batch")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--out", required=True)
+
+
+def run_head_similarity(args) -> None:
+    from ..training import checkpoint
+    from ..core import runtime
+    from ..training.batching import pad_sequences, token_batches
+    from ..core.vocab import Vocab
+
+    device = runtime.setup(args.threads)
+    model = checkpoint.load_model(args.model, device)
+    vocab = Vocab.load(f"{args.data}/dict.src.txt")
+    encoded = [torch.tensor(vocab.encode(line)) for line in read_lines(args.input)]
+    batches = (pad_sequences([encoded[i] for i in indices]).to(device)
+               for indices in token_batches([len(e) for e in encoded], None, args.max_tokens))
+    write_json(args.out, similarity(model, batches, args.groups))
+
+
+def head_table(results: dict[str, dict]) -> pd.DataFrame:
+    """Rows 'LABEL / group', one column per group and 'Average' (paper D Table IV's layout)."""
+    rows = {}
+    for label, result in results.items():
+        for g1, row in result["groups"].items():
+            rows[f"{label} / {g1}"] = dict(row)
+        rows[f"{label} / Average"] = {"Average": result["average"]}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def add_arguments_head_table(parser) -> None:
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON", help="(repeat)")
+    parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--note", default="")
+    for name in ("md", "html", "tex"):
+        parser.add_argument(f"--out-{name}", required=True)
+
+
+def run_head_table(args) -> None:
+    from ..reporting.report import parse_pairs, read_paper_numbers
+
+    results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
+    paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
+    write_table(beside(head_table(results), paper), args.title, args.note, args.out_md, args.out_html,
+                args.out_tex, digits=3)

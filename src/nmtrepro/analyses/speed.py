@@ -1,0 +1,119 @@
+"""`nmtrepro speed` and `nmtrepro speed-table`: model size and training/decoding speed, each relative to
+the table's baseline (paper A Table 2 "Para." and "Time"; paper D Table V).
+
+Measured the same way for every experiment: parameters counted on the averaged model (embeddings
+included, as paper A's 88.1M for Transformer Base; the non-embedding count beside it); training speed
+is the median target tokens/s over the training log windows (the curve's `tgt_tok_s`), so a slow first
+window does not skew it; decoding speed comes from the beam-search run that produced the scored
+hypotheses (sentences/s, target tokens/s, and source BPE tokens/s as paper D counts).
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ..core.files import InputError, read_json, read_lines, write_json
+from ..reporting.render import beside, write_table
+
+
+def parameter_counts(model) -> dict[str, int]:
+    from torch import nn
+
+    total = sum(p.numel() for p in model.parameters())
+    embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Embedding))
+    return {"params": total, "non_embedding_params": total - embedding}
+
+
+def training_speed(curve: pd.DataFrame, path="curve") -> float:
+    """Median target tokens/s over the logged training windows."""
+    if "tgt_tok_s" not in curve.columns or curve["tgt_tok_s"].dropna().empty:
+        raise InputError(f"{path}: no training speed (tgt_tok_s) logged")
+    return float(curve["tgt_tok_s"].dropna().median())
+
+
+def relative(table: pd.DataFrame, speeds: dict[str, dict], baselines: dict[str, dict]) -> pd.DataFrame:
+    """Paper A's 'Time' columns: time per unit of work relative to the baseline (= baseline speed / speed)."""
+    def ratio(label, key):
+        return baselines[label][key] / speeds[label][key]
+    return table.assign(**{
+        "Train time": [ratio(label, "train_tgt_tok_s") for label in table.index],
+        "Decode time": [ratio(label, "decode_sent_s") for label in table.index],
+    })
+
+
+def speed_table(speeds: dict[str, dict], baselines: dict[str, dict],
+                paper_size: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per system label; column names follow the paper tables so `beside` can diff them.
+
+    `paper_size`: per label the model spec at the paper's size and vocabulary; its parameter count
+    (built on the meta device) is then "Para. (M)", the one the paper's column compares with, and the
+    trained model's count moves to "Para. (M) trained".
+    """
+    from .paramcount import parameter_counts as spec_counts
+
+    trained = "Para. (M) trained" if paper_size else "Para. (M)"
+    table = pd.DataFrame.from_dict({label: {
+        **({"Para. (M)": spec_counts(paper_size[label])["total"] / 1e6} if paper_size else {}),
+        trained: s["params"] / 1e6,
+        "non-emb. (M)": s["non_embedding_params"] / 1e6,
+        "train tgt tok/s": s["train_tgt_tok_s"],
+        "decode sent/s": s["decode_sent_s"],
+        "decode tgt tok/s": s["decode_tgt_tok_s"],
+        "#Speed2": s["decode_src_tok_s"],       # paper D: decoding, source tokens per second
+    } for label, s in speeds.items()}, orient="index")
+    return relative(table, speeds, baselines)
+
+
+def add_arguments_speed(parser) -> None:
+    parser.add_argument("--model", required=True, help="the model that was decoded")
+    parser.add_argument("--curve", required=True, help="its training curve TSV")
+    parser.add_argument("--decode-stats", required=True, help="JSON written by `nmtrepro decode --stats`")
+    parser.add_argument("--src-bpe", required=True, help="the source it decoded (for source tokens/s)")
+    parser.add_argument("--out", required=True)
+
+
+def run_speed(args) -> None:
+    from ..training import checkpoint
+    from ..reporting.report import read_curve
+
+    decode = read_json(args.decode_stats)
+    src_tokens = sum(len(line.split()) for line in read_lines(args.src_bpe))
+    write_json(args.out, {
+        **parameter_counts(checkpoint.load_model(args.model)),
+        "train_tgt_tok_s": training_speed(read_curve(args.curve), args.curve),
+        "decode_sent_s": decode["sentences_per_s"],
+        "decode_tgt_tok_s": decode["tokens_per_s"],
+        "decode_src_tok_s": src_tokens / decode["seconds"],
+        "decode_device": decode.get("device", ""), "decode_threads": decode.get("threads"),
+    })
+
+
+def add_arguments_speed_table(parser) -> None:
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON=BASELINE_JSON",
+                        help="a system's speed JSON and its baseline's (repeat)")
+    parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
+    parser.add_argument("--paper-size", action="append", default=[], metavar="LABEL=SPEC_JSON",
+                        help="a system's model spec at the paper's size and vocabulary, counted for Para. (M)")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--note", default="")
+    for name in ("md", "html", "tex"):
+        parser.add_argument(f"--out-{name}", required=True)
+
+
+def run_speed_table(args) -> None:
+    from ..reporting.report import parse_pairs, read_paper_numbers
+
+    speeds, baselines = {}, {}
+    for label, spec in parse_pairs(args.system, "--system").items():
+        path, sep, base = spec.partition("=")
+        if not sep:
+            raise InputError(f"--system wants LABEL=JSON=BASELINE_JSON, got {label}={spec}")
+        speeds[label], baselines[label] = read_json(path), read_json(base)
+    paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
+    paper_size = {label: json.loads(spec) for label, spec in parse_pairs(args.paper_size, "--paper-size").items()}
+    missing = sorted(set(speeds) - set(paper_size)) if paper_size else []
+    if missing:
+        raise InputError(f"--paper-size is missing system(s) {missing}")
+    write_table(beside(speed_table(speeds, baselines, paper_size or None), paper), args.title, args.note,
+                args.out_md, args.out_html, args.out_tex)

@@ -1,0 +1,1 @@
+"""The data stage: datasets, downloads and recipes, preparation (tokenize, BPE, binarize), parsing."""

@@ -1,0 +1,201 @@
+"""The dataset registry: materialise a named dataset's splits as plain aligned text files.
+
+Two kinds of entry share one slot shape (config `datasets:`). `embedded` sets ship in the repo's
+data/ folder and are checked against the SHA256SUMS file beside them; `download` sets name entries of
+the download manifest (workflow/downloads.yaml), fetched and verified by download.py. Both end the
+same way: {split}.src/.tgt files and a manifest.json, so the later stages never see the difference.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from . import download
+from ..core.files import InputError, require_file, write_json
+from .recipes import RECIPES
+
+log = logging.getLogger("nmtrepro.data.datasets")
+
+RECIPE = "recipe"  # split files named `recipe:<file>` come from the dataset's preparation recipe
+_SEG = re.compile(r"<seg.*?>(.*)</seg>.*?")
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def expected_checksum(path: Path) -> str:
+    """The checksum listed for `path` in the nearest SHA256SUMS file of its parent folders."""
+    path = path.resolve()
+    for folder in path.parents:
+        sums = folder / "SHA256SUMS"
+        if sums.is_file():
+            rel = path.relative_to(folder).as_posix()
+            for line in sums.read_text(encoding="utf-8").splitlines():
+                parts = line.split(maxsplit=1)
+                if len(parts) == 2 and not line.startswith("#") and parts[1].removeprefix("./") == rel:
+                    return parts[0]
+            raise InputError(f"{path} is not listed in {sums}")
+    raise InputError(f"no SHA256SUMS file above {path}")
+
+
+def verified(path: str) -> Path:
+    """`path` once its content matches its listed checksum."""
+    path = require_file(path)
+    actual, expected = sha256(path), expected_checksum(path)
+    if actual != expected:
+        raise InputError(f"checksum mismatch for {path}: sha256 {actual}, SHA256SUMS says {expected}")
+    return path
+
+
+def _lines(path: Path):
+    """Lines of a plain, .gz or WMT .sgm file (the text of each <seg>, as sacrebleu extracts it)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    sgml = path.name.endswith((".sgm", ".sgm.gz"))
+    with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
+        for line in handle:
+            if not sgml:
+                yield line.rstrip("\n")
+            elif line.startswith("<seg "):
+                yield _SEG.sub(r"\1", line).strip()
+
+
+def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_lines: int | None) -> int:
+    """Stream aligned file pairs, one after another, into staging/{split}.{src,tgt}; the lines written.
+
+    Every pair is read to its end, past `max_lines` too, so a misaligned pair is always refused.
+    """
+    written = 0
+    with open(staging / f"{split}.src", "w", encoding="utf-8") as src_out, \
+            open(staging / f"{split}.tgt", "w", encoding="utf-8") as tgt_out:
+        for src_path, tgt_path in pairs:
+            for src, tgt in itertools.zip_longest(_lines(src_path), _lines(tgt_path)):
+                if src is None or tgt is None:
+                    raise InputError(
+                        f"parallel files differ in length: {src_path} has {sum(1 for _ in _lines(src_path))} "
+                        f"lines, {tgt_path} has {sum(1 for _ in _lines(tgt_path))}")
+                if max_lines is None or written < max_lines:
+                    src_out.write(src + "\n")
+                    tgt_out.write(tgt + "\n")
+                    written += 1
+    return written
+
+
+def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, resolve) -> None:
+    """Write every split to out_dir/{split}.{src,tgt} with a manifest, atomically as a folder.
+
+    `resolve` turns a split's file reference into a readable path (verifying it on the way); a split
+    may list several files per side, which are concatenated in order (e.g. Europarl + News Commentary).
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        manifest = {"name": name, "src_lang": spec["src"], "tgt_lang": spec["tgt"], "splits": {}}
+        for split, files in spec["splits"].items():
+            srcs, tgts = _as_list(files["src"]), _as_list(files["tgt"])
+            if len(srcs) != len(tgts):
+                raise InputError(f"dataset {name}, split {split}: {len(srcs)} source files "
+                                 f"but {len(tgts)} target files")
+            pairs = [(resolve(s, staging), resolve(t, staging)) for s, t in zip(srcs, tgts)]
+            lines = _write_split(pairs, staging, split, max_lines)
+            manifest["splits"][split] = {"lines": lines, "src_path": _one_or_list([str(s) for s, _ in pairs]),
+                                         "tgt_path": _one_or_list([str(t) for _, t in pairs])}
+            log.info("%s/%s: %d lines", name, split, lines)
+        shutil.rmtree(staging / RECIPE, ignore_errors=True)
+        write_json(staging / "manifest.json", manifest)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _as_list(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _one_or_list(values: list[str]):
+    """A single path as a string (as embedded manifests always had it), several as a list."""
+    return values[0] if len(values) == 1 else values
+
+
+def fetch_embedded(name: str, spec: dict, out_dir: Path, max_lines: int | None) -> None:
+    """Verify and decompress every split of a dataset shipped in data/."""
+    materialise(name, spec, out_dir, max_lines, lambda ref, staging: verified(ref))
+
+
+def fetch_download(name: str, spec: dict, out_dir: Path, max_lines: int | None, manifest: dict, cache: Path,
+                   local_data: dict | None = None, **options) -> None:
+    """Fetch a download dataset's files (see download.py), run its recipe, then materialise its splits.
+
+    A split file is `<source>:<path inside it>`, where the source is one of the dataset's `downloads`
+    (its extracted folder), one of its `local` corpora (a folder the user names in config
+    `local_data`, for licensed LDC/NIST data), or `recipe` (the output of its preparation recipe). A
+    plain path is a file shipped in data/, verified like an embedded one.
+    """
+    folders = {source: _local_folder(name, source, local_data or {}) for source in spec.get("local", [])}
+    folders.update(download.ensure_all(spec.get("downloads", []), manifest, cache, **options))
+
+    def resolve(ref: str, staging: Path) -> Path:
+        source, sep, inner = ref.partition(":")
+        if not sep:
+            return verified(ref)
+        if source == RECIPE:
+            if not (staging / RECIPE).is_dir():
+                if spec.get("recipe") not in RECIPES:
+                    raise InputError(f"dataset {name}: {ref} names the recipe output but the dataset has no "
+                                     f"recipe (known: {', '.join(RECIPES)})")
+                RECIPES[spec["recipe"]](folders, staging / RECIPE)
+            folder = staging / RECIPE
+        elif source in folders:
+            folder = folders[source]
+        else:
+            raise InputError(f"dataset {name}: {ref} names {source!r}, which is not among its downloads, "
+                             f"local corpora or recipe")
+        return require_file(folder / inner)
+
+    materialise(name, spec, out_dir, max_lines, resolve)
+
+
+def _local_folder(dataset: str, source: str, local_data: dict) -> Path:
+    """A user-provided folder for licensed data, or an error that says how to provide it."""
+    if source not in local_data:
+        raise InputError(f"dataset {dataset} needs the licensed corpus {source!r}, which cannot be downloaded: "
+                         f"set local_data: {{{source}: /path/to/folder}} in the config (see the dataset's entry "
+                         "for the files it reads)")
+    folder = Path(os.path.expanduser(local_data[source]))
+    if not folder.is_dir():
+        raise InputError(f"local_data.{source} = {local_data[source]} is not a folder (dataset {dataset})")
+    return folder
+
+
+def add_arguments_fetch(parser) -> None:
+    parser.add_argument("--name", required=True, help="dataset name in the registry")
+    parser.add_argument("--spec", required=True, help="the registry entry as JSON")
+    parser.add_argument("--out-dir", required=True, help="folder for {split}.src/.tgt and manifest.json")
+    parser.add_argument("--max-lines", type=int, help="keep only the first N lines of every split")
+    parser.add_argument("--local-data", default="{}", help="config local_data as JSON (licensed corpora)")
+    download.add_download_options(parser)
+
+
+def run_fetch(args) -> None:
+    spec = json.loads(args.spec)
+    if spec["kind"] == "download":
+        fetch_download(args.name, spec, Path(args.out_dir), args.max_lines, download.load_manifest(args.manifest),
+                       download.cache_root(args.cache), json.loads(args.local_data),
+                       **download.download_options(args))
+    else:
+        fetch_embedded(args.name, spec, Path(args.out_dir), args.max_lines)

@@ -1,0 +1,271 @@
+"""Full-scale downloads: fetch a manifest entry into a shared cache, verify it, resume it, extract it.
+
+The manifest (workflow/downloads.yaml) names every public file the study needs with its URL and a
+checksum taken from a published source. A checksum nobody published is `null`, and such a file is
+refused unless the user sets `allow_unverified`, so a changed or hijacked upstream file never
+silently enters a result. Downloads go to `<cache>/<name>/<file>.part` and are resumed with an HTTP
+Range request after a cut connection (within a call, and again when Snakemake's `retries:` reruns the
+rule); only a verified file is renamed to its final name. Archives are extracted once, beside the
+archive in the cache, so every dataset and every later run shares them.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.client
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..core.files import InputError, require_file, write_json
+
+log = logging.getLogger("nmtrepro.data.download")
+
+DEFAULT_CACHE = "~/.cache/nmtrepro"
+CHUNK = 1 << 20
+TIMEOUT_S = 60
+BACKOFF_S = 5  # seconds before attempt n+1, times n
+# Errors after which a partial download is worth resuming: the connection, not the request, failed.
+TRANSIENT = (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError)
+
+
+@dataclass(frozen=True)
+class Resource:
+    name: str
+    url: str
+    sha256: str | None = None
+    md5: str | None = None
+    size: int | None = None
+
+    @property
+    def filename(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+
+    @property
+    def checksum(self) -> tuple[str, str] | None:
+        """(algorithm, hex digest) as published, or None when no checksum is known."""
+        if self.sha256:
+            return "sha256", self.sha256
+        if self.md5:
+            return "md5", self.md5
+        return None
+
+
+def load_manifest(path: str | os.PathLike) -> dict[str, Resource]:
+    entries = yaml.safe_load(require_file(path).read_text(encoding="utf-8")) or {}
+    fields = set(Resource.__dataclass_fields__) - {"name"}
+    out = {}
+    for name, entry in entries.items():
+        unknown = set(entry) - fields - {"source"}
+        if "url" not in entry or unknown:
+            raise InputError(f"{path}: entry {name!r} needs a url and takes only {sorted(fields | {'source'})}; "
+                             f"got {sorted(entry)}")
+        out[name] = Resource(name=name, **{k: v for k, v in entry.items() if k in fields})
+    return out
+
+
+def is_offline(flag: bool = False) -> bool:
+    return flag or os.environ.get("NMTREPRO_OFFLINE", "") not in ("", "0")
+
+
+def cache_root(path: str | None) -> Path:
+    return Path(os.path.expanduser(path or DEFAULT_CACHE))
+
+
+def file_digest(path: Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def archive_path(resource: Resource, cache: Path) -> Path:
+    return cache / resource.name / resource.filename
+
+
+def _stamp(path: Path, resource: Resource) -> str:
+    stat = path.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns} {resource.checksum}"
+
+
+def _already_verified(path: Path, resource: Resource) -> bool:
+    """A cached file verified earlier against the same checksum and unchanged since, so not hashed again."""
+    marker = path.with_name(path.name + ".verified")
+    return path.is_file() and marker.is_file() and marker.read_text() == _stamp(path, resource)
+
+
+def _transfer(resource: Resource, part: Path) -> None:
+    """One HTTP request appending to `part`, resuming from its current size with a Range request."""
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(resource.url, headers={"User-Agent": "nmtrepro"})
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    try:
+        response = urllib.request.urlopen(request, timeout=TIMEOUT_S)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and have:  # the partial file is already whole
+            return
+        if err.code >= 500:  # the server's trouble, not the request's: worth another attempt
+            raise ConnectionError(f"HTTP {err.code} {err.reason}") from None
+        raise InputError(f"download of {resource.name} failed: HTTP {err.code} {err.reason} "
+                         f"for {resource.url}") from None
+    with response:
+        resumed = have and response.status == 206
+        if have and not resumed:
+            log.info("%s: server ignored the Range request; starting over", resource.name)
+        with open(part, "ab" if resumed else "wb") as out:
+            shutil.copyfileobj(response, out, CHUNK)
+        expected = response.headers.get("Content-Length")
+        if expected is not None and part.stat().st_size - (have if resumed else 0) < int(expected):
+            raise http.client.IncompleteRead(b"", int(expected))
+
+
+def _verify(resource: Resource, path: Path, allow_unverified: bool) -> None:
+    if resource.size is not None and path.stat().st_size != resource.size:
+        raise InputError(f"size mismatch for {resource.url}: {path.stat().st_size} bytes, "
+                         f"manifest says {resource.size}")
+    if resource.checksum is None:
+        if not allow_unverified:  # checked before downloading too; kept here for files placed by hand
+            raise InputError(_unverified_message(resource))
+        log.warning("%s: no published checksum; sha256 of the download is %s", resource.name,
+                    file_digest(path, "sha256"))
+        return
+    algorithm, expected = resource.checksum
+    actual = file_digest(path, algorithm)
+    if actual != expected:
+        raise InputError(f"checksum mismatch for {resource.url}: {algorithm} {actual}, manifest says {expected}")
+
+
+def _unverified_message(resource: Resource) -> str:
+    return (f"{resource.name} ({resource.url}) has no published checksum in the download manifest; set "
+            "allow_unverified: true to accept it on trust (its sha256 is logged so it can be recorded)")
+
+
+def fetch(resource: Resource, cache: Path, offline: bool = False, allow_unverified: bool = False,
+          attempts: int = 3) -> Path:
+    """The verified archive in the cache, downloading (and resuming) it if needed."""
+    final = archive_path(resource, cache)
+    if _already_verified(final, resource):
+        return final
+    if final.is_file():
+        _verify(resource, final, allow_unverified)
+    else:
+        if offline:
+            raise InputError(f"offline: {resource.name} is not in the cache; needed {final} from {resource.url}")
+        if resource.checksum is None and not allow_unverified:
+            raise InputError(_unverified_message(resource))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        part = final.with_name(final.name + ".part")
+        for attempt in range(1, attempts + 1):
+            try:
+                _transfer(resource, part)
+                break
+            except TRANSIENT as err:
+                log.warning("%s: attempt %d/%d interrupted (%s); %d bytes kept", resource.name, attempt,
+                            attempts, err, part.stat().st_size if part.exists() else 0)
+                if attempt == attempts:
+                    raise InputError(f"download of {resource.url} was interrupted {attempts} times; the partial "
+                                     f"file {part} is kept and the next run resumes it") from None
+                time.sleep(BACKOFF_S * attempt)
+        try:
+            _verify(resource, part, allow_unverified)
+        except InputError as err:
+            part.unlink()
+            raise InputError(f"{err}; the download was removed") from None
+        os.replace(part, final)
+    final.with_name(final.name + ".verified").write_text(_stamp(final, resource))
+    log.info("%s: verified %s", resource.name, final)
+    return final
+
+
+def extract(archive: Path, dest: Path) -> Path:
+    """Unpack a tar/tgz/zip (or gunzip a .gz) into `dest` once, atomically as a folder; other files are copied."""
+    if dest.is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        name = archive.name
+        if tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tar:
+                tar.extractall(staging, filter="data")  # refuses absolute paths and links out of the folder
+        elif zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(staging)
+        elif name.endswith(".gz"):
+            with gzip.open(archive, "rb") as src, open(staging / name[:-3], "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+        else:
+            shutil.copy2(archive, staging / name)
+        os.replace(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
+
+
+def ensure(resource: Resource, cache: Path, **options) -> Path:
+    """The extracted folder of a verified resource (named by its checksum, so a new version never mixes in)."""
+    archive = fetch(resource, cache, **options)
+    version = resource.checksum[1][:12] if resource.checksum else "unverified"
+    return extract(archive, archive.parent / f"extracted-{version}")
+
+
+def missing_offline(resources: list[Resource], cache: Path) -> list[str]:
+    return [f"{r.name} ({r.url} -> {archive_path(r, cache)})" for r in resources
+            if not archive_path(r, cache).is_file()]
+
+
+def ensure_all(names: list[str], manifest: dict[str, Resource], cache: Path, offline: bool = False,
+               **options) -> dict[str, Path]:
+    """Extracted folders by name; offline, every missing file is named at once before anything runs."""
+    unknown = [n for n in names if n not in manifest]
+    if unknown:
+        raise InputError(f"not in the download manifest: {', '.join(unknown)}")
+    resources = [manifest[n] for n in names]
+    if offline:
+        missing = missing_offline(resources, cache)
+        if missing:
+            raise InputError("offline (NMTREPRO_OFFLINE or config offline: true) and not in the cache "
+                             f"{cache}:\n  " + "\n  ".join(missing))
+    return {r.name: ensure(r, cache, offline=offline, **options) for r in resources}
+
+
+def add_download_options(parser) -> None:
+    """Options shared by `download` and `fetch`."""
+    parser.add_argument("--manifest", default="workflow/downloads.yaml", help="download manifest (YAML)")
+    parser.add_argument("--cache", help=f"download cache shared across runs (default {DEFAULT_CACHE})")
+    parser.add_argument("--offline", action="store_true", help="never touch the network (also NMTREPRO_OFFLINE=1)")
+    parser.add_argument("--allow-unverified", action="store_true",
+                        help="accept files whose manifest checksum is null")
+    parser.add_argument("--attempts", type=int, default=3, help="resumed attempts within one call")
+
+
+def download_options(args) -> dict:
+    return {"offline": is_offline(args.offline), "allow_unverified": args.allow_unverified,
+            "attempts": args.attempts}
+
+
+def add_arguments_download(parser) -> None:
+    parser.add_argument("--name", required=True, help="manifest entry to fetch")
+    parser.add_argument("--out", required=True, help="JSON record: archive, extracted folder, checksum")
+    add_download_options(parser)
+
+
+def run_download(args) -> None:
+    manifest, cache = load_manifest(args.manifest), cache_root(args.cache)
+    folder = ensure_all([args.name], manifest, cache, **download_options(args))[args.name]
+    resource = manifest[args.name]
+    write_json(args.out, {"name": args.name, "url": resource.url, "archive": str(archive_path(resource, cache)),
+                          "extracted": str(folder), "checksum": resource.checksum and list(resource.checksum)})

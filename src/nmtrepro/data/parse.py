@@ -1,0 +1,178 @@
+"""Parser phrases for paper A: Algorithm 1 over a constituency tree, mapped onto BPE positions.
+
+Pipeline per source sentence (the `parse` stage):
+  BPE'd line -> words (BPE joined back) -> constituency tree (`nlp.constituency`) -> Algorithm 1 with
+  the n-gram segmentation's phrase limit -> word spans -> spans over BPE positions, EOS as its own span.
+The spans file has one line per sentence, line-aligned with the binarized source, e.g. `0-3 3-5 5-6`
+(half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
+`batching.pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ..core.files import InputError, read_lines, write_json, write_lines
+from ..models.phrase import tokens_per_phrase
+from .nlp import BACKENDS, Tree, constituency, resolve_backend
+from ..core.text import BPE_SEPARATOR, strip_bpe
+
+log = logging.getLogger("nmtrepro.data.parse")
+
+Span = tuple[int, int]  # [start, end) over words or BPE positions
+
+
+def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
+    """For each word, the (start word, depth) of every node containing it, root first (index = depth)."""
+    paths: list[list[tuple[int, int]]] = [[] for _ in range(n_words)]
+
+    def visit(node: Tree, depth: int) -> None:
+        leaves = node.leaves()
+        if leaves != list(range(leaves[0], leaves[0] + len(leaves))):
+            raise InputError(f"tree constituent {node.label} is not a contiguous span: {leaves}")
+        for w in leaves:
+            paths[w].append((leaves[0], depth))
+        for child in node.children:
+            visit(child, depth + 1)
+
+    if tree.leaves() != list(range(n_words)):
+        raise InputError(f"tree leaves are not the words 0..{n_words - 1} in order: {tree}")
+    visit(tree, 0)
+    return paths
+
+
+def extract_phrases(tree: Tree, max_tokens: int, weights: Sequence[int] | None = None) -> list[Span]:
+    """Algorithm 1 (paper A): segment a sentence into phrases read off its parse tree, right to left.
+
+    Each phrase starts as the largest sub-tree at the right edge of what is left of the tree whose
+    size is within `max_tokens` (a leaf if none is), then takes in the adjacent sub-trees of the same
+    depth to its left while they fit, and is removed from the tree. A node partly removed by earlier
+    phrases counts only its remaining words. Sizes are in tokens: `weights[i]` is word i's number of
+    BPE pieces (default 1), so the limit means the same as for n-gram phrases.
+
+    Two readings of the pseudo-code, chosen so that no phrase exceeds the limit (the text: "the
+    largest sub-tree that complies with the maximum token limitation"): line 3's `nst < n` is taken
+    as nst <= n, and the budget left for adjacent sub-trees is n - nst (line 2 sets mt = n but
+    never subtracts nst). Only a single word longer than the limit makes a longer phrase.
+
+    Returns contiguous [start, end) word spans covering every word in order.
+    """
+    n_words = len(tree.leaves())
+    weights = [1] * n_words if weights is None else list(weights)
+    prefix = [0]
+    for w in weights:
+        prefix.append(prefix[-1] + w)
+    paths = _paths(tree, n_words)
+    phrases, right = [], n_words
+    while right > 0:                                                   # line 1
+        path = paths[right - 1]  # nodes at the right edge of the remaining tree, root first
+        start, depth = next(((a, d) for a, d in path if prefix[right] - prefix[a] <= max_tokens),
+                            path[-1])                                  # line 3: largest ST
+        budget = max_tokens - (prefix[right] - prefix[start])         # line 2 (mt), less nst
+        while budget > 0 and start > 0:                                # line 6
+            left = paths[start - 1]
+            if len(left) <= depth:                                     # no STA at depth dst
+                break
+            a, _ = left[depth]                                         # line 7: STA ends at `start`
+            size = prefix[start] - prefix[a]
+            if size > budget:                                          # line 8
+                break
+            start, budget = a, budget - size                          # lines 9-11
+        phrases.append((start, right))                                 # line 16
+        right = start                                                  # lines 5, 10: removed
+    return phrases[::-1]                                               # line 18
+
+
+def word_pieces(bpe_line: str) -> list[Span]:
+    """[start, end) BPE positions of each word: a piece ending in '@@' continues into the next one."""
+    spans, start = [], 0
+    pieces = bpe_line.split()
+    for i, piece in enumerate(pieces):
+        if not piece.endswith(BPE_SEPARATOR) or i == len(pieces) - 1:
+            spans.append((start, i + 1))
+            start = i + 1
+    return spans
+
+
+def to_pieces(word_spans: Sequence[Span], pieces: Sequence[Span]) -> list[Span]:
+    """Word spans -> BPE position spans, plus the EOS position as a phrase of its own.
+
+    EOS gets its own span rather than joining the last phrase: it is not a word of the parse, and a
+    one-token phrase keeps every other phrase exactly as the tree made it.
+    """
+    spans = [(pieces[a][0], pieces[b - 1][1]) for a, b in word_spans]
+    eos = pieces[-1][1] if pieces else 0
+    return spans + [(eos, eos + 1)]
+
+
+def sentence_spans(bpe_line: str, tree: Tree | None) -> list[Span]:
+    """BPE-position phrase spans of one sentence (EOS included), limit from its BPE length + EOS."""
+    pieces = word_pieces(bpe_line)
+    if tree is None:
+        return to_pieces([], pieces)
+    weights = [b - a for a, b in pieces]
+    limit = tokens_per_phrase(sum(weights) + 1)
+    return to_pieces(extract_phrases(tree, limit, weights), pieces)
+
+
+def format_spans(spans: Sequence[Span]) -> str:
+    return " ".join(f"{a}-{b}" for a, b in spans)
+
+
+def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[list[Span]]:
+    """Read a spans file, checking each line tiles positions 0..n contiguously and, given the
+    sentences' token `lengths` (EOS included), that there is one line per sentence ending at its n."""
+    out = []
+    for lineno, line in enumerate(read_lines(path), 1):
+        try:
+            spans = [tuple(map(int, item.split("-"))) for item in line.split()]
+        except ValueError:
+            raise InputError(f"{path}:{lineno}: expected 'start-end' items, got {line!r}") from None
+        ends = [0] + [b for _, b in spans]
+        if not spans or any(a != e or b <= a for (a, b), e in zip(spans, ends)):
+            raise InputError(f"{path}:{lineno}: spans must tile 0..n contiguously, got {line!r}")
+        if lengths is not None and lineno <= len(lengths) and spans[-1][1] != lengths[lineno - 1]:
+            raise InputError(f"{path}:{lineno}: spans end at {spans[-1][1]}, the sentence has "
+                             f"{lengths[lineno - 1]} tokens (was it parsed from another BPE?)")
+        out.append(spans)
+    if lengths is not None and len(out) != len(lengths):
+        raise InputError(f"{path}: {len(out)} lines of spans for {len(lengths)} sentences")
+    return out
+
+
+def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
+               stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
+    """Spans for every line of a BPE'd source file, and statistics for the log."""
+    lines = read_lines(bpe_path)
+    backend = resolve_backend(backend, stanza_models)
+    started = time.perf_counter()
+    trees = constituency([strip_bpe(line) for line in lines], backend, batch_size=batch_size,
+                         stanza_models=stanza_models)
+    seconds = time.perf_counter() - started
+    spans = [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
+    n_phrases = sum(len(s) - 1 for s in spans)  # without the EOS span
+    stats = {"backend": backend, "sentences": len(lines), "parse_seconds": round(seconds, 2),
+             "sentences_per_second": round(len(lines) / max(seconds, 1e-9), 1),
+             "phrases": n_phrases, "phrases_per_sentence": round(n_phrases / max(len(lines), 1), 2),
+             "tokens_per_phrase": round(sum(s[-1][0] for s in spans) / max(n_phrases, 1), 2)}
+    return spans, stats
+
+
+def add_arguments_parse(parser) -> None:
+    parser.add_argument("--bpe", required=True, help="BPE'd source file (one sentence a line, '@@' joins)")
+    parser.add_argument("--out", required=True, help="spans file: one line per sentence, 'a-b c-d ...'")
+    parser.add_argument("--stats", help="also write parse statistics (JSON) here")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="auto: stanza if its English models are present, else spacy")
+    parser.add_argument("--stanza-dir", help="stanza models folder (default $STANZA_RESOURCES_DIR or ~/stanza_resources)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per parser batch")
+
+
+def run_parse(args) -> None:
+    spans, stats = parse_file(args.bpe, args.backend, args.batch_size, args.stanza_dir)
+    write_lines(args.out, [format_spans(s) for s in spans])
+    if args.stats:
+        write_json(args.stats, stats)
+    log.info("%s", stats)

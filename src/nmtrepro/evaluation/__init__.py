@@ -1,0 +1,1 @@
+"""The evaluate stage: beam search, BLEU and paired significance."""

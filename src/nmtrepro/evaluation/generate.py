@@ -1,0 +1,154 @@
+"""Batched beam search with incremental (cached) decoding, and the `decode` command.
+
+Scores follow fairseq: a finished hypothesis scores sum(log p) / len^lenpen, with len counting EOS.
+A sentence is done once it holds `beam` finished hypotheses; done sentences leave the batch, so the
+cache shrinks as decoding goes on.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+import torch.nn.functional as F
+
+from ..training import checkpoint
+from ..core import runtime
+from ..training.batching import pad_sequences, pad_spans, token_batches
+from ..core.files import atomic_open, read_lines, write_json
+from ..data.parse import read_spans
+from ..core.text import detokenize, strip_bpe
+from ..core.vocab import Vocab
+
+log = logging.getLogger("nmtrepro.evaluation.generate")
+
+
+@torch.no_grad()
+def beam_search(model, src: torch.Tensor, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
+                max_len_b: int = 10, use_cache: bool = True,
+                spans: torch.Tensor | None = None) -> list[list[int]]:
+    """Best hypothesis per sentence of `src` (B, S), as token ids without EOS.
+
+    `spans` (B, P, 2): source phrases for models that take them (paper A's parser phrases)."""
+    bsz, k, device = src.size(0), beam, src.device
+    src_len = src.ne(Vocab.pad).sum(1)
+    max_len = (src_len.float() * max_len_a + max_len_b).long()          # (B,)
+    enc = model.encode(src) if spans is None else model.encode(src, spans=spans)
+    order = torch.arange(bsz, device=device).repeat_interleave(k)
+    enc = model.reorder_encoder(enc, order)
+    cache = {} if use_cache else None
+    tokens = torch.full((bsz * k, 1), Vocab.bos, dtype=torch.long, device=device)
+    scores = torch.full((bsz, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0                           # all beams start identical: expand only the first
+    alive = torch.arange(bsz, device=device)     # original sentence index of each live row block
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(bsz)]
+
+    for step in range(int(max_len.max()) + 1):
+        n = alive.numel()
+        prev = tokens[:, -1:] if use_cache else tokens
+        hidden = model.decode(prev, enc, cache)[:, -1]
+        lprobs = F.log_softmax(model.logits(hidden).float(), dim=-1)   # (n*k, V)
+        lprobs[:, Vocab.pad] = lprobs[:, Vocab.bos] = float("-inf")
+        at_limit = (max_len[alive] <= step).repeat_interleave(k)
+        if at_limit.any():                       # force EOS once a sentence reaches its length limit
+            eos_col = lprobs[at_limit, Vocab.eos].clone()
+            lprobs[at_limit] = float("-inf")
+            lprobs[at_limit, Vocab.eos] = eos_col
+        vocab = lprobs.size(1)
+        cand = (scores.view(-1, 1) + lprobs).view(n, k * vocab)
+        cand_scores, cand_idx = cand.topk(2 * k, dim=1)                 # (n, 2k)
+        cand_beam, cand_tok = cand_idx // vocab, cand_idx % vocab
+        is_eos = cand_tok.eq(Vocab.eos) & torch.isfinite(cand_scores)
+
+        # EOS among the top k candidates finishes a hypothesis.
+        for row, col in is_eos[:, :k].nonzero().tolist():
+            sent = int(alive[row])
+            if len(finished[sent]) < k:
+                hyp = tokens[row * k + int(cand_beam[row, col]), 1:].tolist()
+                finished[sent].append((float(cand_scores[row, col]) / (step + 1) ** lenpen, hyp))
+
+        # The best k non-EOS candidates go on.
+        rank = is_eos.float() * (2 * k) + torch.arange(2 * k, device=device)
+        sel = rank.argsort(dim=1)[:, :k]
+        next_beam, next_tok = cand_beam.gather(1, sel), cand_tok.gather(1, sel)
+        scores = cand_scores.gather(1, sel)
+        rows = (torch.arange(n, device=device)[:, None] * k + next_beam).view(-1)
+
+        keep = torch.tensor([len(finished[int(s)]) < k for s in alive], device=device)
+        if not keep.any():
+            break
+        if not keep.all():                       # drop sentences that are done
+            alive, scores = alive[keep], scores[keep]
+            next_tok = next_tok[keep]
+            rows = rows.view(n, k)[keep].view(-1)
+            enc = model.reorder_encoder(enc, rows)  # rows of one sentence share its encoder state
+        tokens = torch.cat([tokens[rows], next_tok.view(-1, 1)], dim=1)
+        if cache is not None:
+            model.reorder_cache(cache, rows)
+    return [max(hyps)[1] if hyps else [] for hyps in finished]
+
+
+def translate(model, lines: list[str], src_vocab: Vocab, tgt_vocab: Vocab, device, max_tokens: int,
+              precision: str = "fp32", spans: list | None = None, **search) -> list[str]:
+    """Translate BPE'd source lines in length-sorted batches; returns BPE'd target lines in input order.
+
+    `spans`: per line its [start, end) source phrases, for models that take them."""
+    precision = runtime.resolve_precision(device, precision)
+    encoded = [torch.tensor(src_vocab.encode(line)) for line in lines]
+    out: list[str | None] = [None] * len(lines)
+    batches = token_batches([len(e) for e in encoded], None, max_tokens)
+    for done, indices in enumerate(batches, 1):
+        src = pad_sequences([encoded[i] for i in indices]).to(device)
+        if spans is not None:
+            search["spans"] = pad_spans([spans[i] for i in indices]).to(device)
+        with runtime.autocast(device, precision):
+            hyps = beam_search(model, src, **search)
+        for i, hyp in zip(indices, hyps):
+            out[i] = tgt_vocab.decode(hyp)
+        if done % 10 == 0 or done == len(batches):
+            log.info("decoded %d/%d batches", done, len(batches))
+    return out
+
+
+def add_arguments_decode(parser) -> None:
+    parser.add_argument("--model", required=True, help="model file (final or averaged)")
+    parser.add_argument("--data", required=True, help="prepared dataset directory, for the vocabularies")
+    parser.add_argument("--input", required=True, help="tokenized, BPE'd source, one sentence a line")
+    parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--lenpen", type=float, default=1.0)
+    parser.add_argument("--max-len-a", type=float, default=1.2)
+    parser.add_argument("--max-len-b", type=int, default=10)
+    parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens per batch")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (for checking)")
+    parser.add_argument("--out", required=True, help="detokenized hypotheses")
+    parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
+    parser.add_argument("--stats", help="JSON with decoding speed")
+    parser.add_argument("--spans", help="source phrases of --input, one line each (parser-phrase models)")
+
+
+def run_decode(args) -> None:
+    device = runtime.setup(args.threads)
+    model = checkpoint.load_model(args.model, device)
+    src_vocab, tgt_vocab = (Vocab.load(f"{args.data}/dict.{side}.txt") for side in ("src", "tgt"))
+    lines = read_lines(args.input)
+    spans = None if args.spans is None else read_spans(args.spans, [len(line.split()) + 1 for line in lines])
+    start = time.perf_counter()
+    hyps = translate(model, lines, src_vocab, tgt_vocab, device, args.max_tokens, args.precision, spans,
+                     beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
+                     max_len_b=args.max_len_b, use_cache=not args.no_cache)
+    seconds = time.perf_counter() - start
+    tokenized = [strip_bpe(h) for h in hyps]
+    with atomic_open(args.out_tok) as handle:
+        handle.writelines(line + "\n" for line in tokenized)
+    with atomic_open(args.out) as handle:
+        handle.writelines(line + "\n" for line in detokenize(tokenized, args.tgt_lang))
+    n_tokens = sum(len(h.split()) + 1 for h in hyps)
+    log.info("%d sentences in %.1f s: %.1f sentences/s, %.0f tokens/s",
+             len(lines), seconds, len(lines) / seconds, n_tokens / seconds)
+    if args.stats:
+        write_json(args.stats, {"sentences": len(lines), "seconds": seconds, "target_tokens": n_tokens,
+                                "sentences_per_s": len(lines) / seconds, "tokens_per_s": n_tokens / seconds,
+                                "beam": args.beam, "device": str(device), "threads": torch.get_num_threads()})

@@ -1,0 +1,279 @@
+"""`nmtrepro table` and `nmtrepro plot-curves`: render measured results for the Snakemake report.
+
+A table puts each paper number (from a TSV in workflow/papers/) beside the score we measured for the
+experiment that fills that cell, so a reader sees the gap without opening the paper. Reading the numbers
+(`build_table`, `read_curve`) is separate from rendering them (`render_markdown`, `render_html`,
+`plot_curves`); the `run_*` functions only wire files to them.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..core.files import InputError, atomic_open, atomic_path, read_json, require_file
+
+PAPER_COLUMNS = ["row", "column", "value", "note"]
+TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "Δ",
+                 "our test set", "signature", "baseline", "vs baseline", "p", "95% CI", "mark"]
+METRICS = {
+    "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
+    "sacrebleu": "sacreBLEU on detokenized output",
+}
+CURVE_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured table cell: which experiment fills (row, column), and its BLEU JSON."""
+    experiment: str
+    row: str
+    column: str
+    path: str
+
+
+def parse_cell(spec: str) -> Cell:
+    """Parse EXPERIMENT=ROW=COLUMN=PATH (the path may itself contain '=')."""
+    parts = spec.split("=", 3)
+    if len(parts) != 4 or not all(parts):
+        raise InputError(f"--cell wants EXPERIMENT=ROW=COLUMN=PATH, got {spec!r}")
+    return Cell(*parts)
+
+
+def parse_pairs(specs: list[str], option: str) -> dict[str, str]:
+    """Parse repeated NAME=VALUE options into a dict, refusing repeats."""
+    pairs: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not (name and sep and value):
+            raise InputError(f"{option} wants EXPERIMENT=VALUE, got {spec!r}")
+        if name in pairs:
+            raise InputError(f"{option} names experiment {name!r} twice")
+        pairs[name] = value
+    return pairs
+
+
+def read_paper_numbers(path) -> pd.DataFrame:
+    """The paper's numbers: TSV with header row, column, value, note; one line per table cell."""
+    try:
+        table = pd.read_csv(require_file(path), sep="\t", dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise InputError(f"{path}: not a readable TSV ({err})") from err
+    if list(table.columns) != PAPER_COLUMNS:
+        raise InputError(f"{path}: header must be {' '.join(PAPER_COLUMNS)} (tab-separated), "
+                         f"got {' '.join(map(str, table.columns))}")
+    values = pd.to_numeric(table["value"], errors="coerce")
+    if values.isna().any():
+        bad = table.loc[values.isna(), "value"].tolist()
+        raise InputError(f"{path}: value must be a number, got {bad}")
+    repeated = table[table.duplicated(["row", "column"])]
+    if len(repeated):
+        raise InputError(f"{path}: cell ({repeated.iloc[0]['row']}, {repeated.iloc[0]['column']}) appears twice")
+    return table.assign(value=values)
+
+
+def read_score(path, metric: str) -> dict:
+    """The metric's entry of a BLEU JSON written by `nmtrepro bleu`."""
+    try:
+        scores = read_json(path)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not valid JSON ({err})") from err
+    if metric not in scores:
+        raise InputError(f"{path} has no {metric!r} score (it has: {', '.join(scores)})")
+    entry = scores[metric]
+    if not isinstance(entry, dict) or not {"score", "signature"} <= entry.keys():
+        raise InputError(f"{path}: {metric!r} lacks its score or signature")
+    return entry
+
+
+def read_significance(path, metric: str) -> dict:
+    """The metric's entry of a JSON written by `nmtrepro significance`, plus the baseline it names."""
+    try:
+        entry = read_json(path)[metric]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
+    return entry
+
+
+def build_table(paper_numbers, cells: list[Cell], metric: str,
+                test_sets: dict[str, str] | None = None, significance: dict[str, str] | None = None,
+                baselines: dict[str, str] | None = None, marks: str = "dagger",
+                columns: list[str] | None = None) -> pd.DataFrame:
+    """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
+
+    `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
+    row then carries p, the 95% CI and the paper's mark (style `marks`) for a significant improvement.
+    Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
+    those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
+    """
+    from ..evaluation.significance import mark  # sacrebleu's significance module, only for tables that mark
+
+    paper = read_paper_numbers(paper_numbers)
+    if columns:
+        missing = sorted(set(columns) - set(paper["column"]))
+        if missing:
+            raise InputError(f"{paper_numbers}: no column(s) {missing}; it has {sorted(set(paper['column']))}")
+        paper = paper[paper["column"].isin(columns)]
+    test_sets, significance, baselines = test_sets or {}, significance or {}, baselines or {}
+    known = set(zip(paper["row"], paper["column"]))
+    by_cell: dict[tuple[str, str], Cell] = {}
+    for cell in cells:
+        key = (cell.row, cell.column)
+        if key not in known:
+            raise InputError(f"cell ({cell.row}, {cell.column}) of experiment {cell.experiment} is not in "
+                             f"{paper_numbers}; its cells are: {sorted(known)}")
+        if key in by_cell:
+            raise InputError(f"cell ({cell.row}, {cell.column}) is filled by both "
+                             f"{by_cell[key].experiment} and {cell.experiment}")
+        by_cell[key] = cell
+    unknown = set(test_sets) - {cell.experiment for cell in cells}
+    if unknown:
+        raise InputError(f"--test-set names experiments with no cell: {sorted(unknown)}")
+
+    rows = []
+    for entry in paper.itertuples(index=False):
+        cell = by_cell.get((entry.row, entry.column))
+        measured = read_score(cell.path, metric) if cell else None
+        ours = round(measured["score"], 2) if measured else float("nan")
+        sig = read_significance(significance[cell.experiment], metric) \
+            if cell and cell.experiment in significance else None
+        rows.append({
+            "experiment": cell.experiment if cell else "",
+            "row": entry.row,
+            "column": entry.column,
+            "paper BLEU": entry.value,
+            "paper note": entry.note,
+            "ours": ours,
+            "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
+            "our test set": test_sets.get(cell.experiment, "") if cell else "",
+            "signature": measured["signature"] if measured else "",
+            "baseline": baselines.get(cell.experiment, "") if sig else "",
+            "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
+            "p": sig["p_value"] if sig else float("nan"),
+            "95% CI": f"{sig['ci_low']:.2f}–{sig['ci_high']:.2f}" if sig else "",
+            "mark": mark(sig["score"], sig["baseline"], sig["p_value"], marks) if sig else "",
+        })
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def comparability_note(metric: str, scale: str | None) -> str:
+    """The line under every table: why 'ours' and 'paper' are not the same measurement."""
+    where = f"the test set configured for scale `{scale}`" if scale else "our configured test set"
+    return (f"Ours: {METRICS[metric]} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
+            f"(see the paper note), ours is not comparable in absolute terms with the paper's number (e.g. "
+            f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
+
+
+def _display(table: pd.DataFrame) -> pd.DataFrame:
+    """Numbers as text with 2 decimals (Δ signed), ours with its significance mark; empty where unmeasured."""
+    def fmt(spec):
+        return lambda value: "" if pd.isna(value) else format(value, spec)
+    shown = table.assign(**{"paper BLEU": table["paper BLEU"].map(fmt(".2f")),
+                            "ours": table["ours"].map(fmt(".2f")) + table["mark"],
+                            "Δ": table["Δ"].map(fmt("+.2f")),
+                            "vs baseline": table["vs baseline"].map(fmt("+.2f")),
+                            "p": table["p"].map(fmt(".3f"))})
+    return shown.drop(columns="mark")
+
+
+def render_markdown(table: pd.DataFrame, title: str, note: str) -> str:
+    shown = _display(table).map(lambda text: text.replace("|", "\\|"))  # signatures contain '|'
+    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
+    body = shown.to_markdown(index=False, disable_numparse=True,
+                             colalign=["right" if c in numeric else "left" for c in shown.columns])
+    return f"# {title}\n\n{body}\n\n{note}\n"
+
+
+def render_html(table: pd.DataFrame, title: str, note: str) -> str:
+    body = _display(table).to_html(index=False, border=0)
+    return (f"<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>\n"
+            f"<body>\n<h1>{html.escape(title)}</h1>\n{body}\n<p>{html.escape(note)}</p>\n</body>\n</html>\n")
+
+
+def read_curve(path) -> pd.DataFrame:
+    """A training curve TSV from `nmtrepro train`: log rows carry train_*, checkpoint rows valid_*."""
+    curve = pd.read_csv(require_file(path), sep="\t")
+    missing = [c for c in CURVE_COLUMNS if c not in curve.columns]
+    if missing:
+        raise InputError(f"{path}: curve lacks columns {missing}")
+    return curve
+
+
+def plot_curves(curves: dict[str, pd.DataFrame]) -> Figure:
+    """Train (left) and valid (right) loss vs step; solid = label-smoothed loss, dashed = nll."""
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    panels = fig.subplots(1, 2, sharex=True, sharey=True)
+    fig.suptitle("solid: label-smoothed loss, dashed: NLL", fontsize="medium")
+    for colour, (experiment, curve) in enumerate(curves.items()):
+        for ax, split in zip(panels, ("train", "valid")):
+            for kind, style in (("loss", "-"), ("nll", "--")):
+                points = curve[["step", f"{split}_{kind}"]].dropna()
+                ax.plot(points["step"], points[f"{split}_{kind}"], style, color=f"C{colour}",
+                        marker="o" if split == "valid" else None, markersize=3,
+                        label=f"{experiment} {kind}")
+    for ax, split in zip(panels, ("train", "valid")):
+        ax.set_title(split)
+        ax.set_xlabel("update step")
+        ax.grid(alpha=0.3)
+    panels[0].set_ylabel("bits per target token")
+    panels[1].legend(fontsize="small")
+    return fig
+
+
+def add_arguments_table(parser) -> None:
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--paper-numbers", required=True, help="TSV: row, column, value, note")
+    parser.add_argument("--metric", required=True, choices=sorted(METRICS), help="key of the BLEU JSON")
+    parser.add_argument("--cell", action="append", default=[], metavar="EXPERIMENT=ROW=COLUMN=PATH",
+                        help="a measured cell and its BLEU JSON (repeat)")
+    parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
+                        help="the test set an experiment was scored on, shown in its row (repeat)")
+    parser.add_argument("--scale", help="the configured scale, named in the note under the table")
+    parser.add_argument("--significance", action="append", default=[], metavar="EXPERIMENT=BASELINE=PATH",
+                        help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
+    parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
+                        help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
+    parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
+                        help="keep only this column of the paper's numbers (repeat; default: all)")
+    parser.add_argument("--out-md", required=True)
+    parser.add_argument("--out-html", required=True)
+    parser.add_argument("--out-tex", help="LaTeX table")
+
+
+def run_table(args) -> None:
+    cells = [parse_cell(spec) for spec in args.cell]
+    pairs = parse_pairs(args.significance, "--significance")       # EXPERIMENT -> BASELINE=PATH
+    baselines = {e: spec.partition("=")[0] for e, spec in pairs.items()}
+    significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
+    table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
+                        significance, baselines, args.marks, args.paper_column)
+    note = comparability_note(args.metric, args.scale)
+    if significance:
+        from ..evaluation.significance import MARK_STYLES
+        levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
+        note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
+                 f"baseline; 'vs baseline' = ours − baseline, p the chance of a difference this large by "
+                 f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
+    with atomic_open(args.out_md) as handle:
+        handle.write(render_markdown(table, args.title, note))
+    with atomic_open(args.out_html) as handle:
+        handle.write(render_html(table, args.title, note))
+    if args.out_tex:
+        with atomic_open(args.out_tex) as handle:
+            handle.write(_display(table).to_latex(index=False, caption=f"{args.title}. {note}"))
+
+
+def add_arguments_plot_curves(parser) -> None:
+    parser.add_argument("--curve", action="append", required=True, metavar="EXPERIMENT=PATH",
+                        help="an experiment's training curve TSV (repeat)")
+    parser.add_argument("--out", required=True, help="PNG")
+
+
+def run_plot_curves(args) -> None:
+    paths = parse_pairs(args.curve, "--curve")
+    fig = plot_curves({experiment: read_curve(path) for experiment, path in paths.items()})
+    with atomic_path(args.out) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)  # tmp ends in .tmp: name the format

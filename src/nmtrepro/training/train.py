@@ -1,0 +1,375 @@
+"""Training: Adam + inverse-sqrt warmup, label smoothing, token batches with gradient accumulation,
+rotating checkpoints and exact resume.
+
+A run is a pure function of (data, model spec, settings): batches come from (seed, epoch), dropout
+from a saved RNG state, so killing a job and running it again gives the same weights as an
+uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before exiting, so a pre-empted
+cluster job resumes when it is run again.
+
+Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch groups, each
+built to update_tokens / world_size target tokens, and rank r computes group r of every world_size
+consecutive ones; DistributedDataParallel sums the gradients, so one update still covers about
+update_tokens. Only rank 0 validates, saves and logs.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import signal
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+
+from . import checkpoint
+from ..core import runtime
+from .batching import collate, token_batches
+from .criterion import model_loss
+from ..core.files import InputError, atomic_open
+from ..models import build_model, count_parameters
+from ..data.parse import read_spans
+from .schedule import inverse_sqrt
+from ..core.vocab import IndexedData, Vocab
+
+log = logging.getLogger("nmtrepro.training.train")
+CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
+                 "valid_loss", "valid_nll", "tgt_tok_s")
+
+
+@dataclass
+class Settings:
+    """Training settings (config `scales.<scale>.train`); defaults are paper A's."""
+    max_updates: int = 100_000
+    max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
+    max_tokens: int = 4096          # padded tokens per forward/backward batch
+    update_tokens: int = 25_000     # accumulate batches up to this many target tokens, then update
+    lr: float = 7e-4                # peak learning rate, reached after warmup
+    warmup: int = 8000
+    label_smoothing: float = 0.1
+    clip_norm: float = 0.0          # 0: no clipping
+    save_every: int = 1500
+    keep_last: int = 5
+    log_every: int = 100
+    seed: int = 1
+    threads: int = 0                # 0: torch's default
+    precision: str = "fp32"         # fp32 | bf16 (autocast)
+    device: str = "auto"
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Settings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+class Corpus:
+    """The binarized training and validation data of a prepared dataset."""
+
+    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None):
+        """`spans_dir`: the parse stage's train/valid .spans (source phrases), for models that take them."""
+        data_dir = Path(data_dir)
+        self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
+        self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
+        self.splits, self.spans = {}, {}
+        for split in ("train", "valid"):
+            src, tgt = IndexedData(data_dir / f"{split}.src.bin"), IndexedData(data_dir / f"{split}.tgt.bin")
+            if len(src) != len(tgt):
+                raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
+            self.splits[split] = (src, tgt)
+            if spans_dir is not None:
+                self.spans[split] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
+
+    def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
+        src, tgt = self.splits[split]
+        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch)
+
+    def collate(self, split: str, indices):
+        return collate(*self.splits[split], indices, self.spans.get(split))
+
+
+class Interrupted(Exception):
+    pass
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+
+
+class LossOf(torch.nn.Module):
+    """The training loss as a module's forward, so DistributedDataParallel sees (and syncs) it."""
+
+    def __init__(self, model: torch.nn.Module, label_smoothing: float):
+        super().__init__()
+        self.model, self.label_smoothing = model, label_smoothing
+
+    def forward(self, src, prev, target, spans=None):
+        return model_loss(self.model, src, prev, target, self.label_smoothing, spans)
+
+
+class Trainer:
+    def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
+                 shards: int | None = None):
+        """`shards`: batch groups per update (default: the world size). One process given shards=N
+        computes exactly the updates of an N-process run, one after the other (the tests use that)."""
+        self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
+        self.device = runtime.setup(settings.threads, settings.device)
+        self.precision = runtime.resolve_precision(self.device, settings.precision)
+        self.rank, self.world = runtime.distributed(self.device)
+        self.shards = shards or self.world
+        if self.world > 1 and self.shards != self.world:
+            raise InputError(f"{self.world} processes need {self.world} shards per update, not {self.shards}")
+        torch.manual_seed(settings.seed)
+        self.spec = {"src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab), **model_options}
+        self.model = build_model(self.spec).to(self.device)
+        self.loss = LossOf(self.model, settings.label_smoothing)
+        if self.world > 1:
+            torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
+            self.loss = torch.nn.parallel.DistributedDataParallel(
+                self.loss, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
+        self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
+        self.curve: list[dict] = []
+        self.stop_signal = None
+
+    # -- state ----------------------------------------------------------------------------------
+    def state(self) -> dict:
+        """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
+        return {"model_spec": self.spec, "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings),
+                "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
+                "curve": self.curve, "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
+
+    def _rng(self) -> dict:
+        return {"cpu": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None}
+
+    def _gather(self, obj) -> list:
+        if self.world == 1:
+            return [obj]
+        gathered = [None] * self.world
+        torch.distributed.all_gather_object(gathered, obj)
+        return gathered
+
+    def resume(self) -> bool:
+        found = checkpoint.checkpoints(self.dir)
+        if not found:
+            return False
+        step, path = found[-1]
+        blob = checkpoint.load(path)
+        if blob["model_spec"] != self.spec:
+            raise InputError(f"{path} was trained with model {blob['model_spec']}, not {self.spec}; "
+                             "delete the checkpoint directory to start over")
+        self.model.load_state_dict(blob["model"])
+        self.optimizer.load_state_dict(blob["optimizer"])
+        self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
+        self.wall, self.curve = blob["wall_s"], blob["curve"]
+        torch.set_rng_state(blob["rng"])
+        rank_rng = blob.get("rank_rng") or []
+        if len(rank_rng) == self.world:
+            torch.set_rng_state(rank_rng[self.rank]["cpu"])
+            if rank_rng[self.rank]["cuda"] is not None and self.device.type == "cuda":
+                torch.cuda.set_rng_state(rank_rng[self.rank]["cuda"], self.device)
+        log.info("resuming from %s (step %d, epoch %d, batch %d)", path, step, self.epoch, self.position)
+        return True
+
+    def save(self) -> None:
+        state = self.state()
+        if self.rank == 0:
+            path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
+            log.info("saved %s", path)
+
+    # -- loop -----------------------------------------------------------------------------------
+    def validate(self) -> tuple[float, float]:
+        self.model.eval()
+        loss = nll = tokens = 0.0
+        with torch.no_grad(), runtime.autocast(self.device, self.precision):
+            for indices in self.corpus.batches("valid", self.settings.max_tokens):
+                batch = self.corpus.collate("valid", indices).to(self.device)
+                l, n = model_loss(self.model, batch.src, batch.prev, batch.target,
+                                  self.settings.label_smoothing, batch.spans)
+                loss, nll, tokens = loss + l.item(), nll + n.item(), tokens + batch.tgt_tokens
+        self.model.train()
+        return loss / tokens / math.log(2), nll / tokens / math.log(2)
+
+    def update(self, group: list) -> tuple[float, float, int]:
+        """One optimizer step over this rank's batches; gradients are normalised by the target tokens
+        of all ranks. Returns the loss, NLL and target tokens summed over all ranks."""
+        s = self.settings
+        self.optimizer.zero_grad(set_to_none=True)
+        totals = torch.zeros(3, dtype=torch.float64)  # loss, nll, target tokens
+        for i, indices in enumerate(group):
+            batch = self.corpus.collate("train", indices).to(self.device)
+            # DDP all-reduces the gradients on the last backward of the update only.
+            sync = i == len(group) - 1 or self.world == 1
+            with contextlib.nullcontext() if sync else self.loss.no_sync():
+                with runtime.autocast(self.device, self.precision):
+                    loss, nll = self.loss(batch.src, batch.prev, batch.target, batch.spans)
+                loss.backward()
+            totals += torch.tensor([loss.item(), nll.item(), batch.tgt_tokens], dtype=torch.float64)
+        if self.world > 1:
+            torch.distributed.all_reduce(totals)
+        loss_sum, nll_sum, tokens = totals[0].item(), totals[1].item(), int(totals[2].item())
+        for p in self.model.parameters():
+            if p.grad is not None:
+                p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
+        if s.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
+        self.step += 1
+        for g in self.optimizer.param_groups:
+            g["lr"] = inverse_sqrt(self.step, s.lr, s.warmup)
+        self.optimizer.step()
+        return loss_sum, nll_sum, tokens
+
+    def groups(self):
+        """Yield (batch-index groups, next position) from the current epoch/position onwards; each
+        group holds about update_tokens / shards target tokens."""
+        s = self.settings
+        budget = math.ceil(s.update_tokens / self.shards)
+        while True:
+            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
+            sizes = [sum(self.corpus.splits["train"][1].sizes[i] for i in b) for b in batches]
+            group, tokens = [], 0
+            for bi in range(self.position, len(batches)):
+                group.append(batches[bi])
+                tokens += sizes[bi]
+                # Update before the next batch would overshoot the budget (at least one batch each).
+                if bi == len(batches) - 1 or tokens + sizes[bi + 1] > budget:
+                    yield group, bi + 1
+                    group, tokens = [], 0
+            self.epoch, self.position = self.epoch + 1, 0
+
+    def updates(self):
+        """Yield (this process's batches, next position) per update: of `shards` consecutive groups,
+        rank r takes groups r, r + world, ... (all of them in a single process)."""
+        groups = self.groups()
+        while True:
+            chunk = [next(groups) for _ in range(self.shards)]
+            yield [b for group, _ in chunk[self.rank::self.world] for b in group], chunk[-1][1]
+
+    def train(self) -> None:
+        s = self.settings
+        self.model.train()
+        log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
+                 f"{count_parameters(self.model):,}", self.device, self.precision)
+        handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
+        try:
+            self._loop()
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum, frame):
+        self.stop_signal = signum
+
+    def _loop(self) -> None:
+        s = self.settings
+        window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}
+        updates = self.updates()
+        while not self.finished():
+            group, next_position = next(updates)
+            start = time.perf_counter()
+            loss, nll, tokens = self.update(group)
+            elapsed = self._agree(time.perf_counter() - start)
+            self.position = next_position
+            self.wall += elapsed
+            for key, value in zip(("loss", "nll", "tokens", "time"), (loss, nll, tokens, elapsed)):
+                window[key] += value
+            last = self.finished()
+            if (self.step % s.log_every == 0 or last) and self.rank == 0:
+                self._log(window)
+                window = dict.fromkeys(window, 0)
+            if self.step % s.save_every == 0 or last:
+                if self.rank == 0:
+                    valid_loss, valid_nll = self.validate()
+                    self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
+                                       "valid_loss": valid_loss, "valid_nll": valid_nll})
+                    log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
+                             self.step, valid_loss, valid_nll, 2 ** valid_nll)
+                self.save()
+            if self._stopping():
+                self.save()
+                raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
+
+    def _agree(self, elapsed: float) -> float:
+        """The slowest rank's step time, so that every rank's max_minutes clock stops together."""
+        if self.world == 1:
+            return elapsed
+        value = torch.tensor([elapsed], dtype=torch.float64)
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return value.item()
+
+    def _stopping(self) -> bool:
+        """Whether any rank got a stop signal (all ranks then save and stop at the same step).
+
+        Every rank decides from the reduced flag alone. A signal that lands while the flag is being
+        reduced stays in `stop_signal` for the next update's vote: overwriting it with the vote's
+        "no" lost signals that reached every rank during the all_reduce (seen under load).
+        """
+        if self.world == 1:
+            return self.stop_signal is not None
+        flag = torch.tensor([self.stop_signal or 0])
+        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+        if flag.item():
+            self.stop_signal = int(flag.item())
+        return bool(flag.item())
+
+    def finished(self) -> bool:
+        s = self.settings
+        return self.step >= s.max_updates or (s.max_minutes > 0 and self.wall >= 60 * s.max_minutes)
+
+    def _log(self, window: dict) -> None:
+        s, tokens = self.settings, max(window["tokens"], 1)
+        loss, nll = window["loss"] / tokens / math.log(2), window["nll"] / tokens / math.log(2)
+        speed = window["tokens"] / max(window["time"], 1e-9)
+        lr = self.optimizer.param_groups[0]["lr"]
+        left = (s.max_updates - self.step) * self.wall / max(self.step, 1)
+        if s.max_minutes > 0:
+            left = min(left, 60 * s.max_minutes - self.wall)
+        self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
+                           "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
+        log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
+                 "%.0f s trained, ~%.0f s left", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 2 ** nll, lr, speed, self.wall, left)
+
+    def write_outputs(self, model_path: str | Path, curve_path: str | Path) -> None:
+        checkpoint.save({"model_spec": self.spec, "model": self.model.state_dict(), "step": self.step,
+                         "wall_s": self.wall}, model_path)
+        with atomic_open(curve_path) as handle:
+            handle.write("\t".join(CURVE_COLUMNS) + "\n")
+            for row in self.curve:
+                handle.write("\t".join("" if row.get(c) is None else str(row[c]) for c in CURVE_COLUMNS) + "\n")
+
+
+def add_arguments_train(parser) -> None:
+    parser.add_argument("--data", required=True, help="prepared dataset directory (results/prepare/NAME)")
+    parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
+    parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
+    parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
+    parser.add_argument("--spans", help="folder of train/valid .spans source phrases (parser-phrase models)")
+    parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
+    parser.add_argument("--out", required=True, help="final model file")
+    parser.add_argument("--curve", required=True, help="training curve TSV")
+
+
+def run_train(args) -> None:
+    try:
+        model_options, settings = json.loads(args.model), Settings.from_dict(json.loads(args.settings))
+    except json.JSONDecodeError as err:
+        raise InputError(f"--model/--settings is not valid JSON: {err}") from err
+    if args.threads:
+        settings.threads = args.threads
+    trainer = Trainer(Corpus(args.data, args.spans), model_options, settings, args.checkpoint_dir)
+    if not trainer.resume():
+        log.info("starting from scratch in %s", args.checkpoint_dir)
+    try:
+        trainer.train()
+    except Interrupted as err:
+        raise SystemExit(f"nmtrepro train: {err}") from None
+    if trainer.rank == 0:
+        trainer.write_outputs(args.out, args.curve)
+    if trainer.world > 1:
+        torch.distributed.destroy_process_group()
