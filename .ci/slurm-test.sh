@@ -128,7 +128,7 @@ EOF
 WF=$WORK/wf
 mkdir -p "$WF"
 cp Snakefile config.yaml "$WF"/
-cp -r workflow "$WF"/
+cp -r workflow config "$WF"/
 ln -s "$REPO/data" "$WF/data"
 TARGET=results/evaluate/base_en_de/test_2016_flickr.bleu.json
 say "running the ci workflow through SLURM ($TARGET)"

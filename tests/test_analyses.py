@@ -155,12 +155,10 @@ def test_table_command_marks_significant_cells(tmp_path):
 def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
     from pathlib import Path
 
-    import yaml
-
-    from nmtrepro.config import experiments, validate
+    from nmtrepro.config import experiments, load, validate
 
     repo = Path(__file__).resolve().parents[1]
-    config = yaml.safe_load((repo / "config.yaml").read_text())
+    config, _ = load(repo / "config.yaml")
     validate(config, repo / "workflow/schemas/config.schema.yaml")
     experiments(config)                                   # the default's baselines are valid
     config["tables"]["A_table1"]["cells"][0]["baseline"] = "base_en_fr"

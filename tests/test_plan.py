@@ -16,7 +16,7 @@ output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
 results/train/done/final.pt\tMon\ttrain\t-\t-\t-\tok\tno update
 results/train/todo/final.pt\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
 results/train/todo/curve.tsv\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
-results/downloads/wmt13_un.json\t-\tdownload_resource\t-\t-\t-\tmissing\tupdate pending
+results/downloads/wmt13_un.json\t-\tdownload\t-\t-\t-\tmissing\tupdate pending
 """
 
 

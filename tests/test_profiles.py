@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from test_workflow import REPO, repo_config, workdir
 
@@ -26,7 +25,7 @@ def dry_run(tmp_path, *args: str) -> str:
 def test_slurm_profile_dry_run_lists_paper_training_under_torchrun_with_its_gpus(tmp_path):
     out = dry_run(tmp_path, "--profile", "profiles/slurm", "--set-resources", "train:gpu=8",
                   "--config", "scale=paper")
-    experiments = yaml.safe_load((REPO / "config.yaml").read_text())["experiments"]
+    experiments = repo_config()["experiments"]
     assert out.count("torchrun --standalone --nproc-per-node 8 ") == len(experiments)  # the job's gpu resource
     assert "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python nmtrepro train" in out
 

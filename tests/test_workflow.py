@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtrepro.config import experiments, validate
+from nmtrepro.config import check_analysis_kinds, experiments, load, merge_papers, validate
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,22 +21,25 @@ SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 
 
 def repo_config() -> dict:
-    return yaml.safe_load((REPO / "config.yaml").read_text())
+    """config.yaml with every paper's file merged in, as the Snakefile sees it."""
+    return load(REPO / "config.yaml")[0]
 
 
 def workdir(tmp_path: Path, config: dict) -> Path:
-    """A copy of the workflow (data linked, not copied) with its own config.yaml and results/."""
+    """A copy of the workflow (data linked, not copied) with its own config.yaml and results/.
+    `config` is already merged (repo_config), so the copy lists no paper files."""
     work = tmp_path / "wf"
     work.mkdir()
     shutil.copy(REPO / "Snakefile", work)
     shutil.copytree(REPO / "workflow", work / "workflow")
     (work / "data").symlink_to(REPO / "data")
-    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (work / "config.yaml").write_text(yaml.safe_dump({**config, "papers": []}, sort_keys=False))
     return work
 
 
 def snakemake(work: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args, "--config", "scale=ci"]  # --config takes many
+    """`snakemake ARGS` at ci scale in `work` (targets go in ARGS: --config last, as it takes many values)."""
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args, "--config", "scale=ci"]
     return subprocess.run(cmd, cwd=work, capture_output=True, text=True, **kwargs)
 
 
@@ -80,6 +83,53 @@ def test_unknown_model_family_and_option_are_named():
     config["models"]["transformer_base"].update(family="transformer", dropuot=0.3)
     with pytest.raises(InputError, match=r"models.transformer_base.dropuot: family 'transformer' has no such"):
         experiments(config)
+
+
+def test_each_paper_file_is_merged_once_and_owns_its_tables(tmp_path):
+    config, owned = load(REPO / "config.yaml")
+    assert owned["A"]["tables"] == ["A_table1", "A_table2"] and "A_figure3" in owned["A"]["analyses"]
+    assert owned["B"]["analyses"] == ["B_table5"] and "pr_en_de" in config["experiments"]
+    assert "base_en_de" not in owned["A"]["experiments"]  # the shared baseline lives in config.yaml
+
+    (tmp_path / "X.yaml").write_text("experiments:\n  base_en_de: {model: transformer_base, task: en-fr}\n")
+    with pytest.raises(InputError, match=r"X.yaml: experiments.base_en_de is already defined"):
+        merge_papers({"papers": ["X.yaml"], "experiments": {"base_en_de": {}}}, tmp_path)
+    (tmp_path / "Y.yaml").write_text("scales: {}\n")
+    with pytest.raises(InputError, match=r"Y.yaml: unknown section 'scales'"):
+        merge_papers({"papers": ["Y.yaml"]}, tmp_path)
+
+
+def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
+    config = repo_config()
+    validate(config, SCHEMA)
+    kinds = [path.stem for path in (REPO / "workflow/rules/analyses").glob("*.smk")]
+    check_analysis_kinds(config, kinds)
+    config["analyses"]["D_figure4"]["kind"] = "length_bucket"
+    with pytest.raises(InputError, match=r"analyses.D_figure4.kind = 'length_bucket' is not defined"):
+        check_analysis_kinds(config, kinds)
+
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["analyses"]["B_table5"]["systems"][0]["experiment"] = "base_en_fr"
+    experiments(config)  # probing needs an English source only
+    config["analyses"]["A_figure4"]["systems"][0]["experiment"] = "base_en_fr"
+    with pytest.raises(InputError, match=r"analyses.A_figure4.systems\[0\].experiment = 'base_en_fr' translates "
+                                         r"en->fr; the agreement analysis needs en->de"):
+        experiments(config)
+
+
+def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
+    work = tmp_path / "wf"
+    work.mkdir()
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(REPO / name, work)
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, work / folder)
+    (work / "data").symlink_to(REPO / "data")
+    out = snakemake(work, "-n", "paper_B")
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout + out.stderr
+    assert "results/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
 
 
 def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):

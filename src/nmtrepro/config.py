@@ -1,6 +1,7 @@
 """The study as config describes it: experiments resolved against the chosen scale.
 
-The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this
+config.yaml holds the datasets, scales and shared models; each paper's models, experiments, tables
+and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this
 module checks what a schema cannot: that names refer to things that exist (an experiment's model
 and task, a table's experiments, a size in the scale, a model option the family accepts).
 Every error names the offending key path.
@@ -15,6 +16,11 @@ import jsonschema
 import yaml
 
 from .core.files import InputError, require_file
+
+
+PAPER_SECTIONS = ("models", "experiments", "tables", "analyses")
+# Analyses whose systems must translate from (source, target) = these languages; None: any.
+ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,57 @@ class Experiment:
     def needs_spans(self) -> bool:
         """Whether the model reads parser phrases (the parse stage's .spans) beside the source."""
         return self.model.get("phrases") == "parse"
+
+
+def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:
+    """config.yaml with `KEY=VALUE` overrides (values parsed as YAML, as Snakemake's --config does)
+    and its papers merged in; returns it with `merge_papers`'s account of which paper owns what."""
+    config = yaml.safe_load(require_file(configfile).read_text(encoding="utf-8"))
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--config {item}: expected KEY=VALUE")
+        config[key] = yaml.safe_load(value)
+    return config, merge_papers(config, Path(configfile).parent)
+
+
+def merge_papers(config: dict, root: str | Path) -> dict[str, dict[str, list[str]]]:
+    """Merge each file of `config['papers']` (paths relative to `root`) into `config`, in place.
+
+    A paper file holds only the sections of PAPER_SECTIONS, and a name may be defined once across
+    config.yaml and all papers, so a paper can never silently redefine another's experiment. Returns
+    paper name (the file's stem, e.g. "A") -> section -> the names that paper defines.
+    """
+    owned = {}
+    for entry in config.get("papers", []):
+        path = require_file(Path(root) / entry)
+        try:
+            paper = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise InputError(f"{path}: not valid YAML: {err}") from None
+        if not isinstance(paper, dict):
+            raise InputError(f"{path}: expected a mapping of {', '.join(PAPER_SECTIONS)}")
+        for section in paper:
+            if section not in PAPER_SECTIONS:
+                raise InputError(f"{path}: unknown section {section!r}; a paper file holds "
+                                 f"{', '.join(PAPER_SECTIONS)} (the rest belongs in config.yaml)")
+        owned[path.stem] = {}
+        for section in PAPER_SECTIONS:
+            entries = paper.get(section) or {}
+            target = config.setdefault(section, {})
+            for name, spec in entries.items():
+                if name in target:
+                    raise InputError(f"{path}: {section}.{name} is already defined (config.yaml or an "
+                                     "earlier paper); a name may be defined once")
+                target[name] = spec
+            owned[path.stem][section] = list(entries)
+    return owned
+
+
+def check_analysis_kinds(config: dict, kinds) -> None:
+    """Every analysis names a kind the workflow has rules for (one rule file per kind)."""
+    for name, spec in config.get("analyses", {}).items():
+        _known(spec["kind"], kinds, f"analyses.{name}.kind")
 
 
 def _with_defaults(validator_class):
@@ -123,7 +180,22 @@ def experiments(config: dict) -> dict[str, Experiment]:
             _known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
         if spec["kind"] == "length_buckets" and "edges" not in spec:
             raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
+        _check_languages(out, name, spec)
     return out
+
+
+def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
+    """Probing tasks are English sentences, LingEval97 pairs English->German: refuse other systems."""
+    src, tgt = ANALYSIS_LANGUAGES.get(spec["kind"], (None, None))
+    for i, system in enumerate(spec["systems"]):
+        e = experiments[system["experiment"]]
+        if (src and e.src_lang != src) or (tgt and e.tgt_lang != tgt):
+            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
+                             f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
+                             f"{src or 'any'}->{tgt or 'any'}")
+        if spec["kind"] == "agreement" and e.needs_spans:
+            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} reads parser "
+                             "phrases, which the contrastive sources do not have")
 
 
 def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:

@@ -17,11 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
 
-from .config import experiments, validate
+from .config import experiments, load, validate
 from .data.download import load_manifest
-from .core.files import InputError, require_file, write_json
+from .core.files import InputError, write_json
 from .analyses.paramcount import parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
@@ -48,21 +47,9 @@ def parse_summary(text: str) -> tuple[set[str], set[str]]:
             continue
         if row.get("rule") == "train" and (m := TRAIN_OUTPUT.match(row["output_file"])):
             train.add(m["experiment"])
-        elif row.get("rule") == "download_resource" and (m := DOWNLOAD_OUTPUT.match(row["output_file"])):
+        elif row.get("rule") == "download" and (m := DOWNLOAD_OUTPUT.match(row["output_file"])):
             downloads.add(m["resource"])
     return train, downloads
-
-
-def load_config(configfile: str, overrides: list[str], schema: str) -> dict:
-    """config.yaml with `--config key=value` overrides (values parsed as YAML, as Snakemake does), validated."""
-    config = yaml.safe_load(require_file(configfile).read_text(encoding="utf-8"))
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InputError(f"--config {item}: expected KEY=VALUE")
-        config[key] = yaml.safe_load(value)
-    validate(config, schema)
-    return config
 
 
 def throughput(config: dict, bench: Path | None) -> tuple[dict, str]:
@@ -144,7 +131,8 @@ def add_arguments_plan(parser) -> None:
 
 
 def run_plan(args) -> None:
-    config = load_config(args.configfile, args.config, args.schema)
+    config, _ = load(args.configfile, args.config)
+    validate(config, args.schema)
     pending, downloads = dry_run_jobs(args.snakefile, args.config)
     rates, source = throughput(config, Path(args.bench) if args.bench else None)
     result = plan(config, pending, downloads, rates, load_manifest(args.manifest))

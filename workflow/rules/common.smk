@@ -1,13 +1,18 @@
-# Config validation, the resolved study, and the input functions the rules share.
+# Config: the papers merged in, validated, resolved for the scale; the input functions the rules share.
 import json
 import shlex
+from pathlib import Path
 
-from nmtrepro.config import experiments, model_options, validate
+from nmtrepro.config import check_analysis_kinds, experiments, merge_papers, model_options, validate
 from nmtrepro.core.files import InputError
 
+# One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
+ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("*.smk"))
 
 try:
+    PAPERS = merge_papers(config, workflow.basedir)  # paper name -> the tables and analyses it defines
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+    check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
     EXPERIMENTS = experiments(config)
 except InputError as err:
     raise WorkflowError(str(err)) from None
@@ -43,17 +48,19 @@ def test_files(wildcards, kind):
     return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
 
 
+def evaluated(experiment, ext):
+    """An experiment's evaluate-stage file of its test set (`hyp`, `hyp.tok`, `bleu.json`, ...)."""
+    return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.{ext}"
+
+
+def test_input(experiment, kind):
+    """An experiment's prepared test file (`src.bpe`, `ref`, `ref.tok`, ...)."""
+    e = EXPERIMENTS[experiment]
+    return f"results/prepare/{e.dataset}/test/{e.test}.{kind}"
+
+
 def bleu_file(experiment):
-    return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.bleu.json"
-
-
-def all_outputs():
-    tables = expand("results/report/{table}.{ext}", table=config["tables"], ext=["md", "html", "tex"])
-    analyses = [f"results/report/{name}.{ext}" for name, spec in config.get("analyses", {}).items()
-                if spec["kind"] != "agreement"  # contrastive_outputs(): only at a scale with contrastive data
-                for ext in (["png", "svg"] if spec["kind"] in ("length_buckets", "ngram_precision") else [])
-                + ["md", "html", "tex"]]
-    return tables + analyses + ["results/report/training_curves.png"] + probing_outputs() + contrastive_outputs()
+    return evaluated(experiment, "bleu.json")
 
 
 def download_options():
@@ -64,6 +71,6 @@ def download_options():
 
 
 def download_records(wildcards):
-    """A download dataset's fetched resources, one `download_resource` job each."""
+    """A download dataset's fetched resources, one `download` job each."""
     names = config["datasets"][wildcards.dataset].get("downloads", [])
     return expand("results/downloads/{resource}.json", resource=names)

@@ -1,4 +1,4 @@
-rule download_resource:
+rule download:
     output:
         "results/downloads/{resource}.json",
     log:
@@ -12,7 +12,7 @@ rule download_resource:
         "nmtrepro download --name {wildcards.resource} --out {output} {params.options} 2> {log}"
 
 
-rule fetch_dataset:
+rule fetch:
     input:
         download_records,
     output:

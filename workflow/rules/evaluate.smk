@@ -40,3 +40,22 @@ rule bleu:
     shell:
         "nmtrepro bleu --hyp {input.hyp} --ref {input.ref} --hyp-tok {input.tok} --ref-tok {input.ref_tok} "
         "--out {output} 2> {log}"
+
+
+rule significance:
+    input:
+        hyp=lambda w: evaluated(w.experiment, "hyp"),
+        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
+        base_hyp=lambda w: evaluated(w.baseline, "hyp"),
+        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
+        ref=lambda w: test_input(w.experiment, "ref"),
+        ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
+    output:
+        "results/analyse/significance/{experiment}.vs.{baseline}.json",
+    log:
+        "results/logs/analyse/significance.{experiment}.vs.{baseline}.log",
+    wildcard_constraints:
+        baseline="|".join(EXPERIMENTS) or "^$",
+    shell:
+        "nmtrepro significance --hyp {input.hyp} --hyp-tok {input.hyp_tok} --base-hyp {input.base_hyp} "
+        "--base-hyp-tok {input.base_hyp_tok} --ref {input.ref} --ref-tok {input.ref_tok} --out {output} 2> {log}"

@@ -1,4 +1,4 @@
-rule parse_phrases:
+rule parse:
     input:
         "results/prepare/{dataset}/{part}.src.bpe",
     output:

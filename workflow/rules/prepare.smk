@@ -1,4 +1,4 @@
-rule prepare_dataset:
+rule prepare:
     input:
         "results/data/{dataset}/manifest.json",
     output:

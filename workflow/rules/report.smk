@@ -23,7 +23,7 @@ def table_cell_args(wildcards, input):
     return shlex.join(args)
 
 
-rule results_table:
+rule table:
     input:
         unpack(table_cells),
         unpack(table_significance),
@@ -51,7 +51,7 @@ rule results_table:
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
-rule training_curves:
+rule plot_curves:
     input:
         expand("results/train/{experiment}/curve.tsv", experiment=EXPERIMENTS),
     output:
@@ -62,3 +62,24 @@ rule training_curves:
         curves=lambda w, input: " ".join(f"--curve {e}={path}" for e, path in zip(EXPERIMENTS, input)),
     shell:
         "nmtrepro plot-curves {params.curves} --out {output} 2> {log}"
+
+
+def report_files(tables, analyses):
+    """The report files of these tables and analyses (an analysis' kind says which it renders)."""
+    files = expand("results/report/{table}.{ext}", table=tables, ext=TABLE)
+    return files + [f"results/report/{name}.{ext}" for name in analyses
+                    for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
+
+
+def all_outputs():
+    return report_files(config["tables"], ANALYSES) + ["results/report/training_curves.png"]
+
+
+# One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures.
+for _paper, _owned in PAPERS.items():
+
+    rule:
+        name:
+            f"paper_{_paper}"
+        input:
+            report_files(_owned["tables"], _owned["analyses"]),

@@ -43,7 +43,7 @@ rule train:
         "--checkpoint-dir {params.checkpoint_dir} {params.spans} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
-rule average_checkpoints:
+rule average:
     input:
         "results/train/{experiment}/final.pt",
     output:

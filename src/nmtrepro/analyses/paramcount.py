@@ -52,12 +52,9 @@ def add_arguments_param_count(parser) -> None:
 
 
 def run_param_count(args) -> None:
-    import yaml
+    from ..config import load
 
-    from ..core.files import require_file
-
-    config = yaml.safe_load(require_file(args.config).read_text(encoding="utf-8"))
-    config["scale"] = args.scale
+    config, _ = load(args.config, [f"scale={args.scale}"])
     vocab = {"src_vocab": args.src_vocab, "tgt_vocab": args.tgt_vocab}
     counts = variant_counts(config, vocab, {"output_bias": True} if args.output_bias else None)
     for name, c in counts.items():

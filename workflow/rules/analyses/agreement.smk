@@ -1,0 +1,64 @@
+# agreement: LingEval97-protocol contrastive scoring, subject-verb agreement accuracy by distance
+# (paper A Fig. 4) -- nmtrepro.analyses.contrastive (scores) and nmtrepro.analyses.agreement (figure).
+# Config `scales.<scale>.contrastive` names the pairs; at a scale without it the analysis is skipped.
+CONTRASTIVE = SCALE.get("contrastive")
+ANALYSIS_OUTPUTS["agreement"] = FIGURE if CONTRASTIVE else []
+
+
+def contrastive_test_files(wildcards):
+    if "download" in CONTRASTIVE:
+        return [f"results/downloads/{CONTRASTIVE['download']}.json"]
+    if "lingeval97" in CONTRASTIVE:
+        return [CONTRASTIVE["lingeval97"]]
+    return expand("{dir}/{set}/{file}", dir=CONTRASTIVE["distil_dir"], set=CONTRASTIVE["sets"],
+                  file=["src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz"])
+
+
+def contrastive_args(wildcards):
+    c = CONTRASTIVE
+    if "download" in c:
+        args = ["--lingeval97-download", f"results/downloads/{c['download']}.json"]
+    elif "lingeval97" in c:
+        args = ["--lingeval97", c["lingeval97"]]
+    else:
+        args = [a for s in c["sets"] for a in ("--distil-set", f"{c['distil_dir']}/{s}")] + ["--parser", c["parser"]]
+    if "max_per_set" in c:
+        args += ["--max-per-set", str(c["max_per_set"])]
+    return shlex.join(args + ["--max-tokens", str(c["max_tokens"])])
+
+
+rule contrastive:
+    input:
+        prepared,
+        contrastive_test_files,
+        model="results/train/{experiment}/averaged.pt",
+    output:
+        "results/analyse/{experiment}/contrastive.json",
+    log:
+        "results/logs/analyse/{experiment}.contrastive.log",
+    params:
+        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        args=contrastive_args,
+    threads: SCALE["train"].get("threads") or 1
+    message:
+        "Contrastive scoring (LingEval97 protocol): {wildcards.experiment}"
+    shell:
+        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} "
+        "--threads {threads} --out {output} 2> {log}"
+
+
+rule plot_agreement:
+    input:
+        unpack(system_inputs(lambda a, s: f"results/analyse/{s['experiment']}/contrastive.json")),
+    output:
+        **report_outputs("Analyses", "../../report/agreement.rst", FIGURE),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("agreement") if CONTRASTIVE else "^$",
+    params:
+        results=system_args(lambda s, input, i: input[f"sys{i}"]),
+        title=lambda w: ANALYSES[w.analysis]["title"],
+    shell:
+        "nmtrepro plot-agreement {params.results} --title {params.title:q} --out-png {output.png} "
+        "--out-svg {output.svg} 2> {log}"

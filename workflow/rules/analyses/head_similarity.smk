@@ -1,0 +1,48 @@
+# head_similarity: cosine similarity between encoder self-attention heads, within and across
+# feature groups (paper D Table IV) -- nmtrepro.analyses.heads.
+ANALYSIS_OUTPUTS["head_similarity"] = TABLE
+
+
+def head_groups(wildcards):
+    for system in ANALYSES[wildcards.analysis]["systems"]:
+        if system["experiment"] == wildcards.experiment and "groups" in system:
+            return "--groups " + shlex.join(system["groups"])
+    return ""
+
+
+rule head_similarity:
+    input:
+        model="results/train/{experiment}/averaged.pt",
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+    output:
+        "results/analyse/{analysis}/{experiment}.heads.json",
+    log:
+        "results/logs/analyse/{analysis}.{experiment}.heads.log",
+    wildcard_constraints:
+        analysis=analyses_of("head_similarity"),
+    params:
+        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        groups=head_groups,
+    threads: SCALE["train"].get("threads") or 1
+    shell:
+        "nmtrepro head-similarity --model {input.model} --data {params.data_dir} --input {input.src} "
+        "{params.groups} --threads {threads} --out {output} 2> {log}"
+
+
+rule head_table:
+    input:
+        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.heads.json")),
+    output:
+        **report_outputs("Head similarity", "../../report/heads.rst", ANALYSIS_OUTPUTS["head_similarity"]),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("head_similarity"),
+    params:
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        numbers=paper_numbers_arg,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro head-table {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"

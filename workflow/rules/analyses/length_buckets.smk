@@ -1,0 +1,43 @@
+# length_buckets: BLEU per source-length bucket, each system beside its baseline (paper A Fig. 3,
+# paper D Fig. 4) -- nmtrepro.analyses.buckets.
+ANALYSIS_OUTPUTS["length_buckets"] = FIGURE + TABLE
+
+
+rule length_buckets:
+    input:
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
+        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
+        ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
+    output:
+        "results/analyse/{analysis}/{experiment}.vs.{baseline}.buckets.json",
+    log:
+        "results/logs/analyse/{analysis}.{experiment}.vs.{baseline}.log",
+    wildcard_constraints:
+        analysis=analyses_of("length_buckets"),
+        baseline="|".join(EXPERIMENTS) or "^$",
+    params:
+        edges=lambda w: " ".join(map(str, ANALYSES[w.analysis]["edges"])),
+    shell:
+        "nmtrepro length-buckets --src-bpe {input.src} --hyp-tok {input.hyp_tok} --base-hyp-tok {input.base_hyp_tok} "
+        "--ref-tok {input.ref_tok} --edges {params.edges} --out {output} 2> {log}"
+
+
+rule plot_buckets:
+    input:
+        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.vs.{baseline_of(s)}.buckets.json")),
+    output:
+        **report_outputs("Length buckets", "../../report/buckets.rst", ANALYSIS_OUTPUTS["length_buckets"]),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("length_buckets"),
+    params:
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        numbers=paper_numbers_arg,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro plot-buckets {params.systems} {params.numbers} --title {params.title:q} {params.note} "
+        "--out-png {output.png} --out-svg {output.svg} --out-md {output.md} --out-html {output.html} "
+        "--out-tex {output.tex} 2> {log}"

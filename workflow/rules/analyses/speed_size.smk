@@ -1,0 +1,54 @@
+# speed_size: parameters, training and decoding speed of each system relative to its baseline
+# (paper A Table 2's Para./Time, paper D Table V) -- nmtrepro.analyses.speed.
+ANALYSIS_OUTPUTS["speed_size"] = TABLE
+
+
+rule speed:
+    input:
+        model="results/train/{experiment}/averaged.pt",
+        curve="results/train/{experiment}/curve.tsv",
+        stats=lambda w: evaluated(w.experiment, "decode.json"),
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+    output:
+        "results/analyse/speed/{experiment}.json",
+    log:
+        "results/logs/analyse/speed.{experiment}.log",
+    shell:
+        "nmtrepro speed --model {input.model} --curve {input.curve} --decode-stats {input.stats} "
+        "--src-bpe {input.src} --out {output} 2> {log}"
+
+
+def paper_size_args(wildcards):
+    """`--paper-size LABEL=SPEC` per system: its model at another scale's size with a given vocabulary."""
+    spec = ANALYSES[wildcards.analysis].get("paper_size")
+    if not spec:
+        return ""
+    at_scale = {**config, "scale": spec["scale"]}
+    extra = {key: spec[key] for key in ("src_vocab", "tgt_vocab", "output_bias")}
+    args = []
+    for s in ANALYSES[wildcards.analysis]["systems"]:
+        variant = config["experiments"][s["experiment"]]["model"]
+        options = model_options(at_scale, variant, f"analyses.{wildcards.analysis}.paper_size")
+        args += ["--paper-size", f"{s['label']}={json.dumps({**options, **extra})}"]
+    return shlex.join(args)
+
+
+rule speed_table:
+    input:
+        unpack(system_inputs(lambda a, s: [f"results/analyse/speed/{s['experiment']}.json",
+                                           f"results/analyse/speed/{baseline_of(s)}.json"])),
+    output:
+        **report_outputs("Speed and size", "../../report/speed.rst", ANALYSIS_OUTPUTS["speed_size"]),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("speed_size"),
+    params:
+        systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
+        numbers=paper_numbers_arg,
+        paper_size=paper_size_args,
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro speed-table {params.systems} {params.numbers} {params.paper_size} --title {params.title:q} {params.note} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
