@@ -176,3 +176,11 @@ def test_table_can_keep_only_some_paper_columns(tmp_path):
     assert table["column"].tolist() == ["BLEU"] and table["ours"].tolist() == [20.0]
     with pytest.raises(InputError, match="no column"):
         build_table(path, cells, "tok_bleu", columns=["BLEU", "Time"])
+
+
+def test_paper_a_table2_parameter_cells_span_the_rows_the_paper_prints_them_for():
+    """Table 2 prints 129.0 once for +Mean/+Max and 173.0 once for +Max+Attn/+Max+Attn+TA (footnote 4)."""
+    paper = read_paper_numbers(PAPER_A_TABLE1.with_name("A_table2.tsv"))
+    para = dict(paper.loc[paper["column"] == "Para. (M)", ["row", "value"]].itertuples(index=False))
+    assert para == {"Transformer Base": 88.1, "+Mean": 129.0, "+Max": 129.0, "+Max+Attn": 173.0,
+                    "+Max+Attn+TA": 173.0, "Transformer Big": 264.1}

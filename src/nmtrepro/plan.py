@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from .config import experiments, load, validate
 from .data.download import load_manifest
 from .core.files import InputError, write_json
