@@ -87,3 +87,19 @@ def test_unknown_family_and_option_fail_clearly():
         build_model({"family": "transfomer", "src_vocab": 5, "tgt_vocab": 5})
     with pytest.raises(InputError, match="no option"):
         build_model({**TINY, "src_vocab": 5, "tgt_vocab": 5, "d_modle": 3})
+
+
+def test_post_norm_normalises_every_layer_output_and_decodes_incrementally():
+    """pre_norm=False is Vaswani's (and paper A's) LN(x + f(x)): each encoder layer's output is normalised."""
+    torch.manual_seed(0)
+    model = build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24, "pre_norm": False}).eval()
+    src = torch.randint(4, 20, (3, 7))
+    out = model.encode(src)["out"]                         # no final LayerNorm: the last layer's LN(x + FFN)
+    assert torch.allclose(out.mean(-1), torch.zeros(3, 7), atol=1e-5)
+    assert torch.allclose(out.std(-1, unbiased=False), torch.ones(3, 7), atol=1e-3)
+    prev = torch.randint(4, 24, (3, 5))
+    enc = model.encode(src)
+    full = model.decode(prev, enc)
+    cache = {}
+    steps = [model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
+    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)

@@ -65,6 +65,7 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
     assert resolved["big_en_de"].train["max_updates"] == 300_000 and resolved["big_en_de"].average["last"] == 20
     assert resolved["base_en_de"].train["max_updates"] == 100_000 and resolved["base_en_de"].average["last"] == 5
     assert resolved["big_en_de"].model["dropout"] == 0.3 and resolved["big_en_fr"].model["dropout"] == 0.1
+    assert all(e.model["pre_norm"] is False for e in resolved.values())  # post-norm, as paper A trains
     config["analyses"]["A_table2_cost"]["paper_size"]["scale"] = "papr"
     with pytest.raises(InputError, match=r"analyses.A_table2_cost.paper_size.scale = 'papr' is not defined"):
         experiments(config)
