@@ -66,6 +66,9 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
     assert resolved["base_en_de"].train["max_updates"] == 100_000 and resolved["base_en_de"].average["last"] == 5
     assert resolved["big_en_de"].model["dropout"] == 0.3 and resolved["big_en_fr"].model["dropout"] == 0.1
     assert all(e.model["pre_norm"] is False for e in resolved.values())  # post-norm, as paper A trains
+    for e in resolved.values():  # Vaswani et al.'s peak, d^-0.5 * warmup^-0.5, with paper A's 8k warmup
+        assert e.train["warmup"] == 8000
+        assert e.train["lr"] == pytest.approx(e.model["d_model"] ** -0.5 * 8000 ** -0.5, rel=1e-3)
     config["analyses"]["A_table2_cost"]["paper_size"]["scale"] = "papr"
     with pytest.raises(InputError, match=r"analyses.A_table2_cost.paper_size.scale = 'papr' is not defined"):
         experiments(config)

@@ -46,7 +46,7 @@ class Settings:
     max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
     max_tokens: int = 4096          # padded tokens per forward/backward batch
     update_tokens: int = 25_000     # accumulate batches up to this many target tokens, then update
-    lr: float = 7e-4                # peak learning rate, reached after warmup
+    lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
     warmup: int = 8000
     label_smoothing: float = 0.1
     clip_norm: float = 0.0          # 0: no clipping
