@@ -10,8 +10,9 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from .contrastive import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
-from ..core.files import InputError, atomic_path, read_json
+from ..core.files import InputError, read_json
+from ..reporting.render import save_figure
+from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
 
 SUBJECT_DEPS = {"nsubj", "nsubjpass", "nsubj:pass"}
 FINITE_DEPS = {"aux", "auxpass", "aux:pass", "cop"}   # the word that carries agreement when present
@@ -92,6 +93,4 @@ def run_plot_agreement(args) -> None:
     paths = parse_pairs(args.system, "--system")
     fig = plot_agreement({label: agreement_curve(read_json(p), args.category) for label, p in paths.items()},
                          args.title)
-    for path, fmt in ((args.out_png, "png"), (args.out_svg, "svg")):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=120)  # tmp ends in .tmp: name the format
+    save_figure(fig, args.out_png, args.out_svg)
