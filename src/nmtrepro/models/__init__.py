@@ -44,9 +44,5 @@ def build_model(spec: dict) -> nn.Module:
     return cls(**spec)
 
 
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 for _module in pkgutil.iter_modules(__path__):  # registers the families
     importlib.import_module(f"{__name__}.{_module.name}")
