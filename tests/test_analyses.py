@@ -15,7 +15,7 @@ from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
 from nmtrepro.analyses.ngrams import precision_gaps
-from nmtrepro.reporting.render import beside
+from nmtrepro.reporting.papers import beside
 from nmtrepro.evaluation.significance import mark, paired_bootstrap
 from nmtrepro.analyses.speed import speed_table, training_speed
 

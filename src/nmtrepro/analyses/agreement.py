@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from ..core.files import InputError, read_json
 from ..reporting.render import save_figure
+from ..reporting.report import parse_pairs
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
 
 SUBJECT_DEPS = {"nsubj", "nsubjpass", "nsubj:pass"}
@@ -88,8 +89,6 @@ def add_arguments_plot_agreement(parser) -> None:
 
 
 def run_plot_agreement(args) -> None:
-    from ..reporting.report import parse_pairs
-
     paths = parse_pairs(args.system, "--system")
     fig = plot_agreement({label: agreement_curve(read_json(p), args.category) for label, p in paths.items()},
                          args.title)

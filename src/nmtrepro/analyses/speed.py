@@ -14,7 +14,9 @@ import json
 import pandas as pd
 
 from ..core.files import InputError, read_json, read_lines, write_json
-from ..reporting.render import beside, write_table
+from ..reporting.papers import beside, read_paper_numbers
+from ..reporting.render import text_cells, write_table
+from ..reporting.report import parse_pairs, read_curve
 
 
 def training_speed(curve: pd.DataFrame, path="curve") -> float:
@@ -68,7 +70,6 @@ def add_arguments_speed(parser) -> None:
 def run_speed(args) -> None:
     from ..models.size import parameter_counts
     from ..training import checkpoint
-    from ..reporting.report import read_curve
 
     decode = read_json(args.decode_stats)
     src_tokens = sum(len(line.split()) for line in read_lines(args.src_bpe))
@@ -96,8 +97,6 @@ def add_arguments_speed_table(parser) -> None:
 
 
 def run_speed_table(args) -> None:
-    from ..reporting.report import parse_pairs, read_paper_numbers
-
     speeds, baselines = {}, {}
     for label, spec in parse_pairs(args.system, "--system").items():
         path, sep, base = spec.partition("=")
@@ -109,5 +108,5 @@ def run_speed_table(args) -> None:
     missing = sorted(set(speeds) - set(paper_size)) if paper_size else []
     if missing:
         raise InputError(f"--paper-size is missing system(s) {missing}")
-    write_table(beside(speed_table(speeds, baselines, paper_size or None), paper), args.title, args.note,
-                args.out_md, args.out_html, args.out_tex)
+    write_table(text_cells(beside(speed_table(speeds, baselines, paper_size or None), paper)), args.title,
+                args.note, args.out_md, args.out_html, args.out_tex)
