@@ -28,7 +28,7 @@ def add_arguments_probing_data(parser) -> None:
 
 
 def run_probing_data(args) -> None:
-    from .trees import read_treebank
+    from ...data.trees import read_treebank
     trees = read_treebank(args.treebank)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
