@@ -20,7 +20,8 @@ import torch
 import yaml
 
 from nmtrepro.config import model_options
-from nmtrepro.models import build_model, count_parameters
+from nmtrepro.models import build_model
+from nmtrepro.models.size import parameter_counts
 from nmtrepro.core.vocab import Vocab
 
 
@@ -89,7 +90,7 @@ def main() -> None:
         spec = {**model_options(config, name, f"models.{name}"), "src_vocab": args.vocab, "tgt_vocab": args.vocab}
         models[name] = build_model(spec)
         optimizers[name] = torch.optim.Adam(models[name].parameters(), lr=1e-4)
-        print(f"{name}: {count_parameters(models[name]):,} parameters")
+        print(f"{name}: {parameter_counts(models[name])['total']:,} parameters")
     batches = synthetic_batches(args.batches + 1, args.max_tokens, args.vocab)
     train = {name: 0.0 for name in models}
     for i, batch in enumerate(batches):          # batch 0 warms both models up, untimed

@@ -12,11 +12,12 @@ from nmtrepro import cli
 from nmtrepro.analyses.buckets import bucket_index, bucket_labels, bucket_scores
 from nmtrepro.core.files import InputError
 from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
-from nmtrepro.models import build_model, count_parameters
+from nmtrepro.models import build_model
+from nmtrepro.models.size import parameter_counts
 from nmtrepro.analyses.ngrams import precision_gaps
-from nmtrepro.reporting.render import beside
+from nmtrepro.reporting.papers import beside
 from nmtrepro.evaluation.significance import mark, paired_bootstrap
-from nmtrepro.analyses.speed import parameter_counts, speed_table, training_speed
+from nmtrepro.analyses.speed import speed_table, training_speed
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
@@ -88,14 +89,17 @@ def test_speed_table_reports_time_relative_to_the_baseline():
             "encoder_layers": 1, "decoder_layers": 1}
     at_paper_size = speed_table({"Base": base}, {"Base": base}, {"Base": spec})
     assert at_paper_size.loc["Base", "Para. (M) trained"] == 2.0  # the trained model moves aside
-    assert at_paper_size.loc["Base", "Para. (M)"] * 1e6 == count_parameters(build_model(spec))
+    assert at_paper_size.loc["Base", "Para. (M)"] * 1e6 == parameter_counts(build_model(spec))["total"]
     curve = pd.DataFrame({"tgt_tok_s": [10.0, None, 300.0, 200.0, 250.0]})
     assert training_speed(curve) == 225.0  # median over logged windows, checkpoint rows skipped
 
 
-def test_parameter_counts_separate_embeddings():
-    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 3))
-    assert parameter_counts(model) == {"params": 40 + 15, "non_embedding_params": 15}
+def test_parameter_counts_separate_embeddings_and_count_a_shared_table_once():
+    table = nn.Embedding(10, 4)
+    tied = nn.Embedding(10, 4)
+    tied.weight = table.weight
+    model = nn.Sequential(table, nn.Linear(4, 3), tied)
+    assert parameter_counts(model) == {"total": 40 + 15, "embedding": 40, "non_embedding": 15}
 
 
 def test_head_cosines_on_identical_and_orthogonal_heads():

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from nmtrepro.analyses import agreement, contrastive
-from nmtrepro.analyses.contrastive import Triple, distance_bin, force_score, judge, read_lingeval97, tally
+from nmtrepro.analyses.contrastive import Triple, force_score, judge, read_lingeval97, tally
+from nmtrepro.analyses.lingeval import distance_bin
 from nmtrepro.core.files import InputError
 from nmtrepro.core.vocab import Vocab
 

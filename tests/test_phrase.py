@@ -7,7 +7,8 @@ from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
 from nmtrepro.models.phrase import (PhraseBuilder, gather_index, gather_tokens, ngram_spans,
                                     tokens_per_phrase)
-from nmtrepro.analyses.paramcount import PAPER_A_VOCAB, parameter_counts
+from nmtrepro.models.size import spec_parameter_counts
+from nmtrepro.plan import PAPER_A_VOCAB
 from nmtrepro.core.vocab import Vocab
 
 from conftest import TINY
@@ -161,16 +162,16 @@ def test_batches_carry_spans_to_the_model(copy_corpus):
 
 
 def test_param_count_matches_paper_base_and_big():
-    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.analyses.paramcount).
+    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.plan).
     for size, paper in (({}, 88.1), ({"d_model": 1024, "ffn": 4096, "heads": 16}, 264.1)):
-        counts = parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True, **size})
+        counts = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True, **size})
         assert round(counts["total"] / 1e6, 1) == paper
 
 
 def test_param_count_of_phrase_variants_at_base():
     base = {"family": "phrase", **PAPER_A_VOCAB, "output_bias": True}
-    counts = {name: parameter_counts({**base, **options})["total"] for name, options in VARIANTS.items()}
-    transformer = parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True})["total"]
+    counts = {name: spec_parameter_counts({**base, **options})["total"] for name, options in VARIANTS.items()}
+    transformer = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True})["total"]
     d, ffn = 512, 2048
     # 12 phrase attentions (4d^2) with combinations (W3, W4 with biases, layer norm); 7 scorers.
     assert counts["max"] - transformer == 12 * (4 * d * d + 2 * d * ffn + ffn + ffn * d + d + 2 * d)

@@ -9,7 +9,7 @@ import torch
 from nmtrepro.core.files import InputError
 from nmtrepro.analyses.probing import tasks
 from nmtrepro.analyses.probing.classifier import Grid, probe
-from nmtrepro.analyses.probing.trees import parse_trees, read_treebank, sentence
+from nmtrepro.data.trees import read_bracketed, read_treebank, sentence
 
 PAST_SG = """( (S (NP-SBJ (DT The) (NN company)) (VP (VBD bought) (NP (CD two) (NNS plants)))
   (. .)) )"""
@@ -20,7 +20,7 @@ COORD = """( (S (S (NP-SBJ (PRP He)) (VP (VBD left))) (, ,) (CC and) (S (NP-SBJ 
 
 
 def test_reader_drops_traces_and_splits_function_tags():
-    tree = parse_trees(PRES_PL)[0]
+    tree = read_bracketed(PRES_PL)[0]
     assert tree.words() == ["Investors", "expect", "to", "see", "a", "rally", "."]
     assert tree.children[0].label == "NP" and tree.children[0].tags == ("SBJ",)
     assert tree.depth() == 7  # S VP S VP VP NP DT
@@ -31,7 +31,7 @@ def test_sentence_undoes_ptb_escapes():
 
 
 def test_labels_on_hand_made_trees():
-    past, pres = parse_trees(PAST_SG)[0], parse_trees(PRES_PL)[0]
+    past, pres = read_bracketed(PAST_SG)[0], read_bracketed(PRES_PL)[0]
     assert [l for l, _ in tasks.tense([past, pres])] == ["PAST", "PRES"]
     assert [l for l, _ in tasks.subj_num([past, pres])] == ["NN", "NNS"]
     assert [l for l, _ in tasks.obj_num([past, pres])] == ["NNS"]  # "see a rally" is in an embedded S
@@ -40,7 +40,7 @@ def test_labels_on_hand_made_trees():
 
 
 def test_coordination_inversion_swaps_the_clauses_only():
-    tree = parse_trees(COORD)[0]
+    tree = read_bracketed(COORD)[0]
     [(label, text)] = tasks.coordination_inversion([tree])
     original = "He left , and she stayed ( here ) ."
     if label == "I":
@@ -50,7 +50,7 @@ def test_coordination_inversion_swaps_the_clauses_only():
 
 
 def test_bigram_shift_swaps_two_adjacent_words():
-    tree = parse_trees(PAST_SG)[0]
+    tree = read_bracketed(PAST_SG)[0]
     [(label, text)] = tasks.bigram_shift([tree])
     words, orig = text.split(), tree.words()
     diff = [i for i, (a, b) in enumerate(zip(words, orig)) if a != b]

@@ -7,7 +7,8 @@ import pytest
 
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
-from nmtrepro.reporting.report import Cell, build_table, parse_cell, read_paper_numbers
+from nmtrepro.reporting.papers import read_paper_numbers
+from nmtrepro.reporting.report import Cell, build_table, parse_cell
 
 PAPER_A_TABLE1 = Path(__file__).resolve().parents[1] / "workflow" / "papers" / "A_table1.tsv"
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"

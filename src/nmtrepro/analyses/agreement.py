@@ -10,8 +10,10 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from .contrastive import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
-from ..core.files import InputError, atomic_path, read_json
+from ..core.files import InputError, read_json
+from ..reporting.render import save_figure
+from ..reporting.report import parse_pairs
+from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
 
 SUBJECT_DEPS = {"nsubj", "nsubjpass", "nsubj:pass"}
 FINITE_DEPS = {"aux", "auxpass", "aux:pass", "cop"}   # the word that carries agreement when present
@@ -87,11 +89,7 @@ def add_arguments_plot_agreement(parser) -> None:
 
 
 def run_plot_agreement(args) -> None:
-    from ..reporting.report import parse_pairs
-
     paths = parse_pairs(args.system, "--system")
     fig = plot_agreement({label: agreement_curve(read_json(p), args.category) for label, p in paths.items()},
                          args.title)
-    for path, fmt in ((args.out_png, "png"), (args.out_svg, "svg")):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=120)  # tmp ends in .tmp: name the format
+    save_figure(fig, args.out_png, args.out_svg)

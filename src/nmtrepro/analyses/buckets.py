@@ -13,7 +13,9 @@ from matplotlib.figure import Figure
 
 from ..evaluation.bleu import corpus_bleu, make_metric
 from ..core.files import InputError, read_json, read_lines, write_json
-from ..reporting.render import beside, save_figure, write_table
+from ..reporting.papers import beside, read_paper_numbers
+from ..reporting.render import save_figure, text_cells, write_table
+from ..reporting.report import parse_pairs
 from ..core.text import strip_bpe
 
 
@@ -117,10 +119,8 @@ def add_arguments_plot_buckets(parser) -> None:
 
 
 def run_plot_buckets(args) -> None:
-    from ..reporting.report import parse_pairs, read_paper_numbers
-
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
     save_figure(plot_buckets(results, paper), args.out_png, args.out_svg)
-    write_table(beside(bucket_table(results), paper), args.title, args.note, args.out_md, args.out_html,
+    write_table(text_cells(beside(bucket_table(results), paper)), args.title, args.note, args.out_md, args.out_html,
                 args.out_tex)

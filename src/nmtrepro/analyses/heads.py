@@ -13,7 +13,9 @@ import pandas as pd
 import torch
 
 from ..core.files import InputError, read_json, read_lines, write_json
-from ..reporting.render import beside, write_table
+from ..reporting.papers import beside, read_paper_numbers
+from ..reporting.render import text_cells, write_table
+from ..reporting.report import parse_pairs
 
 
 def head_cosines(outputs: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -122,9 +124,7 @@ def add_arguments_head_table(parser) -> None:
 
 
 def run_head_table(args) -> None:
-    from ..reporting.report import parse_pairs, read_paper_numbers
-
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
-    write_table(beside(head_table(results), paper), args.title, args.note, args.out_md, args.out_html,
-                args.out_tex, digits=3)
+    write_table(text_cells(beside(head_table(results), paper), digits=3), args.title, args.note, args.out_md,
+                args.out_html, args.out_tex)

@@ -9,7 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..core.files import InputError
-from ..reporting.render import beside, save_figure, write_table
+from ..reporting.papers import beside, read_paper_numbers
+from ..reporting.render import save_figure, text_cells, write_table
+from ..reporting.report import parse_pairs, read_score
 
 ORDERS = (1, 2, 3, 4)
 
@@ -55,8 +57,6 @@ def add_arguments_plot_ngrams(parser) -> None:
 
 
 def run_plot_ngrams(args) -> None:
-    from ..reporting.report import parse_pairs, read_paper_numbers, read_score
-
     rows = {}
     for label, spec in parse_pairs(args.system, "--system").items():
         system, sep, base = spec.partition("=")
@@ -66,4 +66,4 @@ def run_plot_ngrams(args) -> None:
     table = pd.DataFrame.from_dict(rows, orient="index")
     save_figure(plot_gaps(table), args.out_png, args.out_svg)
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
-    write_table(beside(table, paper), args.title, args.note, args.out_md, args.out_html, args.out_tex)
+    write_table(text_cells(beside(table, paper)), args.title, args.note, args.out_md, args.out_html, args.out_tex)

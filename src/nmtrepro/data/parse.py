@@ -16,7 +16,8 @@ from typing import Sequence
 
 from ..core.files import InputError, read_lines, write_json, write_lines
 from ..models.phrase import tokens_per_phrase
-from .nlp import BACKENDS, Tree, constituency, resolve_backend
+from .nlp import BACKENDS, constituency, resolve_backend
+from .trees import Tree
 from ..core.text import BPE_SEPARATOR, strip_bpe
 
 log = logging.getLogger("nmtrepro.data.parse")
@@ -29,7 +30,7 @@ def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
     paths: list[list[tuple[int, int]]] = [[] for _ in range(n_words)]
 
     def visit(node: Tree, depth: int) -> None:
-        leaves = node.leaves()
+        leaves = node.positions()
         if leaves != list(range(leaves[0], leaves[0] + len(leaves))):
             raise InputError(f"tree constituent {node.label} is not a contiguous span: {leaves}")
         for w in leaves:
@@ -37,7 +38,7 @@ def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
         for child in node.children:
             visit(child, depth + 1)
 
-    if tree.leaves() != list(range(n_words)):
+    if tree.positions() != list(range(n_words)):
         raise InputError(f"tree leaves are not the words 0..{n_words - 1} in order: {tree}")
     visit(tree, 0)
     return paths
@@ -59,7 +60,7 @@ def extract_phrases(tree: Tree, max_tokens: int, weights: Sequence[int] | None =
 
     Returns contiguous [start, end) word spans covering every word in order.
     """
-    n_words = len(tree.leaves())
+    n_words = len(tree.positions())
     weights = [1] * n_words if weights is None else list(weights)
     prefix = [0]
     for w in weights:

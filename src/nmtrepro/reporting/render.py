@@ -1,9 +1,9 @@
-"""Render analysis tables (Markdown, HTML, LaTeX) and figures (PNG, SVG), the paper's numbers beside ours.
+"""The one table writer (Markdown, HTML, LaTeX) and the one figure saver (PNG, SVG) of every table,
+analysis and plot.
 
-Every analysis builds a DataFrame with one row per system (its label) and one column per quantity;
-`beside` joins the paper's numbers (a TSV in workflow/papers/: row, column, value, note) on the row
-label, and wherever our column has the paper's column name it adds the difference, so a reader sees
-the gap without opening the paper.
+A caller turns its numbers into the cells a reader sees (`text_cells` for the analyses, the results
+table its own `_display`) and hands them over with a title and the note under the table; the writer
+only lays them out, so every table reaches the disk the same atomic way.
 """
 from __future__ import annotations
 
@@ -15,24 +15,9 @@ import pandas as pd
 from ..core.files import atomic_open, atomic_path
 
 
-def beside(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame:
-    """`ours` (index: row label) with columns `paper: C` for each paper column C, and `C: ours − paper`
-    where we measured C too; rows only the paper has come after ours, with our cells empty."""
-    if paper is None or paper.empty:
-        return ours
-    wide = paper.pivot(index="row", columns="column", values="value")
-    wide = wide.reindex(columns=list(dict.fromkeys(paper["column"])))      # the paper file's order
-    rows = list(ours.index) + [r for r in dict.fromkeys(paper["row"]) if r not in ours.index]
-    table = ours.reindex(rows)
-    for column in wide.columns:
-        table[f"paper: {column}"] = wide[column].reindex(rows)
-        if column in ours.columns:
-            table[f"{column}: ours − paper"] = table[column] - table[f"paper: {column}"]
-    return table
-
-
-def _text(table: pd.DataFrame, digits: int) -> pd.DataFrame:
-    """Numbers with `digits` decimals (counts as integers), empty where missing; text cells as they are."""
+def text_cells(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """The index as a `system` column, numbers with `digits` decimals (counts as integers), empty where
+    missing; text cells as they are."""
     def fmt(value):
         if isinstance(value, str):
             return value
@@ -42,20 +27,36 @@ def _text(table: pd.DataFrame, digits: int) -> pd.DataFrame:
     return table.rename_axis("system").reset_index().map(fmt)
 
 
-def write_table(table: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
-                out_tex: str | None = None, digits: int = 2) -> None:
-    """One table three ways: Markdown for reading, HTML for the Snakemake report, LaTeX for a paper."""
-    shown = _text(table, digits)
+def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
+                out_tex: str | None = None, *, colalign: list[str] | None = None, numparse: bool = False,
+                escape_tex: bool = True, fragment: bool = False) -> None:
+    """One table three ways: Markdown for reading, HTML for the Snakemake report, LaTeX for a paper.
+
+    `shown` is written as it is, without its index. Markdown: `colalign` per column ('left'/'right'),
+    and with `numparse` number cells are printed and aligned on the decimal point by tabulate (else
+    every cell is text, aligned left). `escape_tex` escapes LaTeX's special characters in the cells.
+    A `fragment` is a section to embed (second-level heading, no HTML page around it); otherwise
+    each file is a whole document with the title as its heading.
+    """
+    def pipes(value):  # a '|' inside a cell would end the Markdown cell
+        return value.replace("|", "\\|") if isinstance(value, str) else value
+
+    body = shown.map(pipes).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
+    heading = "##" if fragment else "#"
     with atomic_open(out_md) as handle:
-        body = shown.map(lambda s: s.replace("|", "\\|")).to_markdown(index=False, disable_numparse=True)
-        handle.write(f"# {title}\n\n{body}\n\n{note}\n")
+        handle.write(f"{heading} {title}\n\n{body}\n\n{note}\n")
+    table = shown.to_html(index=False, border=0)
     with atomic_open(out_html) as handle:
-        handle.write(f"<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                     f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n{shown.to_html(index=False, border=0)}\n"
-                     f"<p>{html.escape(note)}</p>\n</body>\n</html>\n")
+        if fragment:  # text content: quotes need no escaping
+            title_, note_ = html.escape(title, quote=False), html.escape(note, quote=False)
+            handle.write(f"<h2>{title_}</h2>\n{table}\n<p>{note_}</p>\n")
+        else:
+            handle.write(f"<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+                         f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n{table}\n"
+                         f"<p>{html.escape(note)}</p>\n</body>\n</html>\n")
     if out_tex:
         with atomic_open(out_tex) as handle:
-            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=True))
+            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=escape_tex))
 
 
 def save_figure(fig, out_png: str, out_svg: str | None = None) -> None:

@@ -2,21 +2,21 @@
 
 A table puts each paper number (from a TSV in workflow/papers/) beside the score we measured for the
 experiment that fills that cell, so a reader sees the gap without opening the paper. Reading the numbers
-(`build_table`, `read_curve`) is separate from rendering them (`render_markdown`, `render_html`,
-`plot_curves`); the `run_*` functions only wire files to them.
+(`build_table`, `read_curve`) is separate from showing them (`_display`, `plot_curves`; reporting.render
+writes the files); the `run_*` functions only wire files to them.
 """
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..core.files import InputError, atomic_open, atomic_path, read_json, require_file
+from ..core.files import InputError, read_json, require_file
+from .papers import read_paper_numbers
+from .render import save_figure, write_table
 
-PAPER_COLUMNS = ["row", "column", "value", "note"]
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "Δ",
                  "our test set", "signature", "baseline", "vs baseline", "p", "95% CI", "mark"]
 METRICS = {
@@ -54,25 +54,6 @@ def parse_pairs(specs: list[str], option: str) -> dict[str, str]:
             raise InputError(f"{option} names experiment {name!r} twice")
         pairs[name] = value
     return pairs
-
-
-def read_paper_numbers(path) -> pd.DataFrame:
-    """The paper's numbers: TSV with header row, column, value, note; one line per table cell."""
-    try:
-        table = pd.read_csv(require_file(path), sep="\t", dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise InputError(f"{path}: not a readable TSV ({err})") from err
-    if list(table.columns) != PAPER_COLUMNS:
-        raise InputError(f"{path}: header must be {' '.join(PAPER_COLUMNS)} (tab-separated), "
-                         f"got {' '.join(map(str, table.columns))}")
-    values = pd.to_numeric(table["value"], errors="coerce")
-    if values.isna().any():
-        bad = table.loc[values.isna(), "value"].tolist()
-        raise InputError(f"{path}: value must be a number, got {bad}")
-    repeated = table[table.duplicated(["row", "column"])]
-    if len(repeated):
-        raise InputError(f"{path}: cell ({repeated.iloc[0]['row']}, {repeated.iloc[0]['column']}) appears twice")
-    return table.assign(value=values)
 
 
 def read_score(path, metric: str) -> dict:
@@ -179,20 +160,6 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     return shown.drop(columns="mark")
 
 
-def render_markdown(table: pd.DataFrame, title: str, note: str) -> str:
-    shown = _display(table).map(lambda text: text.replace("|", "\\|"))  # signatures contain '|'
-    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
-    body = shown.to_markdown(index=False, disable_numparse=True,
-                             colalign=["right" if c in numeric else "left" for c in shown.columns])
-    return f"# {title}\n\n{body}\n\n{note}\n"
-
-
-def render_html(table: pd.DataFrame, title: str, note: str) -> str:
-    body = _display(table).to_html(index=False, border=0)
-    return (f"<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>\n"
-            f"<body>\n<h1>{html.escape(title)}</h1>\n{body}\n<p>{html.escape(note)}</p>\n</body>\n</html>\n")
-
-
 def read_curve(path) -> pd.DataFrame:
     """A training curve TSV from `nmtrepro train`: log rows carry train_*, checkpoint rows valid_*."""
     curve = pd.read_csv(require_file(path), sep="\t")
@@ -257,13 +224,10 @@ def run_table(args) -> None:
         note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
                  f"baseline; 'vs baseline' = ours − baseline, p the chance of a difference this large by "
                  f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
-    with atomic_open(args.out_md) as handle:
-        handle.write(render_markdown(table, args.title, note))
-    with atomic_open(args.out_html) as handle:
-        handle.write(render_html(table, args.title, note))
-    if args.out_tex:
-        with atomic_open(args.out_tex) as handle:
-            handle.write(_display(table).to_latex(index=False, caption=f"{args.title}. {note}"))
+    shown = _display(table)
+    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
+    write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
+                colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False)
 
 
 def add_arguments_plot_curves(parser) -> None:
@@ -275,5 +239,4 @@ def add_arguments_plot_curves(parser) -> None:
 def run_plot_curves(args) -> None:
     paths = parse_pairs(args.curve, "--curve")
     fig = plot_curves({experiment: read_curve(path) for experiment, path in paths.items()})
-    with atomic_path(args.out) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)  # tmp ends in .tmp: name the format
+    save_figure(fig, args.out)

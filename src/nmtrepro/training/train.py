@@ -29,7 +29,8 @@ from ..core import runtime
 from .batching import collate, token_batches
 from .criterion import model_loss
 from ..core.files import InputError, atomic_open
-from ..models import build_model, count_parameters
+from ..models import build_model
+from ..models.size import parameter_counts
 from ..data.parse import read_spans
 from .schedule import inverse_sqrt
 from ..core.vocab import IndexedData, Vocab
@@ -254,7 +255,7 @@ class Trainer:
         s = self.settings
         self.model.train()
         log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
-                 f"{count_parameters(self.model):,}", self.device, self.precision)
+                 f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core.files import InputError, atomic_open, read_json, write_json
+from ...core.files import InputError, read_json, write_json
+from ...reporting.papers import read_paper_numbers
+from ...reporting.render import write_table
+from ...reporting.report import parse_pairs
 from .tasks import SPLITS, derive, read_task, write_task
 
 log = logging.getLogger(__name__)
@@ -25,7 +28,7 @@ def add_arguments_probing_data(parser) -> None:
 
 
 def run_probing_data(args) -> None:
-    from .trees import read_treebank
+    from ...data.trees import read_treebank
     trees = read_treebank(args.treebank)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,7 +111,6 @@ def build_probing_table(results: dict[str, dict], papers: list[pd.DataFrame]) ->
 
 
 def run_probing_table(args) -> None:
-    from ...reporting.report import parse_pairs, read_paper_numbers
     results = {name: read_json(path) for name, path in parse_pairs(args.result, "--result").items()}
     for name, res in results.items():
         if not isinstance(res, dict) or not all(isinstance(v, dict) and "test" in v for v in res.values()):
@@ -116,9 +118,5 @@ def run_probing_table(args) -> None:
     table = build_probing_table(results, [read_paper_numbers(p) for p in args.paper])
     note = ("Ours: SentEval protocol on the tasks named in the config (offline: derived from 3,914 PTB trees, "
             "so not comparable in absolute terms to the papers' 120k-sentence SentEval sets).")
-    shown = table.fillna("–")
-    with atomic_open(args.output_md) as handle:
-        handle.write(f"## {args.title}\n\n{shown.to_markdown(index=False)}\n\n{note}\n")
-    with atomic_open(args.output_html) as handle:
-        handle.write(f"<h2>{args.title}</h2>\n{shown.to_html(index=False, border=0)}\n<p>{note}</p>\n")
+    write_table(table.fillna("–"), args.title, note, args.output_md, args.output_html, numparse=True, fragment=True)
 

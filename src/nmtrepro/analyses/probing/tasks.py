@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.files import InputError, atomic_open
-from .trees import Tree, sentence
+from ...data.trees import Tree, sentence
 
 SPLITS = ("tr", "va", "te")
 SENTLEN_BINS = ((5, 8), (9, 12), (13, 16), (17, 20), (21, 25), (26, 28))  # SentEval's 6 classes
@@ -75,7 +75,7 @@ def main_verb_tag(clause: Tree) -> str | None:
     """POS of the first verb of the main clause's VP (the finite verb: auxiliary or lexical)."""
     vp = head_vp(clause)
     while vp is not None:
-        verb = next((c for c in vp.children if c.is_pos and c.label.startswith(("VB", "MD"))), None)
+        verb = next((c for c in vp.children if c.is_leaf and c.label.startswith(("VB", "MD"))), None)
         if verb is not None:
             return verb.label
         vp = head_vp(vp)
@@ -84,7 +84,7 @@ def main_verb_tag(clause: Tree) -> str | None:
 
 def head_noun_tag(np: Tree) -> str | None:
     """Number-bearing tag of an NP: its last noun child, else recursively its first NP child."""
-    nouns = [c.label for c in np.children if c.is_pos and c.label.startswith("NN")]
+    nouns = [c.label for c in np.children if c.is_leaf and c.label.startswith("NN")]
     if nouns:
         return nouns[-1]
     inner = next((c for c in np.children if c.label == "NP"), None)
@@ -203,7 +203,7 @@ def coordination_inversion(trees: list[Tree]) -> list[tuple[str, str]]:
         clause = main_clause(t)
         if clause is None:
             continue
-        kids = [c for c in clause.children if not (c.is_pos and c.label in PUNCT)]
+        kids = [c for c in clause.children if not (c.is_leaf and c.label in PUNCT)]
         labels = [c.label for c in kids]
         if len(kids) != 3 or labels[1] != "CC" or not labels[0].startswith("S") or not labels[2].startswith("S"):
             continue
