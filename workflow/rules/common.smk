@@ -2,13 +2,14 @@
 import json
 import shlex
 
-from nmtrepro.config import experiments, model_options, validate
+from nmtrepro.config import check_dataset_files, dataset_files, experiments, model_options, validate
 from nmtrepro.core.files import InputError
 
 
 try:
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
     EXPERIMENTS = experiments(config)
+    check_dataset_files(config, EXPERIMENTS, ".")
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
@@ -61,6 +62,11 @@ def download_options():
     flags = ["--offline"] * config["offline"] + ["--allow-unverified"] * config["allow_unverified"]
     return shlex.join(["--manifest", f"{workflow.basedir}/workflow/downloads.yaml",
                        "--cache", config["download_cache"], *flags])
+
+
+def data_files(wildcards):
+    """The repository and local_data files a dataset reads: editing one fetches the dataset again."""
+    return [str(path) for path in dataset_files(config, wildcards.dataset, ".")]
 
 
 def download_records(wildcards):

@@ -15,6 +15,7 @@ rule download_resource:
 rule fetch_dataset:
     input:
         download_records,
+        data_files,
     output:
         "results/data/{dataset}/manifest.json",
     log:
