@@ -1,0 +1,132 @@
+"""Kill and resume: a `ci` run killed at a random training step and run again ends where an
+uninterrupted run does.
+
+In a copy of the workflow (bench/out/kill_resume/wf, the repository's data linked), trains, averages,
+decodes and scores one experiment uninterrupted; then, --kills times, deletes that experiment's
+training and evaluation outputs, starts `snakemake` again, sends a signal to its whole process group
+(SIGTERM, SIGKILL and SIGINT in turn, as a scheduler, the OOM killer or Ctrl-C would) at a random
+update of the training, and runs `snakemake` once more to finish. Each time the averaged model must
+equal the uninterrupted one weight for weight, and so must the BLEU. Run from the repository root:
+
+    python bench/kill_resume.py               # 10 kills, ~5 min on 2 cores
+"""
+from __future__ import annotations
+
+import argparse
+from hashlib import sha256
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+EXPERIMENT, SPLIT = "base_en_de", "test_2016_flickr"
+SIGNALS = (signal.SIGTERM, signal.SIGKILL, signal.SIGINT)
+TARGET = f"results/evaluate/{EXPERIMENT}/{SPLIT}.bleu.json"
+TRAIN_LOG = f"results/logs/train/{EXPERIMENT}.log"
+
+
+def snakemake_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--cores", "2", *args, "--config", "scale=ci"]
+
+
+def finish(work: Path) -> None:
+    """Run the workflow to the target, past whatever a kill left (a lock, incomplete outputs)."""
+    subprocess.run(snakemake_cmd("--unlock"), cwd=work, capture_output=True, check=True)
+    run = subprocess.run(snakemake_cmd("--rerun-incomplete", TARGET), cwd=work, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"snakemake failed:\n{run.stderr[-3000:]}")
+
+
+def clean(work: Path) -> None:
+    for folder in (f"results/train/{EXPERIMENT}", f"results/checkpoints/{EXPERIMENT}",
+                   f"results/evaluate/{EXPERIMENT}"):
+        shutil.rmtree(work / folder, ignore_errors=True)
+    (work / TRAIN_LOG).unlink(missing_ok=True)
+
+
+def outcome(work: Path) -> tuple[dict, float, str]:
+    """The averaged weights, sacreBLEU and the decoded test set's sha256 (at `ci` scale BLEU is near 0,
+    so the hypotheses themselves are compared too)."""
+    averaged = torch.load(work / f"results/train/{EXPERIMENT}/averaged.pt", map_location="cpu", weights_only=False)
+    hyp = (work / f"results/evaluate/{EXPERIMENT}/{SPLIT}.hyp").read_bytes()
+    return averaged["model"], json.loads((work / TARGET).read_text())["sacrebleu"]["score"], sha256(hyp).hexdigest()
+
+
+def training_reached(work: Path, step: int) -> bool:
+    """Whether the training log shows update `step` done (0: training has started)."""
+    log = work / TRAIN_LOG
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return f"step {step}/" in text if step else " parameters on " in text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
+    ap.add_argument("--out", default="bench/out/kill_resume")
+    args = ap.parse_args()
+    repo, rng = Path.cwd(), random.Random(args.seed)
+    ci = yaml.safe_load((repo / "config.yaml").read_text())["scales"]["ci"]["train"]
+    max_updates, log_every = ci["max_updates"], ci["log_every"]
+    work = Path(args.out) / "wf"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(repo / "Snakefile", work)
+    shutil.copy(repo / "config.yaml", work)
+    shutil.copytree(repo / "workflow", work / "workflow")
+    (work / "data").symlink_to(repo / "data")
+
+    subprocess.run(snakemake_cmd(f"results/prepare/multi30k_en_de/stats.json"), cwd=work, capture_output=True,
+                   check=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(snakemake_cmd(TARGET), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not training_reached(work, 0):
+        time.sleep(0.02)
+    started = time.monotonic()
+    while not (work / f"results/train/{EXPERIMENT}/final.pt").exists():
+        time.sleep(0.02)
+    train_s = time.monotonic() - started
+    if proc.wait() != 0:
+        raise SystemExit("the uninterrupted run failed")
+    reference, reference_bleu, reference_hyp = outcome(work)
+    print(f"uninterrupted: training {train_s:.1f} s, sacreBLEU {reference_bleu:.4f}, hypotheses sha256 "
+          f"{reference_hyp[:12]}, {time.monotonic() - start:.0f} s in all", flush=True)
+
+    same = 0
+    for kill in range(args.kills):
+        sig = SIGNALS[kill % len(SIGNALS)]
+        clean(work)
+        proc = subprocess.Popen(snakemake_cmd(TARGET), cwd=work, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        # A random update: wait for a random logged step, then up to one log interval more.
+        logged = rng.randrange(0, max_updates, log_every)
+        while not training_reached(work, logged):
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, train_s * log_every / max_updates))
+        os.killpg(proc.pid, sig)
+        proc.wait()
+        left = sorted(p.name for p in (work / f"results/checkpoints/{EXPERIMENT}").glob("*.pt"))
+        finish(work)
+        resumed = re.search(r"resuming from \S+ \(step (\d+)", (work / TRAIN_LOG).read_text())
+        weights, bleu, hyp = outcome(work)
+        equal = weights.keys() == reference.keys() and all(torch.equal(weights[k], reference[k]) for k in weights)
+        same += equal and bleu == reference_bleu and hyp == reference_hyp
+        print(f"kill {kill + 1:2d}: {signal.Signals(sig).name:7s} left {left or 'no checkpoint'}; resumed from step "
+              f"{resumed.group(1) if resumed else '-'}; averaged model {'identical' if equal else 'DIFFERENT'}, "
+              f"sacreBLEU {bleu:.4f}, hypotheses {'identical' if hyp == reference_hyp else 'DIFFERENT'}", flush=True)
+    print(f"{same}/{args.kills} killed runs ended with the uninterrupted averaged model, hypotheses and BLEU")
+    if same != args.kills:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
