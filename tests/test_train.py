@@ -96,14 +96,16 @@ def test_changed_training_settings_start_afresh(copy_corpus, tmp_path, caplog, c
 
 def test_more_updates_or_other_threads_resume(copy_corpus, tmp_path):
     straight = run(copy_corpus, tmp_path / "a", max_updates=30)
-    run(copy_corpus, tmp_path / "b", max_updates=20)
+    run(copy_corpus, tmp_path / "b", max_updates=25)
     other_threads = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "threads": 2}), tmp_path / "b")
-    assert other_threads.resume() and other_threads.step == 20  # same run, other summation order
+    assert other_threads.resume() and other_threads.step == 25  # same run, other summation order
     extended = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30,
                                                                        "max_minutes": 9.0}), tmp_path / "b")
-    assert extended.resume() and extended.step == 20
+    assert extended.resume() and extended.step == 25
     extended.train()
     assert_same_weights(straight, extended)
+    assert checkpoint.resumable(tmp_path / "b") == [(s, tmp_path / "b" / p.name)
+                                                    for s, p in checkpoint.checkpoints(tmp_path / "a")]
 
 
 def test_fewer_updates_than_the_newest_checkpoint_start_afresh(copy_corpus, tmp_path):

@@ -147,8 +147,9 @@ def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None
     """Averaging reads the last `average.last` checkpoints, so training must keep that many."""
     keep, last = experiment.train["keep_last"], experiment.average["last"]
     if keep < last:
-        raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, experiment "
-                         f"{name}) is below its average.last = {last}: keep at least as many checkpoints as are averaged")
+        raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, "
+                         f"experiment {name}) is below its average.last = {last}: keep at least as many "
+                         "checkpoints as are averaged")
 
 
 def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:

@@ -202,7 +202,8 @@ class Trainer:
         self.model.load_state_dict(blob["model"])
         self.optimizer.load_state_dict(blob["optimizer"])
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
-        self.wall, self.curve, self.window, self.skipped = blob["wall_s"], blob["curve"], blob["window"], blob["skipped"]
+        self.wall, self.curve, self.window = blob["wall_s"], blob["curve"], blob["window"]
+        self.skipped = blob["skipped"]
         torch.set_rng_state(blob["rng"])
         rank_rng = blob.get("rank_rng") or []
         if len(rank_rng) == self.world:
