@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import stat
 from argparse import Namespace
 
 import pytest
@@ -111,3 +113,35 @@ def test_prepare_filters_train_and_binarizes(tmp_path):
                                        src_lang="en", tgt_lang="de", out_prefix=str(tmp_path / "t")))
     for suffix in ("src", "src.bpe", "ref", "ref.tok"):
         assert len(read_lines(tmp_path / f"t.{suffix}")) == 4
+
+
+def test_invalid_utf8_is_named_with_its_file_and_line(tmp_path):
+    (tmp_path / "bad.txt").write_bytes("ok\nnot \xe9 ok\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"bad.txt:2: not valid UTF-8"):
+        read_lines(tmp_path / "bad.txt")
+    gz(tmp_path / "bad.gz", [])
+    with gzip.open(tmp_path / "bad.gz", "wb") as handle:
+        handle.write(b"fine\nfine\n\xff\n")
+    with pytest.raises(InputError, match=r"bad.gz:3: not valid UTF-8"):
+        read_lines(tmp_path / "bad.gz")
+
+
+def test_a_truncated_gz_is_named(tmp_path):
+    spec = embedded(tmp_path, EN * 200, DE * 200)
+    src = tmp_path / "data/train.en.gz"
+    src.write_bytes(src.read_bytes()[:-30])
+    with pytest.raises(InputError, match=r"train.en.gz.*truncated or corrupt"):
+        read_lines(src)
+    sums = tmp_path / "data/SHA256SUMS"
+    sums.write_text(f"{hashlib.sha256(src.read_bytes()).hexdigest()}  ./train.en.gz\n"
+                    + sums.read_text().splitlines()[-1] + "\n")
+    with pytest.raises(InputError, match=r"train.en.gz.*truncated or corrupt"):
+        datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
+
+
+def test_a_fetched_dataset_folder_is_readable_as_the_umask_allows(tmp_path):
+    spec = embedded(tmp_path, EN, DE)
+    datasets.fetch_embedded("toy", spec, tmp_path / "out", max_lines=None)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~umask

@@ -7,6 +7,8 @@ import hashlib
 import http.server
 import io
 import json
+import os
+import stat
 import tarfile
 import threading
 
@@ -236,3 +238,19 @@ def test_sgml_split_files_are_read_as_their_segments(server, tmp_path):
             "splits": {"test": {"src": f"{res.name}:test/t-src.en.sgm", "tgt": f"{res.name}:test/t-ref.de.sgm"}}}
     datasets.fetch_download("toy", spec, tmp_path / "out", None, {res.name: res}, tmp_path / "cache")
     assert read_lines(tmp_path / "out/test.src") == EN[:2] and read_lines(tmp_path / "out/test.tgt") == DE[:2]
+
+
+def test_the_extracted_folder_is_readable_as_the_umask_allows(server, tmp_path):
+    folder = download.ensure(resource(server, "/corpus.tgz", CORPUS), tmp_path / "cache")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~umask
+
+
+def test_a_checksum_that_yaml_read_as_a_number_is_refused_by_entry(tmp_path):
+    manifest = tmp_path / "downloads.yaml"
+    manifest.write_text("corpus:\n  url: https://example.org/c.tgz\n  sha256: " + "1" * 64 + "\n")
+    with pytest.raises(InputError, match=r"entry 'corpus': sha256 must be a quoted string"):
+        download.load_manifest(manifest)
+    manifest.write_text("corpus:\n  url: https://example.org/c.tgz\n  sha256: '" + "1" * 64 + "'\n  size: 10\n")
+    assert download.load_manifest(manifest)["corpus"].sha256 == "1" * 64

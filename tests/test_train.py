@@ -54,11 +54,144 @@ def test_killed_run_resumes_to_the_same_weights(copy_corpus, tmp_path):
         assert torch.equal(a, b), name
 
 
-def test_resume_refuses_a_different_model(copy_corpus, tmp_path):
+def interrupt_at(trainer, step, signum=15):
+    """Make `trainer` get a stop signal during update `step`, as under a real kill."""
+    original = trainer.update
+
+    def update_then_signal(group):
+        result = original(group)
+        if trainer.step == step:
+            trainer.stop_signal = signum
+        return result
+
+    trainer.update = update_then_signal
+    return trainer
+
+
+def assert_same_weights(a, b):
+    for (name, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+        assert torch.equal(x, y), name
+
+
+def test_a_different_model_starts_afresh_beside_the_old_checkpoints(copy_corpus, tmp_path, caplog):
     run(copy_corpus, tmp_path / "c", max_updates=10)
     other = Trainer(Corpus(copy_corpus), {**MODEL, "ffn": 48}, Settings.from_dict(FAST), tmp_path / "c")
-    with pytest.raises(InputError, match="delete the checkpoint directory"):
-        other.resume()
+    with caplog.at_level("INFO"):
+        assert not other.resume()
+    assert "model" in caplog.text and "stale-1" in caplog.text
+    assert checkpoint.checkpoints(tmp_path / "c") == []
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "c" / "stale-1")] == [10]
+
+
+@pytest.mark.parametrize("change", [{"lr": 0.02}, {"seed": 2}, {"keep_last": 2}])
+def test_changed_training_settings_start_afresh(copy_corpus, tmp_path, caplog, change):
+    run(copy_corpus, tmp_path / "old", max_updates=20)
+    fresh = run(copy_corpus, tmp_path / "fresh", max_updates=20, **change)
+    with caplog.at_level("INFO"):
+        rerun = run(copy_corpus, tmp_path / "old", max_updates=20, **change)
+    assert f"{next(iter(change))}:" in caplog.text and "stale-1" in caplog.text
+    assert_same_weights(fresh, rerun)
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "old" / "stale-1")] == [10, 20]
+
+
+def test_more_updates_or_other_threads_resume(copy_corpus, tmp_path):
+    straight = run(copy_corpus, tmp_path / "a", max_updates=30)
+    run(copy_corpus, tmp_path / "b", max_updates=25)
+    other_threads = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "threads": 2}), tmp_path / "b")
+    assert other_threads.resume() and other_threads.step == 25  # same run, other summation order
+    extended = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30,
+                                                                       "max_minutes": 9.0}), tmp_path / "b")
+    assert extended.resume() and extended.step == 25
+    extended.train()
+    assert_same_weights(straight, extended)
+    assert checkpoint.resumable(tmp_path / "b") == [(s, tmp_path / "b" / p.name)
+                                                    for s, p in checkpoint.checkpoints(tmp_path / "a")]
+
+
+def test_fewer_updates_than_the_newest_checkpoint_start_afresh(copy_corpus, tmp_path):
+    run(copy_corpus, tmp_path / "a", max_updates=30)
+    shorter = run(copy_corpus, tmp_path / "a", max_updates=20)
+    assert_same_weights(run(copy_corpus, tmp_path / "b", max_updates=20), shorter)
+
+
+@pytest.mark.parametrize("stop_at", [23, 45])
+def test_an_interrupted_run_keeps_and_averages_the_scheduled_checkpoints(copy_corpus, tmp_path, stop_at):
+    straight = run(copy_corpus, tmp_path / "a", max_updates=50)
+    first = interrupt_at(Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 50}),
+                                 tmp_path / "b"), stop_at)
+    with pytest.raises(Interrupted):
+        first.train()
+    resumed = run(copy_corpus, tmp_path / "b", max_updates=50)
+    assert_same_weights(straight, resumed)
+    steps = [s for s, _ in checkpoint.checkpoints(tmp_path / "b")]
+    assert steps == [s for s, _ in checkpoint.checkpoints(tmp_path / "a")] == [30, 40, 50]
+    assert list((tmp_path / "b").glob("*interrupted*")) == []
+    deterministic = ("step", "epoch", "lr", "train_loss", "train_nll", "valid_loss", "valid_nll")
+    assert [[row.get(k) for k in deterministic] for row in resumed.curve] == \
+        [[row.get(k) for k in deterministic] for row in straight.curve]
+
+
+def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(copy_corpus, tmp_path, caplog):
+    straight = run(copy_corpus, tmp_path / "a", max_updates=30)
+    run(copy_corpus, tmp_path / "b", max_updates=20)
+    newest = checkpoint.checkpoints(tmp_path / "b")[-1][1]
+    newest.write_bytes(newest.read_bytes()[:1000])
+    with pytest.raises(InputError, match=newest.name):
+        checkpoint.load(newest)
+    with caplog.at_level("WARNING"):
+        resumed = run(copy_corpus, tmp_path / "b", max_updates=30)
+    assert str(newest) in caplog.text
+    assert_same_weights(straight, resumed)
+
+
+def poison(trainer, updates, where="loss"):
+    """Make the loss (or only its gradient) NaN in the chosen updates, counted from 1, skipped ones too."""
+    loss_of, update, count = trainer.loss, trainer.update, [0]
+
+    def counted(group):
+        count[0] += 1
+        return update(group)
+
+    def poisoned(*args):
+        loss, nll = loss_of(*args)
+        if count[0] in updates:
+            if where == "loss":
+                return loss * float("nan"), nll
+            loss.register_hook(lambda grad: grad * float("nan"))
+        return loss, nll
+
+    trainer.update, trainer.loss = counted, poisoned
+    return trainer
+
+
+@pytest.mark.parametrize("where", ["loss", "gradient"])
+def test_a_few_non_finite_updates_are_skipped_and_counted(copy_corpus, tmp_path, where):
+    trainer = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30}), tmp_path / "d")
+    poison(trainer, {5, 12, 13}, where).train()
+    assert trainer.step == 30 and trainer.skipped == 3
+    for _, path in checkpoint.checkpoints(tmp_path / "d"):
+        assert all(torch.isfinite(v).all() for v in checkpoint.load(path)["model"].values())
+
+
+def test_divergence_stops_the_job_and_keeps_the_last_good_checkpoint(copy_corpus, tmp_path):
+    from nmtrepro.training.train import Diverged
+
+    trainer = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30}), tmp_path / "e")
+    with pytest.raises(Diverged, match="in a row.*checkpoint_00000010.pt"):
+        poison(trainer, set(range(15, 100))).train()
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "e")] == [10]
+
+
+def test_a_non_finite_model_is_never_saved(tmp_path):
+    with pytest.raises(InputError, match="not finite"):
+        checkpoint.save({"model_spec": {}, "model": {"w": torch.tensor([1.0, float("inf")])}}, tmp_path / "m.pt")
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_logging_a_huge_loss_does_not_overflow(copy_corpus, tmp_path):
+    trainer = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict(FAST), tmp_path / "f")
+    trainer._log({"loss": 1e6, "nll": 1e6, "tokens": 1, "time": 1.0})
+    assert trainer.curve[-1]["train_nll"] > 1e5
 
 
 def test_checkpoints_rotate_and_average(copy_corpus, tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtrepro.config import check_analysis_kinds, experiments, load, merge_papers, validate
+from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments, load,
+                             merge_papers, validate)
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,6 +136,81 @@ def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr
     assert "results/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
+
+
+def test_an_unknown_model_name_is_named():
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["experiments"]["base_en_de"]["model"] = "transformer_bsae"
+    with pytest.raises(InputError, match=r"experiments.base_en_de.model = 'transformer_bsae' is not defined"):
+        experiments(config)
+
+
+@pytest.mark.parametrize("model, change, message", [
+    ("phrase_max", {"glance": "median"}, r"models.phrase_max: glance must be 'mean' or 'max'"),
+    ("transformer_base", {"d_model": 30, "heads": 4}, r"models.transformer_base: d_model=30 is not divisible"),
+])
+def test_option_values_the_family_rejects_are_named(model, change, message):
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["models"][model].update(change)
+    with pytest.raises(InputError, match=message):
+        experiments(config)
+
+
+def test_keeping_fewer_checkpoints_than_averaged_is_named():
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["scale"] = "ci"
+    config["scales"]["ci"]["train"]["keep_last"] = 1
+    with pytest.raises(InputError, match=r"scales.ci.train.keep_last = 1 .* average.last = 2"):
+        experiments(config)
+
+
+def test_a_missing_dataset_file_is_named():
+    config = repo_config()
+    validate(config, SCHEMA)
+    check_dataset_files(config, experiments(config), REPO)
+    assert REPO / "data/multi30k/train.en.gz" in dataset_files(config, "multi30k_en_de", REPO)
+    config["datasets"]["multi30k_en_de"]["splits"]["valid"]["tgt"] = "data/multi30k/vall.de.gz"
+    with pytest.raises(InputError, match=r"datasets.multi30k_en_de.splits.valid.tgt: .*vall.de.gz does not exist"):
+        check_dataset_files(config, experiments(config), REPO)
+
+
+def test_local_corpus_files_count_as_dataset_files(tmp_path):
+    config = repo_config()
+    validate(config, SCHEMA)
+    spec = {"kind": "download", "src": "zh", "tgt": "en", "local": ["ldc"], "downloads": ["wmt17_dev"],
+            "splits": {"train": {"src": ["ldc:a.zh", "wmt17_dev:dev/x.zh"], "tgt": ["ldc:a.en", "data/wmt/y.en"]}}}
+    config["datasets"]["toy"], config["local_data"] = spec, {"ldc": str(tmp_path)}
+    assert dataset_files(config, "toy", REPO) == [tmp_path / "a.zh", tmp_path / "a.en", REPO / "data/wmt/y.en"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["models"]["phrase_max"].update(glance="median"), "models.phrase_max: glance must be"),
+    (lambda c: c["datasets"]["multi30k_en_de"]["splits"]["valid"].update(tgt="data/multi30k/vall.de.gz"),
+     "datasets.multi30k_en_de.splits.valid.tgt"),
+])
+def test_bad_values_fail_the_dry_run_naming_the_key(tmp_path, edit, message):
+    config = repo_config()
+    edit(config)
+    result = snakemake(workdir(tmp_path, config), "-n")
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+
+
+def test_an_edited_data_file_is_fetched_again(tmp_path):
+    work = workdir(tmp_path, repo_config())
+    (work / "data").unlink()
+    shutil.copytree(REPO / "data/multi30k", work / "data/multi30k")
+    shutil.copy(REPO / "data/SHA256SUMS", work / "data")
+    target = "results/data/multi30k_en_de/manifest.json"
+    assert snakemake(work, target).returncode == 0
+    assert "Nothing to be done" in snakemake(work, "-n", target).stdout
+    time.sleep(0.05)
+    with open(work / "data/multi30k/val.de.gz", "ab") as handle:
+        handle.write(b"edited")
+    assert re.search(r"^fetch\s+1$", snakemake(work, "-n", target).stdout, re.M)  # the job stats list it
 
 
 def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):

@@ -138,7 +138,22 @@ def model_options(config: dict, variant: str, key: str) -> dict:
         if option != "family" and option not in accepted:
             raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "
                              f"it takes {', '.join(sorted(accepted))}")
+    _buildable(variant, options)
     return options
+
+
+def _buildable(variant: str, options: dict) -> None:
+    """Build the model on the meta device (no memory, no time), so that values its family refuses
+    (a glance it does not know, d_model not divisible by heads) fail the dry run, not the training job."""
+    import torch
+
+    from .models import build_model
+
+    try:
+        with torch.device("meta"):
+            build_model({**options, "src_vocab": 8, "tgt_vocab": 8})
+    except ValueError as err:
+        raise InputError(f"config: models.{variant}: {err}") from None
 
 
 def experiments(config: dict) -> dict[str, Experiment]:
@@ -156,12 +171,14 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
         dataset = config["datasets"][task["dataset"]]
         _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
+        _known(exp["model"], config["models"], f"experiments.{name}.model")
         regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
         out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
                                tgt_lang=dataset["tgt"], test=task["test"],
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
                                train={**scale["train"], **regime.get("train", {})},
                                average={**scale["average"], **regime.get("average", {})})
+        _enough_checkpoints(config, name, out[name])
     for table, spec in config["tables"].items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
@@ -196,6 +213,46 @@ def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) 
         if spec["kind"] == "agreement" and e.needs_spans:
             raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} reads parser "
                              "phrases, which the contrastive sources do not have")
+
+
+def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
+    """Averaging reads the last `average.last` checkpoints, so training must keep that many."""
+    keep, last = experiment.train["keep_last"], experiment.average["last"]
+    if keep < last:
+        raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, "
+                         f"experiment {name}) is below its average.last = {last}: keep at least as many "
+                         "checkpoints as are averaged")
+
+
+def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:
+    """The files in the repository (embedded data) or in a `local_data` folder (licensed corpora) that
+    a dataset's splits read, in split order; downloads and recipe outputs are not among them, nor a
+    local corpus whose folder is not set (fetch then says how to set it)."""
+    return [path for _, path in _dataset_refs(config, dataset, root)]
+
+
+def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[str, Path]]:
+    """(key path, file) of each repository or local file a dataset's splits name."""
+    spec, out = config["datasets"][dataset], []
+    for split, sides in spec["splits"].items():
+        for side in ("src", "tgt"):
+            refs = [sides[side]] if isinstance(sides[side], str) else sides[side]
+            for ref in refs:
+                source, sep, inner = ref.partition(":")
+                key = f"datasets.{dataset}.splits.{split}.{side}"
+                if not sep:
+                    out.append((key, Path(root) / ref))
+                elif source in spec.get("local", []) and source in config.get("local_data", {}):
+                    out.append((key, Path(config["local_data"][source]).expanduser() / inner))
+    return out
+
+
+def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str | Path) -> None:
+    """Every repository or local file that the experiments' datasets read exists (paths relative to `root`)."""
+    for dataset in sorted({e.dataset for e in resolved.values()}):
+        for key, path in _dataset_refs(config, dataset, root):
+            if not path.is_file():
+                raise InputError(f"config: {key}: {path} does not exist")
 
 
 def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:

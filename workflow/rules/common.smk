@@ -3,7 +3,8 @@ import json
 import shlex
 from pathlib import Path
 
-from nmtrepro.config import check_analysis_kinds, experiments, merge_papers, model_options, validate
+from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments,
+                             merge_papers, model_options, validate)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -14,6 +15,7 @@ try:
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
     check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
     EXPERIMENTS = experiments(config)
+    check_dataset_files(config, EXPERIMENTS, ".")
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
@@ -68,6 +70,11 @@ def download_options():
     flags = ["--offline"] * config["offline"] + ["--allow-unverified"] * config["allow_unverified"]
     return shlex.join(["--manifest", f"{workflow.basedir}/workflow/downloads.yaml",
                        "--cache", config["download_cache"], *flags])
+
+
+def data_files(wildcards):
+    """The repository and local_data files a dataset reads: editing one fetches the dataset again."""
+    return [str(path) for path in dataset_files(config, wildcards.dataset, ".")]
 
 
 def download_records(wildcards):

@@ -15,6 +15,7 @@ rule download:
 rule fetch:
     input:
         download_records,
+        data_files,
     output:
         "results/data/{dataset}/manifest.json",
     log:

@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -37,6 +38,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def staging_dir(final: Path) -> Path:
+    """A new hidden folder beside `final` to fill and then rename onto it; mkdtemp makes 0700, but a
+    dataset or extracted archive should be as readable as any folder the user creates."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    os.chmod(staging, 0o777 & ~_UMASK)
+    return staging
 
 
 @contextlib.contextmanager
@@ -72,12 +82,25 @@ def require_file(path: str | os.PathLike) -> Path:
     return path
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """Read a text file (plain or .gz) as a list of lines without their newline."""
+def iter_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a UTF-8 text file (plain or .gz) without their newline; invalid UTF-8 is an error
+    naming the file and line, a truncated or corrupt .gz one naming the file."""
     path = require_file(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
-        return [line.rstrip("\n") for line in handle]
+    number = 0
+    try:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                yield raw.decode("utf-8").rstrip("\n")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise InputError(f"{path}: truncated or corrupt gzip file after line {number} ({err})") from None
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """Read a text file (plain or .gz) as a list of lines without their newline."""
+    return list(iter_lines(path))
 
 
 def read_parallel(src_path, tgt_path) -> tuple[list[str], list[str]]:

@@ -7,7 +7,6 @@ same way: {split}.src/.tgt files and a manifest.json, so the later stages never 
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import json
@@ -15,11 +14,10 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 from . import download
-from ..core.files import InputError, require_file, write_json
+from ..core.files import InputError, iter_lines, require_file, staging_dir, write_json
 from .recipes import RECIPES
 
 log = logging.getLogger("nmtrepro.data.datasets")
@@ -62,14 +60,12 @@ def verified(path: str) -> Path:
 
 def _lines(path: Path):
     """Lines of a plain, .gz or WMT .sgm file (the text of each <seg>, as sacrebleu extracts it)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    sgml = path.name.endswith((".sgm", ".sgm.gz"))
-    with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
-        for line in handle:
-            if not sgml:
-                yield line.rstrip("\n")
-            elif line.startswith("<seg "):
-                yield _SEG.sub(r"\1", line).strip()
+    if not path.name.endswith((".sgm", ".sgm.gz")):
+        yield from iter_lines(path)
+        return
+    for line in iter_lines(path):
+        if line.startswith("<seg "):
+            yield _SEG.sub(r"\1", line).strip()
 
 
 def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_lines: int | None) -> int:
@@ -99,8 +95,7 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
     `resolve` turns a split's file reference into a readable path (verifying it on the way); a split
     may list several files per side, which are concatenated in order (e.g. Europarl + News Commentary).
     """
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging = staging_dir(out_dir)
     try:
         manifest = {"name": name, "src_lang": spec["src"], "tgt_lang": spec["tgt"], "splits": {}}
         for split, files in spec["splits"].items():

@@ -17,7 +17,6 @@ import logging
 import os
 import shutil
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.files import InputError, require_file, write_json
+from ..core.files import InputError, require_file, staging_dir, write_json
 
 log = logging.getLogger("nmtrepro.data.download")
 
@@ -70,6 +69,11 @@ def load_manifest(path: str | os.PathLike) -> dict[str, Resource]:
         if "url" not in entry or unknown:
             raise InputError(f"{path}: entry {name!r} needs a url and takes only {sorted(fields | {'source'})}; "
                              f"got {sorted(entry)}")
+        for key in ("sha256", "md5"):
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                raise InputError(f"{path}: entry {name!r}: {key} must be a quoted string, not the "
+                                 f"{type(entry[key]).__name__} {entry[key]!r} (YAML reads an unquoted all-digit "
+                                 "checksum as a number)")
         out[name] = Resource(name=name, **{k: v for k, v in entry.items() if k in fields})
     return out
 
@@ -193,8 +197,7 @@ def extract(archive: Path, dest: Path) -> Path:
     """Unpack a tar/tgz/zip (or gunzip a .gz) into `dest` once, atomically as a folder; other files are copied."""
     if dest.is_dir():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    staging = staging_dir(dest)
     try:
         name = archive.name
         if tarfile.is_tarfile(archive):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sacremoses import MosesTokenizer
 
-from ..core.files import InputError, write_lines
+from ..core.files import InputError, read_lines, write_lines
 
 _TAG_LINES = ("<url>", "<talkid>", "<keywords>")                             # grep -v
 _TAG_STRIP = re.compile(r"</?title>|</?description>")                        # sed -e 's/<title>//g' ...
@@ -26,8 +26,7 @@ IWSLT14_TEST = ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2
 def _read(path: Path) -> list[str]:
     if not path.is_file():
         raise InputError(f"IWSLT14 recipe: missing {path} (is the archive fairseq's de-en.tgz?)")
-    with open(path, encoding="utf-8", newline="\n") as handle:
-        return [line.rstrip("\n") for line in handle]
+    return read_lines(path)
 
 
 def _tokenize(lines: list[str], lang: str) -> list[str]:

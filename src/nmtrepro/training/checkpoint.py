@@ -3,10 +3,16 @@
 A training checkpoint holds everything a resumed run needs to continue as if never stopped (model,
 optimizer, data position, RNG state, curve so far). A model file (final, averaged) holds only the
 model spec and weights: that is all decoding and analysis need.
+
+Scheduled checkpoints (checkpoint_<step>.pt, every save_every updates and at the end) rotate and are
+averaged. A stop signal between them saves interrupted_<step>.pt instead: it is only for resuming, and
+the next scheduled save deletes it, so an interrupted run keeps and averages exactly the checkpoints of
+an uninterrupted one.
 """
 from __future__ import annotations
 
 import logging
+import pickle
 import re
 from pathlib import Path
 
@@ -17,36 +23,82 @@ from ..models import build_model
 
 log = logging.getLogger("nmtrepro.training.checkpoint")
 NAME = re.compile(r"checkpoint_(\d+)\.pt$")
+INTERRUPTED = re.compile(r"interrupted_(\d+)\.pt$")
+STALE = "stale-{}"  # folder inside the checkpoint directory for checkpoints of an earlier, different run
 
 
-def checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
-    """(step, path) of every complete checkpoint in `directory`, oldest first."""
+def checkpoints(directory: str | Path, pattern: re.Pattern = NAME) -> list[tuple[int, Path]]:
+    """(step, path) of every complete scheduled checkpoint in `directory` (or those `pattern` names), oldest first."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := NAME.search(p.name))]
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := pattern.search(p.name))]
     return sorted(found)
 
 
+def resumable(directory: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of every checkpoint a run may resume from, oldest first; at the same step an
+    interrupted one is the newer (saved after the scheduled one, further into the data)."""
+    return sorted(checkpoints(directory) + checkpoints(directory, INTERRUPTED), key=lambda c: (c[0], c[1].name[0]))
+
+
 def save(obj: dict, path: str | Path) -> None:
+    """Write `obj` atomically; a model with a non-finite weight is refused, so that a diverged run
+    never replaces a good file."""
+    for key, value in obj.get("model", {}).items():
+        if value.is_floating_point() and not torch.isfinite(value).all():
+            raise InputError(f"refusing to save {path}: weight {key} is not finite (training diverged)")
     with atomic_open(path, "wb") as handle:
         torch.save(obj, handle)
 
 
 def save_rotating(state: dict, directory: str | Path, step: int, keep_last: int) -> Path:
-    """Save `state` as checkpoint_<step>.pt and delete all but the newest `keep_last`."""
+    """Save `state` as checkpoint_<step>.pt, delete the interrupted checkpoints it supersedes and all
+    but the newest `keep_last` scheduled ones."""
     path = Path(directory) / f"checkpoint_{step:08d}.pt"
     save(state, path)
+    for _, old in checkpoints(directory, INTERRUPTED):
+        old.unlink()
     for _, old in checkpoints(directory)[:-keep_last]:
         old.unlink()
     return path
 
 
+def save_interrupted(state: dict, directory: str | Path, step: int) -> Path:
+    """Save `state` as interrupted_<step>.pt: resumable, but outside the rotation and averaging."""
+    path = Path(directory) / f"interrupted_{step:08d}.pt"
+    save(state, path)
+    return path
+
+
+def unschedule(path: Path) -> Path:
+    """Rename a scheduled checkpoint to an interrupted one (a run's end that a longer run passes through)."""
+    step = int(NAME.search(path.name).group(1))
+    return path.rename(path.with_name(f"interrupted_{step:08d}.pt"))
+
+
+def set_aside(directory: str | Path) -> Path:
+    """Move every checkpoint in `directory` into a new stale-<n> folder inside it (kept, not deleted)."""
+    directory = Path(directory)
+    n = 1
+    while (directory / STALE.format(n)).exists():
+        n += 1
+    folder = directory / STALE.format(n)
+    folder.mkdir()
+    for _, path in resumable(directory):
+        path.rename(folder / path.name)
+    return folder
+
+
 def load(path: str | Path) -> dict:
+    """A checkpoint or model file; a missing, truncated or corrupt one is an InputError naming it."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"missing checkpoint: {path}")
-    return torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
+        raise InputError(f"{path} is not a readable checkpoint (truncated or corrupt: {err})") from None
 
 
 def load_model(path: str | Path, device: str | torch.device = "cpu"):

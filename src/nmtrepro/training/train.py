@@ -4,7 +4,11 @@ rotating checkpoints and exact resume.
 A run is a pure function of (data, model spec, settings): batches come from (seed, epoch), dropout
 from a saved RNG state, so killing a job and running it again gives the same weights as an
 uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before exiting, so a pre-empted
-cluster job resumes when it is run again.
+cluster job resumes when it is run again. A run resumes only checkpoints of the same run (model and
+settings, see RERUN_FREE); others are moved aside into a stale-<n> folder and training starts afresh.
+
+An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
+of them in a row stop the job with an error, leaving the last good checkpoint in place.
 
 Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch groups, each
 built to update_tokens / world_size target tokens, and rank r computes group r of every world_size
@@ -38,6 +42,13 @@ from ..core.vocab import IndexedData, Vocab
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s")
+# Settings a rerun may change and still resume: where and how fast it runs (threads, device; threads
+# change the float summation order, so the weights then match an uninterrupted run only closely) and
+# how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
+# on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
+# the weights or the checkpoints kept, so a run with another value is another run.
+RERUN_FREE = ("threads", "device", "max_minutes", "max_updates")
+MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 
 
 @dataclass
@@ -97,6 +108,15 @@ class Interrupted(Exception):
     pass
 
 
+class Diverged(Exception):
+    """Too many non-finite updates in a row."""
+
+
+def perplexity(bits: float) -> float:
+    """2 ** bits, infinite where a float overflows (a huge early loss must not crash the log line)."""
+    return 2 ** bits if bits < 1000 else math.inf
+
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
@@ -134,6 +154,8 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9)
         self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
         self.curve: list[dict] = []
+        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}  # sums since the last log line
+        self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
         self.stop_signal = None
 
     # -- state ----------------------------------------------------------------------------------
@@ -142,7 +164,8 @@ class Trainer:
         return {"model_spec": self.spec, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings),
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
-                "curve": self.curve, "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
+                "curve": self.curve, "window": self.window, "skipped": self.skipped,
+                "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
 
     def _rng(self) -> dict:
         return {"cpu": torch.get_rng_state(),
@@ -155,32 +178,74 @@ class Trainer:
         torch.distributed.all_gather_object(gathered, obj)
         return gathered
 
+    def _barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
     def resume(self) -> bool:
-        found = checkpoint.checkpoints(self.dir)
-        if not found:
+        """Continue from the newest readable checkpoint of this same run; False if there is none.
+
+        An unreadable newest checkpoint (truncated by a crash outside atomic_open) is passed over with
+        a warning. Checkpoints of another model or other settings are moved aside, not resumed.
+        """
+        blob, path = self._newest()
+        if blob is None:
             return False
-        step, path = found[-1]
-        blob = checkpoint.load(path)
-        if blob["model_spec"] != self.spec:
-            raise InputError(f"{path} was trained with model {blob['model_spec']}, not {self.spec}; "
-                             "delete the checkpoint directory to start over")
+        changes = self._changes(blob)
+        if changes:
+            self._barrier()  # every rank has read the checkpoint before rank 0 moves it
+            if self.rank == 0:
+                folder = checkpoint.set_aside(self.dir)
+                log.info("the checkpoints in %s belong to another run (%s): moved them to %s; starting afresh",
+                         self.dir, "; ".join(changes), folder)
+            self._barrier()
+            return False
         self.model.load_state_dict(blob["model"])
         self.optimizer.load_state_dict(blob["optimizer"])
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
-        self.wall, self.curve = blob["wall_s"], blob["curve"]
+        self.wall, self.curve, self.window = blob["wall_s"], blob["curve"], blob["window"]
+        self.skipped = blob["skipped"]
         torch.set_rng_state(blob["rng"])
         rank_rng = blob.get("rank_rng") or []
         if len(rank_rng) == self.world:
             torch.set_rng_state(rank_rng[self.rank]["cpu"])
             if rank_rng[self.rank]["cuda"] is not None and self.device.type == "cuda":
                 torch.cuda.set_rng_state(rank_rng[self.rank]["cuda"], self.device)
-        log.info("resuming from %s (step %d, epoch %d, batch %d)", path, step, self.epoch, self.position)
+        if path.name.startswith("checkpoint_") and self.step % self.settings.save_every and not self.finished():
+            self._barrier()
+            if self.rank == 0:  # the end of a shorter run, off this longer run's schedule
+                path = checkpoint.unschedule(path)
+            self._barrier()
+        log.info("resuming from %s (step %d, epoch %d, batch %d)", path, self.step, self.epoch, self.position)
         return True
 
-    def save(self) -> None:
+    def _newest(self) -> tuple[dict | None, Path | None]:
+        """The newest checkpoint that loads, and its path."""
+        for _, path in reversed(checkpoint.resumable(self.dir)):
+            try:
+                return checkpoint.load(path), path
+            except InputError as err:
+                log.warning("%s; trying the checkpoint before it", err)
+        return None, None
+
+    def _changes(self, blob: dict) -> list[str]:
+        """What differs between the run that saved `blob` and this one ("key: old -> new")."""
+        changes = [f"model: {blob['model_spec']} -> {self.spec}"] if blob["model_spec"] != self.spec else []
+        old, new = blob["settings"], asdict(self.settings)
+        changes += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
+                    if key not in RERUN_FREE and old.get(key) != value]
+        if blob["step"] > self.settings.max_updates:
+            changes.append(f"max_updates: {self.settings.max_updates} is below the checkpoint's step {blob['step']}")
+        return changes
+
+    def save(self, interrupted: bool = False) -> None:
+        """A scheduled (rotating) checkpoint, or an interrupted one that only a resume reads."""
         state = self.state()
         if self.rank == 0:
-            path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
+            if interrupted:
+                path = checkpoint.save_interrupted(state, self.dir, self.step)
+            else:
+                path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
             log.info("saved %s", path)
 
     # -- loop -----------------------------------------------------------------------------------
@@ -196,9 +261,11 @@ class Trainer:
         self.model.train()
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
 
-    def update(self, group: list) -> tuple[float, float, int]:
+    def update(self, group: list) -> tuple[float, float, int] | None:
         """One optimizer step over this rank's batches; gradients are normalised by the target tokens
-        of all ranks. Returns the loss, NLL and target tokens summed over all ranks."""
+        of all ranks. Returns the loss, NLL and target tokens summed over all ranks, or None when the
+        loss or gradient was not finite and the update was skipped (the same on every rank: both are
+        reduced over the ranks)."""
         s = self.settings
         self.optimizer.zero_grad(set_to_none=True)
         totals = torch.zeros(3, dtype=torch.float64)  # loss, nll, target tokens
@@ -218,12 +285,29 @@ class Trainer:
             if p.grad is not None:
                 p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
         if s.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        if not (math.isfinite(loss_sum) and math.isfinite(nll_sum) and math.isfinite(norm)):
+            self._skip(loss_sum, norm)
+            return None
+        self.bad_in_row = 0
         self.step += 1
         for g in self.optimizer.param_groups:
             g["lr"] = inverse_sqrt(self.step, s.lr, s.warmup)
         self.optimizer.step()
         return loss_sum, nll_sum, tokens
+
+    def _skip(self, loss_sum: float, norm) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.skipped, self.bad_in_row = self.skipped + 1, self.bad_in_row + 1
+        log.warning("after step %d: loss %s, gradient norm %s: update skipped (%d in a row, %d in all)",
+                    self.step, loss_sum, float(norm), self.bad_in_row, self.skipped)
+        if self.bad_in_row >= MAX_BAD_IN_ROW:
+            found = checkpoint.resumable(self.dir)
+            kept = f"the last good checkpoint is {found[-1][1]}" if found else "no checkpoint was saved yet"
+            raise Diverged(f"training diverged: {self.bad_in_row} updates in a row had a non-finite loss or "
+                           f"gradient after step {self.step}; {kept} (lower lr, raise warmup or set clip_norm)")
 
     def groups(self):
         """Yield (batch-index groups, next position) from the current epoch/position onwards; each
@@ -268,31 +352,34 @@ class Trainer:
 
     def _loop(self) -> None:
         s = self.settings
-        window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}
         updates = self.updates()
         while not self.finished():
             group, next_position = next(updates)
             start = time.perf_counter()
-            loss, nll, tokens = self.update(group)
+            result = self.update(group)
             elapsed = self._agree(time.perf_counter() - start)
             self.position = next_position
             self.wall += elapsed
-            for key, value in zip(("loss", "nll", "tokens", "time"), (loss, nll, tokens, elapsed)):
-                window[key] += value
+            applied = result is not None  # skipped updates leave the step, window and schedule as they were
+            if applied:
+                for key, value in zip(("loss", "nll", "tokens", "time"), (*result, elapsed)):
+                    self.window[key] += value
             last = self.finished()
-            if (self.step % s.log_every == 0 or last) and self.rank == 0:
-                self._log(window)
-                window = dict.fromkeys(window, 0)
-            if self.step % s.save_every == 0 or last:
+            scheduled = (applied and self.step % s.save_every == 0) or last
+            if ((applied and self.step % s.log_every == 0) or last) and self.rank == 0:
+                self._log(self.window)
+                self.window = dict.fromkeys(self.window, 0)
+            if scheduled:
                 if self.rank == 0:
                     valid_loss, valid_nll = self.validate()
                     self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
                                        "valid_loss": valid_loss, "valid_nll": valid_nll})
                     log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
-                             self.step, valid_loss, valid_nll, 2 ** valid_nll)
+                             self.step, valid_loss, valid_nll, perplexity(valid_nll))
                 self.save()
             if self._stopping():
-                self.save()
+                if not scheduled:
+                    self.save(interrupted=True)
                 raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
 
     def _agree(self, elapsed: float) -> float:
@@ -334,7 +421,7 @@ class Trainer:
                            "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
                  "%.0f s trained, ~%.0f s left", self.step, s.max_updates, self.epoch + 1, loss, nll,
-                 2 ** nll, lr, speed, self.wall, left)
+                 perplexity(nll), lr, speed, self.wall, left)
 
     def write_outputs(self, model_path: str | Path, curve_path: str | Path) -> None:
         checkpoint.save({"model_spec": self.spec, "model": self.model.state_dict(), "step": self.step,
@@ -368,8 +455,10 @@ def run_train(args) -> None:
         log.info("starting from scratch in %s", args.checkpoint_dir)
     try:
         trainer.train()
-    except Interrupted as err:
+    except (Interrupted, Diverged) as err:
         raise SystemExit(f"nmtrepro train: {err}") from None
+    if trainer.skipped:
+        log.warning("%d updates were skipped for a non-finite loss or gradient", trainer.skipped)
     if trainer.rank == 0:
         trainer.write_outputs(args.out, args.curve)
     if trainer.world > 1:
