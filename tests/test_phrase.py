@@ -5,8 +5,8 @@ from nmtrepro.training.batching import collate, pad_spans
 from nmtrepro.training.criterion import model_loss
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
-from nmtrepro.models.phrase import (PhraseBuilder, gather_index, gather_tokens, ngram_spans,
-                                    tokens_per_phrase)
+from nmtrepro.data.parse import tokens_per_phrase
+from nmtrepro.models.phrase import PhraseBuilder, gather_index, gather_tokens, ngram_spans
 from nmtrepro.analyses.paramcount import PAPER_A_VOCAB, parameter_counts
 from nmtrepro.core.vocab import Vocab
 

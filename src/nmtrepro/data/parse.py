@@ -10,18 +10,29 @@ The spans file has one line per sentence, line-aligned with the binarized source
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError, read_lines, write_json, write_lines
-from ..models.phrase import tokens_per_phrase
 from .nlp import BACKENDS, Tree, constituency, resolve_backend
 from ..core.text import BPE_SEPARATOR, strip_bpe
 
 log = logging.getLogger("nmtrepro.data.parse")
 
 Span = tuple[int, int]  # [start, end) over words or BPE positions
+
+
+def tokens_per_phrase(seql: int) -> int:
+    """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
+
+    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
+    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
+    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7).
+    It lives here, below the models, because both phrase kinds use it: the n-gram chunks of
+    `models.phrase` and Algorithm 1's limit (from the sentence's own length) below."""
+    return max(min(8, math.ceil(seql / 6)), 3)
 
 
 def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:

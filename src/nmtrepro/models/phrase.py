@@ -19,24 +19,14 @@ the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..data.parse import tokens_per_phrase
 from .layers import MultiheadAttention, Residual, xavier_init
 from . import register
 from .transformer import DecoderLayer, EncoderLayer, Transformer
-
-
-def tokens_per_phrase(seql: int) -> int:
-    """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
-
-    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
-    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
-    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7)."""
-    return max(min(8, math.ceil(seql / 6)), 3)
 
 
 def ngram_spans(batch: int, seql: int, device=None) -> torch.Tensor:
