@@ -7,7 +7,6 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def _known(value, known, key):
 
 def model_options(config: dict, variant: str, key: str) -> dict:
     """A model variant's options with its `size` expanded from the scale's size table."""
-    from .models import REGISTRY  # torch import only when a model is actually resolved
+    from .models import REGISTRY, option_names  # torch import only when a model is actually resolved
 
     _known(variant, config["models"], key)
     options = dict(config["models"][variant])
@@ -76,7 +75,7 @@ def model_options(config: dict, variant: str, key: str) -> dict:
         options = {**scale["sizes"][size], **options}
     family = options["family"]
     _known(family, REGISTRY, f"models.{variant}.family")
-    accepted = set(inspect.signature(REGISTRY[family]).parameters) - {"src_vocab", "tgt_vocab"}
+    accepted = option_names(family)
     for option in options:
         if option != "family" and option not in accepted:
             raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "

@@ -6,11 +6,13 @@ Every family implements the decoding protocol that training and beam search rely
       tokens and the cache carries earlier steps (incremental decoding)
   logits(hidden) -> (..., V) unnormalised scores
   reorder_encoder(enc, order) / reorder_cache(cache, order): pick batch rows for beam search
-Families register with @register("name"); options come from config as keyword arguments.
+Families register with @register("name") and are built as cls(src_vocab, tgt_vocab, config): the
+config is the family's `config_class` (a dataclass of `layers.ModelConfig` or a subclass) holding the
+options that config.yaml names.
 """
 from __future__ import annotations
 
-import inspect
+from dataclasses import fields
 
 from torch import nn
 
@@ -26,18 +28,33 @@ def register(name: str):
     return wrap
 
 
-def build_model(spec: dict) -> nn.Module:
-    """Build from a spec {family, src_vocab, tgt_vocab, **options}; unknown names fail clearly."""
-    spec = dict(spec)
-    family = spec.pop("family", None)
+def family_class(family: str) -> type[nn.Module]:
     if family not in REGISTRY:
         raise InputError(f"unknown model family {family!r}; known families: {', '.join(sorted(REGISTRY))}")
-    cls = REGISTRY[family]
-    accepted = set(inspect.signature(cls).parameters)
-    unknown = sorted(set(spec) - accepted)
+    return REGISTRY[family]
+
+
+def option_names(family: str) -> set[str]:
+    """The options a family takes: the fields of its config class."""
+    return {f.name for f in fields(family_class(family).config_class)}
+
+
+def configure(spec: dict):
+    """The family's config from {family, **options}; unknown option names fail clearly."""
+    options = dict(spec)
+    family = options.pop("family", None)
+    accepted = option_names(family)
+    unknown = sorted(set(options) - accepted)
     if unknown:
         raise InputError(f"model family {family!r} has no option(s) {unknown}; it takes {sorted(accepted)}")
-    return cls(**spec)
+    return family_class(family).config_class(**options)
+
+
+def build_model(spec: dict) -> nn.Module:
+    """Build from a spec {family, src_vocab, tgt_vocab, **options} (what checkpoints store)."""
+    options = dict(spec)
+    src_vocab, tgt_vocab = options.pop("src_vocab"), options.pop("tgt_vocab")
+    return family_class(spec.get("family"))(src_vocab, tgt_vocab, configure(options))
 
 
 def count_parameters(model: nn.Module) -> int:
