@@ -29,8 +29,11 @@ class Experiment:
 
     @property
     def needs_spans(self) -> bool:
-        """Whether the model reads parser phrases (the parse stage's .spans) beside the source."""
-        return self.model.get("phrases") == "parse"
+        """Whether the model reads parser phrases (the parse stage's .spans) beside the source, as
+        its family's config declares in `extra_inputs`."""
+        from .models import configure
+
+        return "spans" in configure(self.model).extra_inputs
 
 
 def _with_defaults(validator_class):

@@ -116,6 +116,7 @@ rule head_similarity:
     input:
         model="results/train/{experiment}/averaged.pt",
         src=lambda w: test_input(w.experiment, "src.bpe"),
+        spans=lambda w: spans_files(w, [f"test/{exp(w).test}"]),
     output:
         "results/analyse/{analysis}/{experiment}.heads.json",
     log:
@@ -125,10 +126,11 @@ rule head_similarity:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         groups=head_groups,
+        spans=lambda w, input: f"--spans {input.spans}" if input.spans else "",
     threads: SCALE["train"].get("threads") or 1
     shell:
         "nmtrepro head-similarity --model {input.model} --data {params.data_dir} --input {input.src} "
-        "{params.groups} --threads {threads} --out {output} 2> {log}"
+        "{params.spans} {params.groups} --threads {threads} --out {output} 2> {log}"
 
 
 def figure_outputs(category, caption):
@@ -302,10 +304,11 @@ rule probe:
         prepared=lambda w: f"results/prepare/{exp(w).dataset}",
         lang=lambda w: exp(w).src_lang,
         classifier=probing_classifier_args,
+        parser=parser_args,
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
-        "--lang {params.lang} --tasks {input.tasks} {params.classifier} --output {output} 2> {log}"
+        "--lang {params.lang} --tasks {input.tasks} {params.classifier} {params.parser} --output {output} 2> {log}"
 
 
 rule probing_table:
@@ -339,9 +342,6 @@ CONTRASTIVE_EXPERIMENTS = sorted({s["experiment"] for name in AGREEMENT for s in
 for _name in CONTRASTIVE_EXPERIMENTS:
     if (EXPERIMENTS[_name].src_lang, EXPERIMENTS[_name].tgt_lang) != ("en", "de"):
         raise WorkflowError(f"config: analyses: agreement system {_name!r} is not En->De; LingEval97 pairs are")
-    if EXPERIMENTS[_name].needs_spans:
-        raise WorkflowError(f"config: analyses: agreement system {_name!r} reads parser phrases, which the "
-                            "contrastive sources do not have")
 
 
 def contrastive_outputs():
@@ -382,11 +382,12 @@ rule contrastive_scores:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         args=contrastive_args,
+        parser=parser_args,
     threads: SCALE["train"].get("threads") or 1
     message:
         "Contrastive scoring (LingEval97 protocol): {wildcards.experiment}"
     shell:
-        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} "
+        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} {params.parser} "
         "--threads {threads} --out {output} 2> {log}"
 
 

@@ -1,7 +1,12 @@
 """Model registry: a config string names a family, the family's class builds the model.
 
-Every family implements the decoding protocol that training and beam search rely on:
-  encode(src) -> encoder state (a dict of tensors with batch first)
+Every family implements the decoding protocol that training, beam search and the analyses rely on:
+  config.extra_inputs -> names of what encode reads besides src, e.g. ("spans",) for parser phrases;
+      a batch's `net_input` dict holds "src" and exactly these (`training.batching.PAD_INPUT` batches
+      each kind, `evaluation.sources` makes them for source lines), and every caller passes
+      encode(**net_input)
+  encode(src, **extra_inputs) -> encoder state (a dict of tensors with batch first); it is the only
+      step that reads net_input: decoding reorders the encoder state, not the inputs
   decode(prev, enc, cache=None) -> hidden states (B, T, d); with a cache, `prev` holds only the new
       tokens and the cache carries earlier steps (incremental decoding)
   logits(hidden) -> (..., V) unnormalised scores

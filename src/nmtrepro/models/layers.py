@@ -32,6 +32,11 @@ class ModelConfig:
     pre_norm: bool = True             # layer norm before each sublayer (False: after the sum, Vaswani)
     output_bias: bool = False         # a target-vocabulary bias on the tied output layer (Neutron)
 
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        """What `encode` takes besides `src`, each a key of the batch's net_input (none here)."""
+        return ()
+
 
 # A decoding cache: one dict per attention module, keyed by module, holding (batch, heads, time, d_head) tensors.
 Cache = dict

@@ -1,7 +1,8 @@
 """Transformer with source phrase representations (Xu et al. 2020, paper A), every ablation an option.
 
 Phrases are spans of source positions. N-gram phrases (`phrases="ngram"`) are cut here from the
-padded batch width; parser phrases (`phrases="parse"`) arrive as `encode(src, spans=...)`. Both
+padded batch width; parser phrases (`phrases="parse"`) arrive as `encode(src, spans=...)` (the
+config then declares "spans" among its `extra_inputs`, so every caller puts them in net_input). Both
 become one gather index (B, P, L) and mask, so the rest of the model is the same for both.
 
 Per level k (0 = embeddings, 1..L-1 = the inputs of the later encoder layers, L = the encoder
@@ -47,6 +48,10 @@ class PhraseConfig(ModelConfig):
     def __post_init__(self):
         if self.phrases not in ("ngram", "parse"):
             raise ValueError(f"phrases must be 'ngram' or 'parse', not {self.phrases!r}")
+
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        return ("spans",) if self.phrases == "parse" else ()
 
 
 def ngram_spans(batch: int, seql: int, device=None) -> torch.Tensor:
@@ -206,6 +211,3 @@ class PhraseTransformer(Transformer):
     def decoder_memory(self, enc: dict, layer: int) -> tuple:
         phrases = enc["phrases"][:, layer if self.level_weights is not None else 0]
         return enc["out"], enc["pad"], phrases, enc["phrase_pad"]
-
-    def forward(self, src: torch.Tensor, prev: torch.Tensor, spans: torch.Tensor | None = None):
-        return self.logits(self.decode(prev, self.encode(src, spans)))

@@ -97,8 +97,9 @@ class Transformer(nn.Module):
         out = hidden @ self.tgt_embed.table.weight.t()  # tied output layer
         return out if self.output_bias is None else out + self.output_bias
 
-    def forward(self, src: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
-        return self.logits(self.decode(prev, self.encode(src)))
+    def forward(self, src: torch.Tensor, prev: torch.Tensor, **extra) -> torch.Tensor:
+        """Logits (B, T, V) for decoder inputs `prev` (B, T) given the source and the family's extra inputs."""
+        return self.logits(self.decode(prev, self.encode(src, **extra)))
 
     @staticmethod
     def reorder_encoder(enc: dict, order: torch.Tensor) -> dict:
