@@ -95,7 +95,7 @@ def measure(spec: dict, args, device: torch.device) -> dict:
         optimizer.zero_grad(set_to_none=True)
         for src, prev, tgt in batches:
             with runtime.autocast(device, precision):
-                loss, _ = model_loss(model, src.to(device), prev.to(device), tgt.to(device), 0.1)
+                loss, _ = model_loss(model, {"src": src.to(device)}, prev.to(device), tgt.to(device), 0.1)
             loss.backward()
         optimizer.step()
 

@@ -121,7 +121,7 @@ def test_head_similarity_on_a_transformer_leaves_the_hot_path_untouched():
     model = build_model({"family": "transformer", "src_vocab": 20, "tgt_vocab": 20, "d_model": 8, "ffn": 16,
                          "heads": 2, "encoder_layers": 2, "decoder_layers": 1}).eval()
     src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])  # 0 = padding
-    result = similarity(model, [src])
+    result = similarity(model, [{"src": src}])
     assert result["heads"] == 2 and result["layers"] == 2 and result["tokens"] == 7
     assert result["average"] == pytest.approx((1 + result["pairwise"]) / 2)  # 2 heads: diag 1, off-diag
     assert result["groups"] == {"Global": {"Global": pytest.approx(result["average"])}}

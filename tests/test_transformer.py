@@ -49,15 +49,15 @@ def test_beam_search_with_cache_gives_same_hypotheses_as_without(tiny_model):
     src[:, -1] = Vocab.eos
     src[3, 4:] = Vocab.pad
     src[3, 3] = Vocab.eos
-    cached = beam_search(tiny_model, src, beam=4, max_len_b=8)
-    plain = beam_search(tiny_model, src, beam=4, max_len_b=8, use_cache=False)
+    cached = beam_search(tiny_model, {"src": src}, beam=4, max_len_b=8)
+    plain = beam_search(tiny_model, {"src": src}, beam=4, max_len_b=8, use_cache=False)
     assert cached == plain
     assert any(len(h) > 0 for h in cached)
 
 
 def test_beam_search_respects_length_limit(tiny_model):
     src = torch.tensor([[5, 6, 2]])
-    hyp = beam_search(tiny_model, src, beam=3, max_len_a=0.0, max_len_b=4)[0]
+    hyp = beam_search(tiny_model, {"src": src}, beam=3, max_len_a=0.0, max_len_b=4)[0]
     assert len(hyp) <= 4 and Vocab.eos not in hyp
 
 
@@ -71,7 +71,7 @@ def test_beam_one_equals_greedy(tiny_model):
         if tokens[-1] == Vocab.eos:
             break
     greedy = [t for t in tokens[1:] if t != Vocab.eos]
-    assert beam_search(tiny_model, src, beam=1, max_len_a=0.0, max_len_b=8)[0] == greedy
+    assert beam_search(tiny_model, {"src": src}, beam=1, max_len_a=0.0, max_len_b=8)[0] == greedy
 
 
 def test_param_count_matches_paper_base_and_big_without_embeddings():

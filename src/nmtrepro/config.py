@@ -8,7 +8,6 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +35,11 @@ class Experiment:
 
     @property
     def needs_spans(self) -> bool:
-        """Whether the model reads parser phrases (the parse stage's .spans) beside the source."""
-        return self.model.get("phrases") == "parse"
+        """Whether the model reads parser phrases (the parse stage's .spans) beside the source, as
+        its family's config declares in `extra_inputs`."""
+        from .models import configure
+
+        return "spans" in configure(self.model).extra_inputs
 
 
 def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:
@@ -122,7 +124,7 @@ def _known(value, known, key):
 
 def model_options(config: dict, variant: str, key: str) -> dict:
     """A model variant's options with its `size` expanded from the scale's size table."""
-    from .models import REGISTRY  # torch import only when a model is actually resolved
+    from .models import REGISTRY, option_names  # torch import only when a model is actually resolved
 
     _known(variant, config["models"], key)
     options = dict(config["models"][variant])
@@ -133,7 +135,7 @@ def model_options(config: dict, variant: str, key: str) -> dict:
         options = {**scale["sizes"][size], **options}
     family = options["family"]
     _known(family, REGISTRY, f"models.{variant}.family")
-    accepted = set(inspect.signature(REGISTRY[family]).parameters) - {"src_vocab", "tgt_vocab"}
+    accepted = option_names(family)
     for option in options:
         if option != "family" and option not in accepted:
             raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "
@@ -210,9 +212,6 @@ def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) 
             raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
                              f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
                              f"{src or 'any'}->{tgt or 'any'}")
-        if spec["kind"] == "agreement" and e.needs_spans:
-            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} reads parser "
-                             "phrases, which the contrastive sources do not have")
 
 
 def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:

@@ -46,6 +46,14 @@ def spans_files(wildcards, parts):
     return [f"results/parse/{e.dataset}/{part}.spans" for part in parts] if e.needs_spans else []
 
 
+def parser_args(wildcards):
+    """For a parser-phrase experiment's sources that the parse stage never saw (probing, contrastive):
+    the parser, from config `parse`, that the command runs on them itself."""
+    if not exp(wildcards).needs_spans:
+        return ""
+    return shlex.join(["--parse-backend", config["parse"]["backend"], "--stanza-dir", config["parse"]["stanza_dir"]])
+
+
 def test_files(wildcards, kind):
     return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
 

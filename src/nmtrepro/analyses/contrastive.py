@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from ..training import checkpoint
 from ..core import runtime
 from ..training.batching import pad_sequences, token_batches
+from ..evaluation.sources import Sources, add_arguments_sources, source_options
 from ..data.datasets import verified
 from ..core.files import InputError, read_json, read_lines, require_file, write_json
 from ..core.text import BPE, tokenize
@@ -84,19 +85,19 @@ def read_distil_set(directory, max_lines: int | None = None) -> list[Triple]:
 
 
 @torch.no_grad()
-def force_score(model, sources: list[list[int]], targets: list[list[list[int]]], max_tokens: int,
+def force_score(model, sources: Sources, targets: list[list[list[int]]], max_tokens: int,
                 device="cpu") -> list[list[float]]:
     """Sum of log p(target piece | prefix, source) over the ids (EOS included) of each of the
     targets of each source; scores[i][j] belongs to targets[i][j]. A source is encoded once for all
     of its targets; batches are cut by length like decoding's."""
-    scores: list[list[float]] = [[] for _ in sources]
+    scores: list[list[float]] = [[] for _ in sources.ids]
     longest = [max(len(t) for t in alternatives) * len(alternatives) for alternatives in targets]
-    for indices in token_batches([len(s) for s in sources], longest, max_tokens):
-        src = pad_sequences([torch.tensor(sources[i]) for i in indices]).to(device)         # (B, S)
+    for indices in token_batches(sources.sizes, longest, max_tokens):
         rows = [(b, t) for b, i in enumerate(indices) for t in targets[i]]
         tgt = pad_sequences([torch.tensor(t) for _, t in rows]).to(device)                  # (R, T)
         prev = torch.cat([torch.full_like(tgt[:, :1], Vocab.bos), tgt[:, :-1]], dim=1)
-        enc = model.reorder_encoder(model.encode(src), torch.tensor([b for b, _ in rows], device=device))
+        enc = model.encode(**sources.net_input(indices, device))                            # B sources
+        enc = model.reorder_encoder(enc, torch.tensor([b for b, _ in rows], device=device))
         hidden = model.decode(prev, enc)                                                    # (R, T, d)
         real = tgt.ne(Vocab.pad)
         # Only real positions go through the output layer (padding can be a large share here).
@@ -141,17 +142,22 @@ def _bin_or_unknown(distance) -> str:
 
 
 class Preprocessor:
-    """The experiment's test pipeline: Moses tokenization, its BPE codes, its vocabularies."""
+    """The experiment's test pipeline: Moses tokenization, its BPE codes, its vocabularies.
 
-    def __init__(self, prepared_dir, src_lang: str = "en", tgt_lang: str = "de"):
+    `source_options` go to `Sources.of_lines`: how a parser-phrase model's sources get their phrases."""
+
+    def __init__(self, prepared_dir, src_lang: str = "en", tgt_lang: str = "de", **source_options):
         prepared_dir = Path(prepared_dir)
         self.bpe = BPE(prepared_dir / "bpe.codes")
         self.src_vocab = Vocab.load(prepared_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(prepared_dir / "dict.tgt.txt")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
+        self.source_options = source_options
 
-    def source(self, lines: list[str]) -> list[list[int]]:
-        return [self.src_vocab.encode(line) for line in self.bpe(tokenize(lines, self.src_lang))]
+    def sources(self, model, lines: list[str]) -> Sources:
+        """The source sentences as `model` reads them (ids plus its family's extra inputs)."""
+        return Sources.of_lines(model, self.bpe(tokenize(lines, self.src_lang)), self.src_vocab,
+                                **self.source_options)
 
     def target(self, lines: list[str]) -> list[list[int]]:
         return [self.tgt_vocab.encode(line) for line in self.bpe(tokenize(lines, self.tgt_lang))]
@@ -159,7 +165,7 @@ class Preprocessor:
 
 def evaluate(model, prep: Preprocessor, triples: list[Triple], max_tokens: int, device="cpu") -> list[bool]:
     """Score every triple's two targets against its source; True where the model prefers the correct one."""
-    sources = prep.source([t.source for t in triples])
+    sources = prep.sources(model, [t.source for t in triples])
     good, bad = prep.target([t.correct for t in triples]), prep.target([t.incorrect for t in triples])
     scores = force_score(model, sources, [[g, b] for g, b in zip(good, bad)], max_tokens, device)
     return [judge(g, b, *score) for g, b, score in zip(good, bad, scores)]
@@ -199,6 +205,7 @@ def add_arguments_contrastive(parser) -> None:
     parser.add_argument("--max-tokens", type=int, default=4000, help="padded tokens per batch")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--out", required=True, help="JSON: accuracy per category and per distance bin")
+    add_arguments_sources(parser, spans=False)
 
 
 def run_contrastive(args) -> None:
@@ -219,7 +226,7 @@ def run_contrastive(args) -> None:
     if not triples:
         raise InputError("no contrastive triples to score")
     model = checkpoint.load_model(args.model, device)
-    right = evaluate(model, Preprocessor(args.data), triples, args.max_tokens, device)
+    right = evaluate(model, Preprocessor(args.data, **source_options(args)), triples, args.max_tokens, device)
     result = tally(triples, right)
     log.info("accuracy %.4f over %d triples", result["total"]["accuracy"], len(triples))
     write_json(args.out, {"model": args.model, "test_set": args.lingeval97 or args.distil_set,

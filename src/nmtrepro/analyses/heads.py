@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from ..core.files import InputError, read_json, read_lines, write_json
+from ..evaluation.sources import Sources, add_arguments_sources, source_options
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import text_cells, write_table
 from ..reporting.report import parse_pairs
@@ -51,15 +52,17 @@ def encoder_attention(model) -> list:
 
 @torch.no_grad()
 def similarity(model, batches, groups: list[str] | None = None) -> dict:
-    """Mean head cosine matrix over all tokens and encoder layers, and Eq. 14 per pair of groups."""
+    """Mean head cosine matrix over all tokens and encoder layers, and Eq. 14 per pair of groups.
+
+    `batches`: the encoder's inputs (net_input dicts: "src" (B, S) and the family's extra inputs)."""
     layers = encoder_attention(model)
     total, tokens = None, 0
-    for src in batches:
+    for net_input in batches:
         for layer in layers:
             layer.head_outputs = []
         try:
-            model.encode(src)
-            pad = src.eq(model.pad)
+            model.encode(**net_input)
+            pad = net_input["src"].eq(model.pad)
             for layer in layers:
                 for out in layer.head_outputs:
                     cos, n = head_cosines(out, pad)
@@ -83,6 +86,7 @@ def add_arguments_head_similarity(parser) -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--data", required=True, help="prepared dataset directory, for the source vocabulary")
     parser.add_argument("--input", required=True, help="BPE'd source, one sentence a line")
+    add_arguments_sources(parser)
     parser.add_argument("--groups", nargs="+", help="group name of each head, in head order (default: one group)")
     parser.add_argument("--max-tokens", type=int, default=4000, help="source tokens per batch")
     parser.add_argument("--threads", type=int, default=0)
@@ -92,15 +96,13 @@ def add_arguments_head_similarity(parser) -> None:
 def run_head_similarity(args) -> None:
     from ..training import checkpoint
     from ..core import runtime
-    from ..training.batching import pad_sequences, token_batches
     from ..core.vocab import Vocab
 
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)
     vocab = Vocab.load(f"{args.data}/dict.src.txt")
-    encoded = [torch.tensor(vocab.encode(line)) for line in read_lines(args.input)]
-    batches = (pad_sequences([encoded[i] for i in indices]).to(device)
-               for indices in token_batches([len(e) for e in encoded], None, args.max_tokens))
+    sources = Sources.of_lines(model, read_lines(args.input), vocab, **source_options(args))
+    batches = (sources.net_input(indices, device) for indices in sources.batches(args.max_tokens))
     write_json(args.out, similarity(model, batches, args.groups))
 
 

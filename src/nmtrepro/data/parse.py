@@ -6,16 +6,17 @@ Pipeline per source sentence (the `parse` stage):
 The spans file has one line per sentence, line-aligned with the binarized source, e.g. `0-3 3-5 5-6`
 (half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
 `batching.pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
+Sentences outside the parse stage's files are parsed on the fly by the same path (`parse_lines`).
 """
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError, read_lines, write_json, write_lines
-from ..models.phrase import tokens_per_phrase
 from .nlp import BACKENDS, constituency, resolve_backend
 from .trees import Tree
 from ..core.text import BPE_SEPARATOR, strip_bpe
@@ -23,6 +24,17 @@ from ..core.text import BPE_SEPARATOR, strip_bpe
 log = logging.getLogger("nmtrepro.data.parse")
 
 Span = tuple[int, int]  # [start, end) over words or BPE positions
+
+
+def tokens_per_phrase(seql: int) -> int:
+    """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
+
+    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
+    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
+    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7).
+    It lives here, below the models, because both phrase kinds use it: the n-gram chunks of
+    `models.phrase` and Algorithm 1's limit (from the sentence's own length) below."""
+    return max(min(8, math.ceil(seql / 6)), 3)
 
 
 def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:
@@ -143,16 +155,23 @@ def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[l
     return out
 
 
+def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
+                stanza_models: str | None = None) -> list[list[Span]]:
+    """Spans of BPE'd source lines: the `parse` command's path, also taken by the analyses for
+    sentences the parse stage never saw (probing tasks, contrastive sources)."""
+    trees = constituency([strip_bpe(line) for line in lines], backend, batch_size=batch_size,
+                         stanza_models=stanza_models)
+    return [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
+
+
 def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
                stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
     """Spans for every line of a BPE'd source file, and statistics for the log."""
     lines = read_lines(bpe_path)
     backend = resolve_backend(backend, stanza_models)
     started = time.perf_counter()
-    trees = constituency([strip_bpe(line) for line in lines], backend, batch_size=batch_size,
-                         stanza_models=stanza_models)
+    spans = parse_lines(lines, backend, batch_size, stanza_models)
     seconds = time.perf_counter() - started
-    spans = [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
     n_phrases = sum(len(s) - 1 for s in spans)  # without the EOS span
     stats = {"backend": backend, "sentences": len(lines), "parse_seconds": round(seconds, 2),
              "sentences_per_second": round(len(lines) / max(seconds, 1e-9), 1),

@@ -14,26 +14,26 @@ import torch.nn.functional as F
 
 from ..training import checkpoint
 from ..core import runtime
-from ..training.batching import pad_sequences, pad_spans, token_batches
 from ..core.files import atomic_open, read_lines, write_json
-from ..data.parse import read_spans
 from ..core.text import detokenize, strip_bpe
 from ..core.vocab import Vocab
+from .sources import Sources, add_arguments_sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.generate")
 
 
 @torch.no_grad()
-def beam_search(model, src: torch.Tensor, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
-                max_len_b: int = 10, use_cache: bool = True,
-                spans: torch.Tensor | None = None) -> list[list[int]]:
-    """Best hypothesis per sentence of `src` (B, S), as token ids without EOS.
+def beam_search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
+                max_len_b: int = 10, use_cache: bool = True) -> list[list[int]]:
+    """Best hypothesis per sentence of net_input["src"] (B, S), as token ids without EOS.
 
-    `spans` (B, P, 2): source phrases for models that take them (paper A's parser phrases)."""
+    `net_input` is what `model.encode` takes (the source and the family's extra inputs); it is read
+    once, and beam rows then reorder the encoder state."""
+    src = net_input["src"]
     bsz, k, device = src.size(0), beam, src.device
     src_len = src.ne(Vocab.pad).sum(1)
     max_len = (src_len.float() * max_len_a + max_len_b).long()          # (B,)
-    enc = model.encode(src) if spans is None else model.encode(src, spans=spans)
+    enc = model.encode(**net_input)
     order = torch.arange(bsz, device=device).repeat_interleave(k)
     enc = model.reorder_encoder(enc, order)
     cache = {} if use_cache else None
@@ -88,21 +88,15 @@ def beam_search(model, src: torch.Tensor, beam: int = 4, lenpen: float = 1.0, ma
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
 
-def translate(model, lines: list[str], src_vocab: Vocab, tgt_vocab: Vocab, device, max_tokens: int,
-              precision: str = "fp32", spans: list | None = None, **search) -> list[str]:
-    """Translate BPE'd source lines in length-sorted batches; returns BPE'd target lines in input order.
-
-    `spans`: per line its [start, end) source phrases, for models that take them."""
+def translate(model, sources: Sources, tgt_vocab: Vocab, device, max_tokens: int,
+              precision: str = "fp32", **search) -> list[str]:
+    """Translate sources in length-sorted batches; returns BPE'd target lines in input order."""
     precision = runtime.resolve_precision(device, precision)
-    encoded = [torch.tensor(src_vocab.encode(line)) for line in lines]
-    out: list[str | None] = [None] * len(lines)
-    batches = token_batches([len(e) for e in encoded], None, max_tokens)
+    out: list[str | None] = [None] * len(sources.ids)
+    batches = sources.batches(max_tokens)
     for done, indices in enumerate(batches, 1):
-        src = pad_sequences([encoded[i] for i in indices]).to(device)
-        if spans is not None:
-            search["spans"] = pad_spans([spans[i] for i in indices]).to(device)
         with runtime.autocast(device, precision):
-            hyps = beam_search(model, src, **search)
+            hyps = beam_search(model, sources.net_input(indices, device), **search)
         for i, hyp in zip(indices, hyps):
             out[i] = tgt_vocab.decode(hyp)
         if done % 10 == 0 or done == len(batches):
@@ -126,7 +120,7 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--out", required=True, help="detokenized hypotheses")
     parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
     parser.add_argument("--stats", help="JSON with decoding speed")
-    parser.add_argument("--spans", help="source phrases of --input, one line each (parser-phrase models)")
+    add_arguments_sources(parser)
 
 
 def run_decode(args) -> None:
@@ -134,11 +128,11 @@ def run_decode(args) -> None:
     model = checkpoint.load_model(args.model, device)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.data}/dict.{side}.txt") for side in ("src", "tgt"))
     lines = read_lines(args.input)
-    spans = None if args.spans is None else read_spans(args.spans, [len(line.split()) + 1 for line in lines])
+    sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
     start = time.perf_counter()
-    hyps = translate(model, lines, src_vocab, tgt_vocab, device, args.max_tokens, args.precision, spans,
-                     beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
-                     max_len_b=args.max_len_b, use_cache=not args.no_cache)
+    hyps = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
+                     lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+                     use_cache=not args.no_cache)
     seconds = time.perf_counter() - start
     tokenized = [strip_bpe(h) for h in hyps]
     with atomic_open(args.out_tok) as handle:

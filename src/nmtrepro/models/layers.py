@@ -7,10 +7,36 @@ count of Transformer Base come out at the paper's 44.10M non-embedding parameter
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The sizes every family shares, held once (as nanoGPT's GPTConfig) and handed to every layer.
+
+    Field names are the config.yaml model options; defaults are Transformer Base. A family with more
+    options subclasses this and names the subclass as its `config_class`; `models.build_model` checks
+    a spec's option names against that class's fields.
+    """
+    d_model: int = 512
+    ffn: int = 2048                   # FFN inner width
+    heads: int = 8
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.1              # on embeddings and every residual branch
+    attention_dropout: float = 0.0    # on attention weights
+    activation_dropout: float = 0.0   # inside the FFN (fairseq's name)
+    pre_norm: bool = True             # layer norm before each sublayer (False: after the sum, Vaswani)
+    output_bias: bool = False         # a target-vocabulary bias on the tied output layer (Neutron)
+
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        """What `encode` takes besides `src`, each a key of the batch's net_input (none here)."""
+        return ()
+
 
 # A decoding cache: one dict per attention module, keyed by module, holding (batch, heads, time, d_head) tensors.
 Cache = dict
@@ -85,10 +111,10 @@ class FeedForward(nn.Module):
 class Residual(nn.Module):
     """x + dropout(f(x)) with layer norm before f (pre-norm) or after the sum (post-norm, Vaswani)."""
 
-    def __init__(self, sublayer: nn.Module, d_model: int, dropout: float, pre_norm: bool):
+    def __init__(self, sublayer: nn.Module, config: ModelConfig):
         super().__init__()
-        self.sublayer, self.norm = sublayer, nn.LayerNorm(d_model)
-        self.dropout, self.pre_norm = dropout, pre_norm
+        self.sublayer, self.norm = sublayer, nn.LayerNorm(config.d_model)
+        self.dropout, self.pre_norm = config.dropout, config.pre_norm
 
     def forward(self, x, *args, **kwargs):
         if self.pre_norm:

@@ -1,7 +1,8 @@
 """Transformer with source phrase representations (Xu et al. 2020, paper A), every ablation an option.
 
 Phrases are spans of source positions. N-gram phrases (`phrases="ngram"`) are cut here from the
-padded batch width; parser phrases (`phrases="parse"`) arrive as `encode(src, spans=...)`. Both
+padded batch width; parser phrases (`phrases="parse"`) arrive as `encode(src, spans=...)` (the
+config then declares "spans" among its `extra_inputs`, so every caller puts them in net_input). Both
 become one gather index (B, P, L) and mask, so the rest of the model is the same for both.
 
 Per level k (0 = embeddings, 1..L-1 = the inputs of the later encoder layers, L = the encoder
@@ -19,24 +20,38 @@ the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases.
 """
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import MultiheadAttention, Residual, xavier_init
+from ..data.parse import tokens_per_phrase
+from .layers import ModelConfig, MultiheadAttention, Residual, xavier_init
 from . import register
 from .transformer import DecoderLayer, EncoderLayer, Transformer
 
 
-def tokens_per_phrase(seql: int) -> int:
-    """ntok = max(min(8, ceil(seql / 6)), 3) for a padded batch width seql (paper A, footnote 2).
+@dataclass(frozen=True)
+class PhraseConfig(ModelConfig):
+    """The Transformer's sizes plus paper A's ablation switches.
 
-    The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
-    down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
-    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7)."""
-    return max(min(8, math.ceil(seql / 6)), 3)
+    glance: "mean" | "max" (Eq. 2); attentive: attentive pooling (Eq. 3-5, "+Attn");
+    transparent_attention: each decoder layer mixes all encoder levels (Eq. 6, "+TA");
+    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase").
+    """
+    glance: str = "max"
+    attentive: bool = True
+    transparent_attention: bool = True
+    phrases: str = "ngram"
+
+    def __post_init__(self):
+        if self.phrases not in ("ngram", "parse"):
+            raise ValueError(f"phrases must be 'ngram' or 'parse', not {self.phrases!r}")
+
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        return ("spans",) if self.phrases == "parse" else ()
 
 
 def ngram_spans(batch: int, seql: int, device=None) -> torch.Tensor:
@@ -112,11 +127,11 @@ class PhraseAttention(nn.Module):
     adds x and the layer norm, giving LN(x + o + W4 ...) post-norm as in the paper.
     """
 
-    def __init__(self, d_model: int, ffn: int, heads: int, attention_dropout: float):
+    def __init__(self, c: ModelConfig):
         super().__init__()
-        self.attn = MultiheadAttention(d_model, heads, attention_dropout)
-        self.w3 = nn.Linear(2 * d_model, ffn)   # hidden size = FFN size (authors' code)
-        self.w4 = nn.Linear(ffn, d_model)
+        self.attn = MultiheadAttention(c.d_model, c.heads, c.attention_dropout)
+        self.w3 = nn.Linear(2 * c.d_model, c.ffn)   # hidden size = FFN size (authors' code)
+        self.w4 = nn.Linear(c.ffn, c.d_model)
 
     def forward(self, x, phrases, phrase_pad, cache=None):
         """x (B, T, d), phrases (B, P, d), phrase_pad (B, P) True at empty phrases."""
@@ -127,10 +142,9 @@ class PhraseAttention(nn.Module):
 class PhraseEncoderLayer(EncoderLayer):
     """Phrase attention + combination -> the Transformer encoder layer (self-attention -> FFN)."""
 
-    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
-        super().__init__(d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
-        self.phrase_attn = Residual(PhraseAttention(d_model, ffn, heads, attention_dropout),
-                                    d_model, dropout, pre_norm)
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.phrase_attn = Residual(PhraseAttention(config), config)
 
     def forward(self, x, pad, phrases, phrase_pad):
         return super().forward(self.phrase_attn(x, phrases, phrase_pad), pad)
@@ -139,10 +153,9 @@ class PhraseEncoderLayer(EncoderLayer):
 class PhraseDecoderLayer(DecoderLayer):
     """Self-attention -> phrase attention + combination -> token cross-attention -> FFN."""
 
-    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
-        super().__init__(d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
-        self.phrase_attn = Residual(PhraseAttention(d_model, ffn, heads, attention_dropout),
-                                    d_model, dropout, pre_norm)
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.phrase_attn = Residual(PhraseAttention(config), config)
 
     def forward(self, x, memory, memory_pad, phrases, phrase_pad, cache=None):
         def part(name):
@@ -155,32 +168,20 @@ class PhraseDecoderLayer(DecoderLayer):
 
 @register("phrase")
 class PhraseTransformer(Transformer):
-    """Transformer + phrase representations. Options (beyond the Transformer's):
-
-    glance: "mean" | "max" (Eq. 2); attentive: attentive pooling (Eq. 3-5, "+Attn");
-    transparent_attention: each decoder layer mixes all encoder levels (Eq. 6, "+TA");
-    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase").
-    """
+    """Transformer + phrase representations; its options are `PhraseConfig`'s."""
+    config_class = PhraseConfig
     encoder_layer = PhraseEncoderLayer
     decoder_layer = PhraseDecoderLayer
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn: int = 2048,
-                 heads: int = 8, encoder_layers: int = 6, decoder_layers: int = 6,
-                 dropout: float = 0.1, attention_dropout: float = 0.0, activation_dropout: float = 0.0,
-                 pre_norm: bool = True, output_bias: bool = False, glance: str = "max",
-                 attentive: bool = True, transparent_attention: bool = True, phrases: str = "ngram"):
-        super().__init__(src_vocab, tgt_vocab, d_model, ffn, heads, encoder_layers, decoder_layers,
-                         dropout, attention_dropout, activation_dropout, pre_norm, output_bias)
-        if phrases not in ("ngram", "parse"):
-            raise ValueError(f"phrases must be 'ngram' or 'parse', not {phrases!r}")
-        self.phrases = phrases
+    def __init__(self, src_vocab: int, tgt_vocab: int, config: PhraseConfig):
+        super().__init__(src_vocab, tgt_vocab, config)
         # Levels 0..L: the input of each encoder layer, then the encoder output.
-        self.builders = nn.ModuleList(PhraseBuilder(d_model, glance, attentive)
-                                      for _ in range(encoder_layers + 1))
+        self.builders = nn.ModuleList(PhraseBuilder(config.d_model, config.glance, config.attentive)
+                                      for _ in range(config.encoder_layers + 1))
         xavier_init(self.builders)
         # Eq. 6: (L_enc + 1) x L_dec weights, softmax over levels (paper: a 7 x 6 matrix).
-        self.level_weights = (nn.Parameter(torch.zeros(encoder_layers + 1, decoder_layers))
-                              if transparent_attention else None)
+        self.level_weights = (nn.Parameter(torch.zeros(config.encoder_layers + 1, config.decoder_layers))
+                              if config.transparent_attention else None)
 
     def transparent_weights(self) -> torch.Tensor:
         """(L_enc + 1, L_dec) softmax-normalised weights w_i^j of Eq. 6; columns sum to 1."""
@@ -189,7 +190,7 @@ class PhraseTransformer(Transformer):
     def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None) -> dict:
         """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse"."""
         pad = src.eq(self.pad)  # (B, S)
-        if self.phrases == "ngram":
+        if self.config.phrases == "ngram":
             spans = ngram_spans(src.size(0), src.size(1), src.device)
         elif spans is None:
             raise ValueError("phrases='parse' needs the source phrase spans: encode(src, spans=...)")
@@ -210,6 +211,3 @@ class PhraseTransformer(Transformer):
     def decoder_memory(self, enc: dict, layer: int) -> tuple:
         phrases = enc["phrases"][:, layer if self.level_weights is not None else 0]
         return enc["out"], enc["pad"], phrases, enc["phrase_pad"]
-
-    def forward(self, src: torch.Tensor, prev: torch.Tensor, spans: torch.Tensor | None = None):
-        return self.logits(self.decode(prev, self.encode(src, spans)))

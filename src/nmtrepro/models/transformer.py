@@ -5,27 +5,38 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .layers import Embedding, FeedForward, MultiheadAttention, Residual, reorder_cache, xavier_init
+from .layers import (Embedding, FeedForward, ModelConfig, MultiheadAttention, Residual, reorder_cache,
+                     xavier_init)
 from ..core.vocab import Vocab
 from . import register
 
 
+def attention(c: ModelConfig) -> Residual:
+    """Multi-head attention in a residual block; the caller's memory makes it self- or cross-attention."""
+    return Residual(MultiheadAttention(c.d_model, c.heads, c.attention_dropout), c)
+
+
+def feed_forward(c: ModelConfig) -> Residual:
+    """The position-wise FFN in a residual block."""
+    return Residual(FeedForward(c.d_model, c.ffn, c.activation_dropout), c)
+
+
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        self.self_attn = Residual(MultiheadAttention(d_model, heads, attention_dropout), d_model, dropout, pre_norm)
-        self.ffn = Residual(FeedForward(d_model, ffn, activation_dropout), d_model, dropout, pre_norm)
+        self.self_attn = attention(config)
+        self.ffn = feed_forward(config)
 
     def forward(self, x, pad):
         return self.ffn(self.self_attn(x, None, key_padding_mask=pad))
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        self.self_attn = Residual(MultiheadAttention(d_model, heads, attention_dropout), d_model, dropout, pre_norm)
-        self.cross_attn = Residual(MultiheadAttention(d_model, heads, attention_dropout), d_model, dropout, pre_norm)
-        self.ffn = Residual(FeedForward(d_model, ffn, activation_dropout), d_model, dropout, pre_norm)
+        self.self_attn = attention(config)
+        self.cross_attn = attention(config)
+        self.ffn = feed_forward(config)
 
     def forward(self, x, memory, memory_pad, cache=None):
         self_cache = cross_cache = None
@@ -42,27 +53,24 @@ class Transformer(nn.Module):
 
     `output_bias` adds a bias of target-vocabulary size to the tied output layer, as Neutron's
     classifier has: with it, one vocabulary reproduces both of paper A's totals (88.1M and 264.1M).
-    Subclasses swap the layer types (`encoder_layer`, `decoder_layer`) and what each decoder layer
-    reads from the encoder state (`decoder_memory`).
+    Subclasses swap the options (`config_class`), the layer types (`encoder_layer`, `decoder_layer`)
+    and what each decoder layer reads from the encoder state (`decoder_memory`).
     """
+    config_class = ModelConfig
     encoder_layer = EncoderLayer
     decoder_layer = DecoderLayer
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn: int = 2048,
-                 heads: int = 8, encoder_layers: int = 6, decoder_layers: int = 6,
-                 dropout: float = 0.1, attention_dropout: float = 0.0, activation_dropout: float = 0.0,
-                 pre_norm: bool = True, output_bias: bool = False):
+    def __init__(self, src_vocab: int, tgt_vocab: int, config: ModelConfig):
         super().__init__()
-        self.pad = Vocab.pad
-        args = (d_model, ffn, heads, dropout, attention_dropout, activation_dropout, pre_norm)
-        self.src_embed = Embedding(src_vocab, d_model, self.pad, dropout)
-        self.tgt_embed = Embedding(tgt_vocab, d_model, self.pad, dropout)
-        self.encoder = nn.ModuleList(self.encoder_layer(*args) for _ in range(encoder_layers))
-        self.decoder = nn.ModuleList(self.decoder_layer(*args) for _ in range(decoder_layers))
+        self.config, self.pad, d = config, Vocab.pad, config.d_model
+        self.src_embed = Embedding(src_vocab, d, self.pad, config.dropout)
+        self.tgt_embed = Embedding(tgt_vocab, d, self.pad, config.dropout)
+        self.encoder = nn.ModuleList(self.encoder_layer(config) for _ in range(config.encoder_layers))
+        self.decoder = nn.ModuleList(self.decoder_layer(config) for _ in range(config.decoder_layers))
         # Pre-norm stacks end in a layer norm; post-norm layers already normalise their output.
-        self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
-        self.output_bias = nn.Parameter(torch.zeros(tgt_vocab)) if output_bias else None
+        self.encoder_norm = nn.LayerNorm(d) if config.pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d) if config.pre_norm else nn.Identity()
+        self.output_bias = nn.Parameter(torch.zeros(tgt_vocab)) if config.output_bias else None
         xavier_init(self)
 
     def encode(self, src: torch.Tensor) -> dict:
@@ -89,8 +97,9 @@ class Transformer(nn.Module):
         out = hidden @ self.tgt_embed.table.weight.t()  # tied output layer
         return out if self.output_bias is None else out + self.output_bias
 
-    def forward(self, src: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
-        return self.logits(self.decode(prev, self.encode(src)))
+    def forward(self, src: torch.Tensor, prev: torch.Tensor, **extra) -> torch.Tensor:
+        """Logits (B, T, V) for decoder inputs `prev` (B, T) given the source and the family's extra inputs."""
+        return self.logits(self.decode(prev, self.encode(src, **extra)))
 
     @staticmethod
     def reorder_encoder(enc: dict, order: torch.Tensor) -> dict:

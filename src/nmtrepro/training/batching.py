@@ -7,6 +7,7 @@ shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -15,17 +16,16 @@ from ..core.vocab import IndexedData, Vocab
 
 @dataclass
 class Batch:
-    src: torch.Tensor      # (B, S) source ids, right-padded, each ending in EOS
+    net_input: dict        # what `model.encode(**net_input)` takes: "src" (B, S) source ids, right-padded,
+                           # each ending in EOS, plus the extra inputs the model's family declares
     prev: torch.Tensor     # (B, T) decoder input: BOS + target[:-1]
     target: torch.Tensor   # (B, T) target ids ending in EOS, right-padded
     ids: torch.Tensor      # (B,) sentence indices in the corpus
     tgt_tokens: int        # number of real target tokens
-    spans: torch.Tensor | None = None  # (B, P, 2) [start, end) source phrases (parser phrases only)
 
     def to(self, device) -> "Batch":
-        spans = None if self.spans is None else self.spans.to(device)
-        return Batch(self.src.to(device), self.prev.to(device), self.target.to(device),
-                     self.ids, self.tgt_tokens, spans)
+        return Batch({name: value.to(device) for name, value in self.net_input.items()},
+                     self.prev.to(device), self.target.to(device), self.ids, self.tgt_tokens)
 
 
 def token_batches(src_sizes: list[int], tgt_sizes: list[int] | None, max_tokens: int,
@@ -71,15 +71,24 @@ def pad_spans(spans: list[list[tuple[int, int]]]) -> torch.Tensor:
     return out
 
 
-def collate(src: IndexedData, tgt: IndexedData, indices: list[int], spans=None) -> Batch:
+# How each extra model input is batched, by its name in `model.config.extra_inputs`.
+PAD_INPUT = {"spans": pad_spans}
+
+
+def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
+    """The encoder's inputs for sentences `indices`: their padded source ids (1-D tensors in `src`)
+    and, per extra input, the sentences' values (`extras[name][i]`) batched by PAD_INPUT[name]."""
+    return {"src": pad_sequences([src[i] for i in indices]),
+            **{name: PAD_INPUT[name]([values[i] for i in indices]) for name, values in extras.items()}}
+
+
+def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict | None = None) -> Batch:
     """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
 
-    `spans`, when given, holds each corpus sentence's source phrases (parser phrases for paper A).
+    `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A).
     """
-    src_seqs = [src[i] for i in indices]
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
-    return Batch(src=pad_sequences(src_seqs), prev=pad_sequences(prev_seqs),
+    return Batch(net_input=net_input(src, extras or {}, indices), prev=pad_sequences(prev_seqs),
                  target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
-                 tgt_tokens=sum(len(t) for t in tgt_seqs),
-                 spans=None if spans is None else pad_spans([spans[i] for i in indices]))
+                 tgt_tokens=sum(len(t) for t in tgt_seqs))

@@ -22,10 +22,10 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: flo
     return loss.sum(), nll.sum()
 
 
-def model_loss(model, src, prev, target, epsilon: float, spans=None):
-    """Run (B, S) sources and (B, T) decoder inputs/targets through an encoder-decoder and return
-    (summed loss, summed NLL); `spans` (B, P, 2) only for models that read source phrases."""
-    enc = model.encode(src) if spans is None else model.encode(src, spans=spans)
+def model_loss(model, net_input: dict, prev, target, epsilon: float):
+    """Run a batch's encoder inputs (`net_input`: "src" (B, S) and the family's extra inputs) and
+    (B, T) decoder inputs/targets through an encoder-decoder; return (summed loss, summed NLL)."""
+    enc = model.encode(**net_input)
     hidden = model.decode(prev, enc)
     real = target.ne(model.pad)
     return label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)

@@ -87,21 +87,21 @@ class Corpus:
         data_dir = Path(data_dir)
         self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
-        self.splits, self.spans = {}, {}
+        self.splits, self.extras = {}, {"train": {}, "valid": {}}
         for split in ("train", "valid"):
             src, tgt = IndexedData(data_dir / f"{split}.src.bin"), IndexedData(data_dir / f"{split}.tgt.bin")
             if len(src) != len(tgt):
                 raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
             self.splits[split] = (src, tgt)
             if spans_dir is not None:
-                self.spans[split] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
+                self.extras[split]["spans"] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
 
     def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
         src, tgt = self.splits[split]
         return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch)
 
     def collate(self, split: str, indices):
-        return collate(*self.splits[split], indices, self.spans.get(split))
+        return collate(*self.splits[split], indices, self.extras[split])
 
 
 class Interrupted(Exception):
@@ -127,8 +127,8 @@ class LossOf(torch.nn.Module):
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
 
-    def forward(self, src, prev, target, spans=None):
-        return model_loss(self.model, src, prev, target, self.label_smoothing, spans)
+    def forward(self, net_input, prev, target):
+        return model_loss(self.model, net_input, prev, target, self.label_smoothing)
 
 
 class Trainer:
@@ -255,8 +255,8 @@ class Trainer:
         with torch.no_grad(), runtime.autocast(self.device, self.precision):
             for indices in self.corpus.batches("valid", self.settings.max_tokens):
                 batch = self.corpus.collate("valid", indices).to(self.device)
-                l, n = model_loss(self.model, batch.src, batch.prev, batch.target,
-                                  self.settings.label_smoothing, batch.spans)
+                l, n = model_loss(self.model, batch.net_input, batch.prev, batch.target,
+                                  self.settings.label_smoothing)
                 loss, nll, tokens = loss + l.item(), nll + n.item(), tokens + batch.tgt_tokens
         self.model.train()
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
@@ -275,7 +275,7 @@ class Trainer:
             sync = i == len(group) - 1 or self.world == 1
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
-                    loss, nll = self.loss(batch.src, batch.prev, batch.target, batch.spans)
+                    loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
                 loss.backward()
             totals += torch.tensor([loss.item(), nll.item(), batch.tgt_tokens], dtype=torch.float64)
         if self.world > 1:

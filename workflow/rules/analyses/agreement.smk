@@ -39,11 +39,12 @@ rule contrastive:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         args=contrastive_args,
+        parser=parser_args,
     threads: SCALE["train"].get("threads") or 1
     message:
         "Contrastive scoring (LingEval97 protocol): {wildcards.experiment}"
     shell:
-        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} "
+        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} {params.parser} "
         "--threads {threads} --out {output} 2> {log}"
 
 

@@ -51,10 +51,11 @@ rule probe:
         prepared=lambda w: f"results/prepare/{exp(w).dataset}",
         lang=lambda w: exp(w).src_lang,
         classifier=probing_classifier_args,
+        parser=parser_args,
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
-        "--lang {params.lang} --tasks {input.tasks} {params.classifier} --output {output} 2> {log}"
+        "--lang {params.lang} --tasks {input.tasks} {params.classifier} {params.parser} --output {output} 2> {log}"
 
 
 rule probing_table:

@@ -39,6 +39,8 @@ def run_probing_data(args) -> None:
 
 
 def add_arguments_probe(parser) -> None:
+    from ...evaluation.sources import add_arguments_sources  # torch: only for this command
+
     parser.add_argument("--model", required=True, help="model file or checkpoint")
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (bpe.codes, dict.src.txt)")
     parser.add_argument("--lang", required=True, help="source language of the model (Moses tokenizer)")
@@ -50,6 +52,7 @@ def add_arguments_probe(parser) -> None:
     parser.add_argument("--max-epochs", type=int, default=200)
     parser.add_argument("--max-examples", type=int, default=0,
                         help="cap on training examples per task (0 = all); dev/test are never cut")
+    add_arguments_sources(parser, spans=False)
 
 
 def run_probe(args) -> None:
@@ -58,6 +61,7 @@ def run_probe(args) -> None:
     from ...training.checkpoint import load_model
     from ...core.text import BPE
     from ...core.vocab import Vocab
+    from ...evaluation.sources import source_options
     from .classifier import Grid, probe
     from .vectors import encode_sentences
 
@@ -76,7 +80,7 @@ def run_probe(args) -> None:
         by_split = {s: [e for e in examples if e.split == s] for s in SPLITS}
         if args.max_examples:
             by_split["tr"] = by_split["tr"][:args.max_examples]
-        feats = {s: encode_sentences(model, [e.sentence for e in ex], vocab, bpe, args.lang)
+        feats = {s: encode_sentences(model, [e.sentence for e in ex], vocab, bpe, args.lang, **source_options(args))
                  for s, ex in by_split.items()}
         labels = {s: [e.label for e in ex] for s, ex in by_split.items()}
         results[name] = probe(feats, labels, grid, logistic=(name == "word_content"))
