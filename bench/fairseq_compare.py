@@ -171,7 +171,7 @@ def main() -> None:
     ours = out / "ours"
     subprocess.run(["rm", "-rf", ours, out / "fairseq"], check=True)
     timer = Path(__file__).with_name("timed_steps.py").resolve()
-    sh(sys.executable, timer, "ours", out / "ours.steps.json", "--", "--data", prepared,
+    sh(sys.executable, timer, "ours", out / "ours.steps.json", "--", "--prepared", prepared,
        "--model", json.dumps(model), "--settings", json.dumps(settings), "--checkpoint-dir", ours / "checkpoints",
        "--out", ours / "final.pt", "--curve", ours / "curve.tsv", env=env, log=out / "ours.train.log")
     d, ffn, heads = str(size["d_model"]), str(size["ffn"]), str(size["heads"])
@@ -193,8 +193,8 @@ def main() -> None:
     # -- decoding: test_2016_flickr, beam 4, same length limits and max_tokens -------------------------
     search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
               "--max-len-b", decode["max_len_b"], "--max-tokens", decode["max_tokens"]]
-    sh(sys.executable, "-m", "nmtrepro.cli", "decode", "--model", ours / "final.pt", "--data", prepared,
-       "--input", f"{test}.src.bpe", "--tgt-lang", "de", *search, "--threads", threads,
+    sh(sys.executable, "-m", "nmtrepro.cli", "decode", "--model", ours / "final.pt", "--prepared", prepared,
+       "--src-bpe", f"{test}.src.bpe", "--tgt-lang", "de", *search, "--threads", threads,
        "--out", ours / "hyp", "--out-tok", ours / "hyp.tok", "--stats", ours / "decode.json",
        env=env, log=out / "ours.decode.log")
     sh(fairseq_bin / "fairseq-generate", data_bin, "--path", out / "fairseq/checkpoint_last.pt",

@@ -59,7 +59,7 @@ def main() -> None:
     out = Path(args.out)
     ckpt_dir = out / "checkpoints"
     print(f"recipe: model {model}\n        train {train}", flush=True)
-    sh("nmtrepro", "train", "--data", prepared, "--model", json.dumps(model), "--settings", json.dumps(train),
+    sh("nmtrepro", "train", "--prepared", prepared, "--model", json.dumps(model), "--settings", json.dumps(train),
        "--checkpoint-dir", str(ckpt_dir), "--out", str(out / "final.pt"), "--curve", str(out / "curve.tsv"))
 
     found = checkpoint.checkpoints(ckpt_dir)
@@ -69,7 +69,7 @@ def main() -> None:
     for label, path in [(f"step {s}", p) for s, p in found] + [(f"avg last {args.average}", averaged)]:
         minutes = checkpoint.load(found[-1][1] if path == averaged else path)["wall_s"] / 60
         hyp = out / f"{path.stem}.hyp"
-        sh("nmtrepro", "decode", "--model", str(path), "--data", prepared, "--input", f"{test}.src.bpe",
+        sh("nmtrepro", "decode", "--model", str(path), "--prepared", prepared, "--src-bpe", f"{test}.src.bpe",
            "--tgt-lang", "de", "--beam", "4", "--threads", str(args.threads), "--out", str(hyp),
            "--out-tok", f"{hyp}.tok")
         bleu = score(hyp, f"{test}.ref", f"{hyp}.tok", f"{test}.ref.tok")

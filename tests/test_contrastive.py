@@ -213,7 +213,7 @@ def test_contrastive_command_scores_a_lingeval97_json(tmp_path, family):
     out = tmp_path / "out.json"
     record = tmp_path / "lingeval97.record.json"  # as `nmtrepro download` writes it (paper scale)
     record.write_text(json.dumps({"name": "lingeval97", "archive": str(tmp_path / "l.json")}))
-    contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), data=str(prepared), distil_set=None,
+    contrastive.run_contrastive(Namespace(model=str(tmp_path / "model.pt"), prepared=str(prepared), distil_set=None,
                                           lingeval97=None, lingeval97_download=str(record), max_per_set=None,
                                           parser="spacy", max_tokens=1000, threads=1, out=str(out),
                                           parse_backend="spacy", stanza_dir=None))

@@ -27,7 +27,7 @@ SETTINGS = dict(max_tokens=64, update_tokens=200, lr=0.01, warmup=4, save_every=
 def train_command(corpus: Path, out: Path, processes: int, **settings) -> list[str]:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
                 "--signals-to-handle=SIGTERM,SIGINT,SIGUSR1", "-m"] if processes > 1 else [sys.executable, "-m"]
-    return launcher + ["nmtrepro.cli", "train", "--data", str(corpus), "--model", json.dumps(TINY),
+    return launcher + ["nmtrepro.cli", "train", "--prepared", str(corpus), "--model", json.dumps(TINY),
                        "--settings", json.dumps({**SETTINGS, **settings}), "--checkpoint-dir", str(out / "ckpt"),
                        "--out", str(out / "final.pt"), "--curve", str(out / "curve.tsv")]
 

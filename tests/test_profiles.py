@@ -32,4 +32,4 @@ def test_slurm_profile_dry_run_lists_paper_training_under_torchrun_with_its_gpus
 
 def test_ci_scale_trains_without_torchrun(tmp_path):
     out = dry_run(tmp_path, "--cores", "2", "--config", "scale=ci")
-    assert "torchrun" not in out and "Shell command: nmtrepro train --data" in out
+    assert "torchrun" not in out and "Shell command: nmtrepro train --prepared" in out

@@ -19,7 +19,7 @@ rule decode:
     message:
         "Beam search: {wildcards.experiment} on {wildcards.split}"
     shell:
-        "nmtrepro decode --model {input.model} --data {params.data_dir} --input {input.src} "
+        "nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
         "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
         "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.spans} --threads {threads} "

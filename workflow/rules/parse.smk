@@ -13,6 +13,6 @@ rule parse:
     message:
         "Parsing the source of {wildcards.dataset} {wildcards.part} into phrases (paper A, Algorithm 1)"
     shell:
-        "nmtrepro parse --bpe {input} --out {output.spans} --stats {output.stats} "
+        "nmtrepro parse --src-bpe {input} --out {output.spans} --stats {output.stats} "
         "--backend {params.opts[backend]} --stanza-dir {params.opts[stanza_dir]} "
         "--batch-size {params.opts[batch_size]} 2> {log}"

@@ -28,7 +28,7 @@ rule train:
         settings=lambda w: json.dumps(exp(w).train),
         checkpoint_dir="results/checkpoints/{experiment}",
         launcher=train_launcher,
-        spans=lambda w: f"--spans results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
+        spans=lambda w: f"--spans-dir results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
     threads: SCALE["train"].get("threads") or 1
     resources:
         gpu=TRAIN_RESOURCES["gpu"],
@@ -39,7 +39,7 @@ rule train:
     message:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
-        "{params.launcher}nmtrepro train --data {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
+        "{params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
         "--checkpoint-dir {params.checkpoint_dir} {params.spans} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 

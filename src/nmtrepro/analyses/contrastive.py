@@ -192,7 +192,7 @@ def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
 
 def add_arguments_contrastive(parser) -> None:
     parser.add_argument("--model", required=True, help="model file (final or averaged), En->De")
-    parser.add_argument("--data", required=True, help="the experiment's prepared dataset directory")
+    parser.add_argument("--prepared", required=True, help="the experiment's prepared dataset folder")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--distil-set", action="append", metavar="DIR",
                         help="a DistilLingEval folder (repeat); the folder name is the category")
@@ -226,7 +226,7 @@ def run_contrastive(args) -> None:
     if not triples:
         raise InputError("no contrastive triples to score")
     model = checkpoint.load_model(args.model, device)
-    right = evaluate(model, Preprocessor(args.data, **source_options(args)), triples, args.max_tokens, device)
+    right = evaluate(model, Preprocessor(args.prepared, **source_options(args)), triples, args.max_tokens, device)
     result = tally(triples, right)
     log.info("accuracy %.4f over %d triples", result["total"]["accuracy"], len(triples))
     write_json(args.out, {"model": args.model, "test_set": args.lingeval97 or args.distil_set,

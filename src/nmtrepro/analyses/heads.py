@@ -84,8 +84,8 @@ def similarity(model, batches, groups: list[str] | None = None) -> dict:
 
 def add_arguments_head_similarity(parser) -> None:
     parser.add_argument("--model", required=True)
-    parser.add_argument("--data", required=True, help="prepared dataset directory, for the source vocabulary")
-    parser.add_argument("--input", required=True, help="BPE'd source, one sentence a line")
+    parser.add_argument("--prepared", required=True, help="prepared dataset folder, for the source vocabulary")
+    parser.add_argument("--src-bpe", required=True, help="BPE'd source, one sentence a line")
     add_arguments_sources(parser)
     parser.add_argument("--groups", nargs="+", help="group name of each head, in head order (default: one group)")
     parser.add_argument("--max-tokens", type=int, default=4000, help="source tokens per batch")
@@ -100,8 +100,8 @@ def run_head_similarity(args) -> None:
 
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)
-    vocab = Vocab.load(f"{args.data}/dict.src.txt")
-    sources = Sources.of_lines(model, read_lines(args.input), vocab, **source_options(args))
+    vocab = Vocab.load(f"{args.prepared}/dict.src.txt")
+    sources = Sources.of_lines(model, read_lines(args.src_bpe), vocab, **source_options(args))
     batches = (sources.net_input(indices, device) for indices in sources.batches(args.max_tokens))
     write_json(args.out, similarity(model, batches, args.groups))
 

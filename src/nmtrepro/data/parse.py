@@ -181,7 +181,7 @@ def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
 
 
 def add_arguments_parse(parser) -> None:
-    parser.add_argument("--bpe", required=True, help="BPE'd source file (one sentence a line, '@@' joins)")
+    parser.add_argument("--src-bpe", required=True, help="BPE'd source file (one sentence a line, '@@' joins)")
     parser.add_argument("--out", required=True, help="spans file: one line per sentence, 'a-b c-d ...'")
     parser.add_argument("--stats", help="also write parse statistics (JSON) here")
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
@@ -191,7 +191,7 @@ def add_arguments_parse(parser) -> None:
 
 
 def run_parse(args) -> None:
-    spans, stats = parse_file(args.bpe, args.backend, args.batch_size, args.stanza_dir)
+    spans, stats = parse_file(args.src_bpe, args.backend, args.batch_size, args.stanza_dir)
     write_lines(args.out, [format_spans(s) for s in spans])
     if args.stats:
         write_json(args.stats, stats)

@@ -106,8 +106,8 @@ def translate(model, sources: Sources, tgt_vocab: Vocab, device, max_tokens: int
 
 def add_arguments_decode(parser) -> None:
     parser.add_argument("--model", required=True, help="model file (final or averaged)")
-    parser.add_argument("--data", required=True, help="prepared dataset directory, for the vocabularies")
-    parser.add_argument("--input", required=True, help="tokenized, BPE'd source, one sentence a line")
+    parser.add_argument("--prepared", required=True, help="prepared dataset folder, for the vocabularies")
+    parser.add_argument("--src-bpe", required=True, help="tokenized, BPE'd source, one sentence a line")
     parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--lenpen", type=float, default=1.0)
@@ -126,8 +126,8 @@ def add_arguments_decode(parser) -> None:
 def run_decode(args) -> None:
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)
-    src_vocab, tgt_vocab = (Vocab.load(f"{args.data}/dict.{side}.txt") for side in ("src", "tgt"))
-    lines = read_lines(args.input)
+    src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
+    lines = read_lines(args.src_bpe)
     sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
     start = time.perf_counter()
     hyps = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,

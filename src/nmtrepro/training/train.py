@@ -433,11 +433,11 @@ class Trainer:
 
 
 def add_arguments_train(parser) -> None:
-    parser.add_argument("--data", required=True, help="prepared dataset directory (results/prepare/NAME)")
+    parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/prepare/NAME)")
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
-    parser.add_argument("--spans", help="folder of train/valid .spans source phrases (parser-phrase models)")
+    parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--out", required=True, help="final model file")
     parser.add_argument("--curve", required=True, help="training curve TSV")
@@ -450,7 +450,7 @@ def run_train(args) -> None:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
     if args.threads:
         settings.threads = args.threads
-    trainer = Trainer(Corpus(args.data, args.spans), model_options, settings, args.checkpoint_dir)
+    trainer = Trainer(Corpus(args.prepared, args.spans_dir), model_options, settings, args.checkpoint_dir)
     if not trainer.resume():
         log.info("starting from scratch in %s", args.checkpoint_dir)
     try:

@@ -44,7 +44,7 @@ rule contrastive:
     message:
         "Contrastive scoring (LingEval97 protocol): {wildcards.experiment}"
     shell:
-        "nmtrepro contrastive --model {input.model} --data {params.data_dir} {params.args} {params.parser} "
+        "nmtrepro contrastive --model {input.model} --prepared {params.data_dir} {params.args} {params.parser} "
         "--threads {threads} --out {output} 2> {log}"
 
 

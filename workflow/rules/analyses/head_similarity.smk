@@ -27,7 +27,7 @@ rule head_similarity:
         spans=lambda w, input: f"--spans {input.spans}" if input.spans else "",
     threads: SCALE["train"].get("threads") or 1
     shell:
-        "nmtrepro head-similarity --model {input.model} --data {params.data_dir} --input {input.src} "
+        "nmtrepro head-similarity --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "{params.spans} {params.groups} --threads {threads} --out {output} 2> {log}"
 
 

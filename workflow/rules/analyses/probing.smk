@@ -55,7 +55,7 @@ rule probe:
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
-        "--lang {params.lang} --tasks {input.tasks} {params.classifier} {params.parser} --output {output} 2> {log}"
+        "--lang {params.lang} --tasks {input.tasks} {params.classifier} {params.parser} --out {output} 2> {log}"
 
 
 rule probing_table:
@@ -74,4 +74,4 @@ rule probing_table:
         title=lambda w: ANALYSES[w.analysis]["title"],
     shell:
         "nmtrepro probing-table --result {params.results} {params.paper} --title {params.title:q} "
-        "--output-md {output.md} --output-html {output.html} 2> {log}"
+        "--out-md {output.md} --out-html {output.html} 2> {log}"

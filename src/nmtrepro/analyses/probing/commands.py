@@ -45,7 +45,7 @@ def add_arguments_probe(parser) -> None:
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (bpe.codes, dict.src.txt)")
     parser.add_argument("--lang", required=True, help="source language of the model (Moses tokenizer)")
     parser.add_argument("--tasks", required=True, nargs="+", help="task files in SentEval's probing format")
-    parser.add_argument("--output", required=True, help="JSON of accuracies per task")
+    parser.add_argument("--out", required=True, help="JSON of accuracies per task")
     parser.add_argument("--nhid", type=int, nargs="+", default=[50, 100, 200])
     parser.add_argument("--dropout", type=float, nargs="+", default=[0.0, 0.1, 0.2])
     parser.add_argument("--weight-decay", type=float, nargs="+", default=[0.0, 1e-5, 1e-4, 1e-3])
@@ -86,7 +86,7 @@ def run_probe(args) -> None:
         results[name] = probe(feats, labels, grid, logistic=(name == "word_content"))
         log.info("%s: test accuracy %.2f (dev %.2f, %s)", name, 100 * results[name]["test"],
                  100 * results[name]["dev"], results[name]["params"])
-    write_json(args.output, results)
+    write_json(args.out, results)
 
 
 def add_arguments_probing_table(parser) -> None:
@@ -95,8 +95,8 @@ def add_arguments_probing_table(parser) -> None:
     parser.add_argument("--paper", nargs="*", default=[], metavar="TSV",
                         help="paper probing tables (row, column, value, note; columns as PAPER_NAMES)")
     parser.add_argument("--title", default="Probing accuracies (%)")
-    parser.add_argument("--output-md", required=True)
-    parser.add_argument("--output-html", required=True)
+    parser.add_argument("--out-md", required=True)
+    parser.add_argument("--out-html", required=True)
 
 
 def build_probing_table(results: dict[str, dict], papers: list[pd.DataFrame]) -> pd.DataFrame:
@@ -122,5 +122,5 @@ def run_probing_table(args) -> None:
     table = build_probing_table(results, [read_paper_numbers(p) for p in args.paper])
     note = ("Ours: SentEval protocol on the tasks named in the config (offline: derived from 3,914 PTB trees, "
             "so not comparable in absolute terms to the papers' 120k-sentence SentEval sets).")
-    write_table(table.fillna("–"), args.title, note, args.output_md, args.output_html, numparse=True, fragment=True)
+    write_table(table.fillna("–"), args.title, note, args.out_md, args.out_html, numparse=True, fragment=True)
 
