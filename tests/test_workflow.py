@@ -213,6 +213,19 @@ def test_an_edited_data_file_is_fetched_again(tmp_path):
     assert re.search(r"^fetch\s+1$", snakemake(work, "-n", target).stdout, re.M)  # the job stats list it
 
 
+def test_a_parser_phrase_system_runs_in_head_similarity_probing_and_contrastive(tmp_path):
+    config = repo_config()
+    for analysis in ("D_table4", "B_table5", "A_figure4"):
+        config["analyses"][analysis]["systems"].append({"label": "parser phrases", "experiment": "parse_en_de"})
+    out = snakemake(workdir(tmp_path, config), "-n", "-p")
+    assert out.returncode == 0, out.stderr[-3000:]
+    commands = [line for line in out.stdout.splitlines() if "parse_en_de" in line and "nmtrepro" in line]
+    heads = next(c for c in commands if "head-similarity" in c)  # the test set's spans from the parse stage
+    assert "--spans results/parse/multi30k_en_de/test/test_2016_flickr.spans" in heads
+    for command in ("nmtrepro probe", "nmtrepro contrastive"):  # their sentences are parsed on the fly
+        assert "--parse-backend" in next(c for c in commands if command in c)
+
+
 def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):
     config = repo_config()
     config["scales"]["ci"]["train"]["lr"] = "fast"
