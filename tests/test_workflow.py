@@ -153,6 +153,16 @@ def test_paper_scale_fetches_stanza_models_before_parsing_and_ci_does_not(tmp_pa
     assert not any("stanza_models" in edge for edge in rule_edges(work, "ci"))  # spaCy at ci: nothing to fetch
 
 
+def test_only_tables_with_parser_phrase_cells_name_the_parser(tmp_path):
+    out = snakemake(repo_copy(tmp_path), "-n", "-p", "paper_A")
+    assert out.returncode == 0, out.stderr[-3000:]
+    tables = {m.group(1): m.group(0) for m in re.finditer(r"nmtrepro table .*--out-md results/report/(\w+)\.md.*",
+                                                          out.stdout)}
+    assert {"A_table1", "A_table2"} <= tables.keys()
+    assert "--parser-stats results/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
+    assert "--parser-stats" not in tables["A_table1"]
+
+
 def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     work = repo_copy(tmp_path)
     out = snakemake(work, "-n", "paper_B")
