@@ -155,6 +155,15 @@ def test_parse_file_writes_spans_aligned_with_bpe(tmp_path):
     assert stats["backend"] == "spacy" and stats["sentences"] == 3
 
 
+@needs_spacy
+def test_parse_stats_record_that_auto_fell_back_to_the_spacy_stand_in(tmp_path):
+    bpe = tmp_path / "test.src.bpe"
+    bpe.write_text("A man sleeps .\n")
+    _, stats = parse_file(bpe, "auto", stanza_models=str(tmp_path / "no-stanza-here"))
+    assert stats["requested_backend"] == "auto" and stats["backend"] == "spacy"
+    assert stats["parser"].startswith("spacy (stand-in)") and "dependency parse" in stats["parser"]
+
+
 def test_stanza_backend_without_models_fails_naming_the_folder(tmp_path):
     with pytest.raises(InputError, match=re.escape(str(tmp_path / "resources.json"))):
         analyse(["A man sleeps ."], "stanza", stanza_models=tmp_path)

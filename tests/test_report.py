@@ -133,6 +133,33 @@ def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
     assert not list((tmp_path / "out").glob(".*.tmp"))
 
 
+def test_table_note_names_the_parser_only_when_given_parse_stats(tmp_path, paper_numbers):
+    path = bleu_json(tmp_path, "de", 29.5)
+    stats = tmp_path / "train.stats.json"
+    stats.write_text(json.dumps({"requested_backend": "auto", "backend": "spacy", "sentences": 3}))
+    argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
+            "--cell", f"pr_en_de=+PR=En-De={path}"]
+    plain = [tmp_path / "plain.md", tmp_path / "plain.html"]
+    parsed = [tmp_path / "parsed.md", tmp_path / "parsed.html"]
+    assert cli.main(argv + ["--out-md", str(plain[0]), "--out-html", str(plain[1])]) == 0
+    assert cli.main(argv + ["--parser-stats", str(stats), "--parser-stats", str(stats),
+                            "--out-md", str(parsed[0]), "--out-html", str(parsed[1])]) == 0
+    assert "Parser phrases" not in plain[0].read_text(encoding="utf-8")
+    note = parsed[0].read_text(encoding="utf-8").splitlines()[-1]
+    assert note.startswith(plain[0].read_text(encoding="utf-8").splitlines()[-1])  # the same note, then the parser
+    assert note.count("spacy (stand-in)") == 1 and "dependency parse" in note
+    assert "spacy (stand-in)" in parsed[1].read_text(encoding="utf-8")
+
+
+def test_table_refuses_parse_stats_without_a_backend(tmp_path, paper_numbers, capsys):
+    stats = tmp_path / "old.stats.json"
+    stats.write_text(json.dumps({"sentences": 3}))
+    argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
+            "--parser-stats", str(stats), "--out-md", str(tmp_path / "T.md"), "--out-html", str(tmp_path / "T.html")]
+    assert cli.main(argv) == 2
+    assert "old.stats.json: no parse backend recorded" in capsys.readouterr().err
+
+
 def test_table_command_reports_missing_json_without_traceback(tmp_path, paper_numbers, capsys):
     argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
             "--cell", f"x=Base=En-De={tmp_path / 'gone.json'}", "--out-md", str(tmp_path / "T.md"),

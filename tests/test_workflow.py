@@ -124,7 +124,8 @@ def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
         experiments(config)
 
 
-def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
+def repo_copy(tmp_path: Path) -> Path:
+    """A copy of the workflow with the repository's own config.yaml and paper files (data linked)."""
     work = tmp_path / "wf"
     work.mkdir()
     for name in ("Snakefile", "config.yaml"):
@@ -132,6 +133,38 @@ def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     for folder in ("workflow", "config"):
         shutil.copytree(REPO / folder, work / folder)
     (work / "data").symlink_to(REPO / "data")
+    return work
+
+
+def rule_edges(work: Path, scale: str) -> set[tuple[str, str]]:
+    """(upstream rule, downstream rule) pairs of the rule graph at `scale` (no job runs, no network)."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--rulegraph", "--config", f"scale={scale}"],
+                         cwd=work, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    names = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)"', out.stdout, re.M))
+    return {(names[a], names[b]) for a, b in re.findall(r"^\s*(\d+) -> (\d+)$", out.stdout, re.M)}
+
+
+def test_paper_scale_fetches_stanza_models_before_parsing_and_ci_does_not(tmp_path):
+    work = repo_copy(tmp_path)
+    paper = rule_edges(work, "paper")
+    assert ("stanza_models", "parse") in paper                       # parse takes the models' record
+    assert {b for a, b in paper if a == "stanza_models"} <= {"parse", "probe", "contrastive"}
+    assert not any("stanza_models" in edge for edge in rule_edges(work, "ci"))  # spaCy at ci: nothing to fetch
+
+
+def test_only_tables_with_parser_phrase_cells_name_the_parser(tmp_path):
+    out = snakemake(repo_copy(tmp_path), "-n", "-p", "paper_A")
+    assert out.returncode == 0, out.stderr[-3000:]
+    tables = {m.group(1): m.group(0) for m in re.finditer(r"nmtrepro table .*--out-md results/report/(\w+)\.md.*",
+                                                          out.stdout)}
+    assert {"A_table1", "A_table2"} <= tables.keys()
+    assert "--parser-stats results/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
+    assert "--parser-stats" not in tables["A_table1"]
+
+
+def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
+    work = repo_copy(tmp_path)
     out = snakemake(work, "-n", "paper_B")
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr

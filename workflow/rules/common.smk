@@ -46,12 +46,28 @@ def spans_files(wildcards, parts):
     return [f"results/parse/{e.dataset}/{part}.spans" for part in parts] if e.needs_spans else []
 
 
+# The parse stage's parser at this scale, and where stanza's English models live (rule stanza_models).
+PARSE_BACKEND = SCALE["parse_backend"]
+STANZA_DIR = f"{config['download_cache']}/stanza"
+STANZA_RECORD = "results/downloads/stanza-models.json"
+
+
+def stanza_record(wildcards):
+    """Rule stanza_models' record where this scale parses with stanza, so its models are fetched first."""
+    return [STANZA_RECORD] if PARSE_BACKEND == "stanza" else []
+
+
 def parser_args(wildcards):
     """For a parser-phrase experiment's sources that the parse stage never saw (probing, contrastive):
-    the parser, from config `parse`, that the command runs on them itself."""
+    the parser, the scale's `parse_backend`, that the command runs on them itself."""
     if not exp(wildcards).needs_spans:
         return ""
-    return shlex.join(["--parse-backend", config["parse"]["backend"], "--stanza-dir", config["parse"]["stanza_dir"]])
+    return shlex.join(["--parse-backend", PARSE_BACKEND, "--stanza-dir", STANZA_DIR])
+
+
+def parser_inputs(wildcards):
+    """The stanza models record for a parser-phrase experiment whose command parses with stanza."""
+    return stanza_record(wildcards) if exp(wildcards).needs_spans else []
 
 
 def test_files(wildcards, kind):

@@ -23,11 +23,23 @@ def table_cell_args(wildcards, input):
     return shlex.join(args)
 
 
+def table_parser_stats(wildcards):
+    """The parse stats (train and test trees) behind the table's parser-phrase cells, whose note then
+    names the parser that made the trees; none for a table without such cells."""
+    files = []
+    for cell in config["tables"][wildcards.table]["cells"]:
+        e = EXPERIMENTS[cell["experiment"]]
+        if e.needs_spans:
+            files += [f"results/parse/{e.dataset}/{part}.stats.json" for part in ("train", f"test/{e.test}")]
+    return sorted(set(files))
+
+
 rule table:
     input:
         unpack(table_cells),
         unpack(table_significance),
         numbers=lambda w: config["tables"][w.table]["paper_numbers"],
+        parser_stats=table_parser_stats,
     output:
         md="results/report/{table}.md",
         html=report(
@@ -45,9 +57,10 @@ rule table:
         cells=table_cell_args,
         marks=lambda w: config["tables"][w.table]["marks"],
         columns=lambda w: shlex.join(a for c in config["tables"][w.table]["paper_columns"] for a in ("--paper-column", c)),
+        parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} --out-md {output.md} "
+        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} --out-md {output.md} "
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 

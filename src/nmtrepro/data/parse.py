@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError, read_lines, write_json, write_lines
-from .nlp import BACKENDS, constituency, resolve_backend
+from .nlp import BACKENDS, PARSERS, constituency, resolve_backend
 from .trees import Tree
 from ..core.text import BPE_SEPARATOR, strip_bpe
 
@@ -166,14 +166,16 @@ def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
 
 def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
                stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
-    """Spans for every line of a BPE'd source file, and statistics for the log."""
+    """Spans for every line of a BPE'd source file, and statistics for the log and the report: the
+    backend asked for, the one that made the trees (`auto` resolved) and how the report names it."""
     lines = read_lines(bpe_path)
-    backend = resolve_backend(backend, stanza_models)
+    resolved = resolve_backend(backend, stanza_models)
     started = time.perf_counter()
-    spans = parse_lines(lines, backend, batch_size, stanza_models)
+    spans = parse_lines(lines, resolved, batch_size, stanza_models)
     seconds = time.perf_counter() - started
     n_phrases = sum(len(s) - 1 for s in spans)  # without the EOS span
-    stats = {"backend": backend, "sentences": len(lines), "parse_seconds": round(seconds, 2),
+    stats = {"requested_backend": backend, "backend": resolved, "parser": PARSERS[resolved],
+             "sentences": len(lines), "parse_seconds": round(seconds, 2),
              "sentences_per_second": round(len(lines) / max(seconds, 1e-9), 1),
              "phrases": n_phrases, "phrases_per_sentence": round(n_phrases / max(len(lines), 1), 2),
              "tokens_per_phrase": round(sum(s[-1][0] for s in spans) / max(n_phrases, 1), 2)}

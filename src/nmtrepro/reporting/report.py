@@ -148,6 +148,21 @@ def comparability_note(metric: str, scale: str | None) -> str:
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
 
 
+def parser_note(stats_paths: list[str]) -> str:
+    """The line under a table with parser-phrase cells: which parser made the trees their phrases come
+    from, read from the parse stage's stats (`auto` may have fallen back to the spaCy stand-in)."""
+    from ..data.nlp import PARSERS
+
+    backends = []
+    for path in stats_paths:
+        backend = read_json(require_file(path)).get("backend")
+        if backend not in PARSERS:
+            raise InputError(f"{path}: no parse backend recorded (expected one of {sorted(PARSERS)}, got {backend!r})")
+        if backend not in backends:
+            backends.append(backend)
+    return "Parser phrases: trees made by " + "; and by ".join(PARSERS[b] for b in backends) + "."
+
+
 def _display(table: pd.DataFrame) -> pd.DataFrame:
     """Numbers as text with 2 decimals (Δ signed), ours with its significance mark; empty where unmeasured."""
     def fmt(spec):
@@ -205,6 +220,8 @@ def add_arguments_table(parser) -> None:
                         help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
     parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
                         help="keep only this column of the paper's numbers (repeat; default: all)")
+    parser.add_argument("--parser-stats", action="append", default=[], metavar="PATH",
+                        help="the parse stage's stats JSON behind parser-phrase cells: the note names the parser (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-tex", help="LaTeX table")
@@ -224,6 +241,8 @@ def run_table(args) -> None:
         note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
                  f"baseline; 'vs baseline' = ours − baseline, p the chance of a difference this large by "
                  f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
+    if args.parser_stats:
+        note += " " + parser_note(args.parser_stats)
     shown = _display(table)
     numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,

@@ -32,6 +32,7 @@ rule contrastive:
         prepared,
         contrastive_test_files,
         model="results/train/{experiment}/averaged.pt",
+        stanza=parser_inputs,
     output:
         "results/analyse/{experiment}/contrastive.json",
     log:

@@ -43,6 +43,7 @@ rule probe:
         model="results/train/{experiment}/averaged.pt",
         prepared=prepared,
         tasks=probing_task_files,
+        stanza=parser_inputs,
     output:
         "results/probing/{experiment}.json",
     log:
