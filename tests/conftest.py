@@ -19,8 +19,9 @@ def tiny_model():
     return build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24}).eval()
 
 
-def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0):
-    """A toy task (the target is the reversed source) binarized like `nmtrepro prepare` writes it."""
+def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0, lengths=(2, 7)):
+    """A toy task (the target is the reversed source) binarized like `nmtrepro prepare` writes it;
+    sentences have between lengths[0] and lengths[1] words."""
     rng = random.Random(seed)
     symbols = [f"w{i}" for i in range(vocab)]
     src_vocab, tgt_vocab = Vocab(symbols), Vocab(symbols)
@@ -29,7 +30,7 @@ def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0):
     for split, n in (("train", n_train), ("valid", n_valid)):
         pairs = []
         for _ in range(n):
-            words = [rng.choice(symbols) for _ in range(rng.randint(2, 7))]
+            words = [rng.choice(symbols) for _ in range(rng.randint(*lengths))]
             pairs.append((" ".join(words), " ".join(reversed(words))))
         save_indexed(directory / f"{split}.src.bin", [src_vocab.encode(s) for s, _ in pairs])
         save_indexed(directory / f"{split}.tgt.bin", [tgt_vocab.encode(t) for _, t in pairs])

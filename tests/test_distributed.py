@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
+import math
 import os
 import re
 import signal
@@ -59,15 +61,51 @@ def test_two_processes_follow_one_process_computing_both_shards(tmp_path):
         torch.testing.assert_close(ddp_weights[name], value, rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_groups_split_the_update_budget_between_shards(copy_corpus, tmp_path):
+def target_tokens(trainer: Trainer, batch: list[int]) -> int:
+    return sum(trainer.corpus.splits["train"][1].sizes[i] for i in batch)
+
+
+def test_groups_take_batches_until_they_hold_the_shards_part_of_the_budget(copy_corpus, tmp_path):
     settings = Settings.from_dict({**SETTINGS, "max_tokens": 16, "update_tokens": 120})
     halves = Trainer(Corpus(copy_corpus), TINY, settings, tmp_path / "a", shards=2)
-    group, _ = next(halves.groups())
-    sizes = halves.corpus.splits["train"][1].sizes
-    assert len(group) > 1 and sum(sizes[i] for b in group for i in b) <= 60  # half of 120 per shard
+    for group, _ in itertools.islice(halves.groups(), 20):
+        tokens = [target_tokens(halves, b) for b in group]
+        assert len(group) > 1 and sum(tokens[:-1]) < 60 <= sum(tokens)  # half of 120 per shard, at least
     batches, _ = next(halves.updates())
     first_two = [b for g, _ in zip(halves.groups(), range(2)) for b in g[0]]
     assert batches == first_two
+
+
+@pytest.mark.parametrize("shards", [1, 2, 4, 8])
+def test_every_update_holds_at_least_25k_target_tokens_at_paper_settings(tmp_path, shards):
+    # Paper A: "each training batch contained at least 25k target tokens", whatever the GPU count.
+    corpus = write_copy_corpus(tmp_path / "data", n_train=2000, lengths=(20, 40))  # ~60k tokens an epoch
+    settings = Settings.from_dict({**SETTINGS, "max_tokens": 4096, "update_tokens": 25_000})
+    trainer = Trainer(Corpus(corpus), TINY, settings, tmp_path / "ckpt", shards=shards)
+    groups = trainer.groups()
+    for _ in range(10):
+        update = [group for group, _ in itertools.islice(groups, shards)]
+        tokens = [[target_tokens(trainer, b) for b in group] for group in update]
+        assert sum(map(sum, tokens)) >= 25_000
+        # less than one batch per shard over: each group stops at the batch that fills its part
+        assert all(sum(t[:-1]) < math.ceil(25_000 / shards) for t in tokens)
+    assert trainer.epoch >= 3  # groups ran across epoch ends, where a short group carries on
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_updates_resume_exactly_from_the_epoch_and_position_after_any_update(copy_corpus, tmp_path, shards):
+    settings = Settings.from_dict({**SETTINGS, "max_tokens": 16, "update_tokens": 120})
+    run = Trainer(Corpus(copy_corpus), TINY, settings, tmp_path / "a", shards=shards)
+    updates, after = run.updates(), []
+    for _ in range(12):
+        batches, position = next(updates)
+        after.append((run.epoch, position, batches))
+    assert after[-1][0] >= 2  # epoch ends were crossed
+    for k in range(len(after) - 1):
+        resumed = Trainer(Corpus(copy_corpus), TINY, settings, tmp_path / "b", shards=shards)
+        resumed.epoch, resumed.position = after[k][:2]
+        assert [batches for batches, _ in itertools.islice(resumed.updates(), len(after) - k - 1)] == \
+            [batches for _, _, batches in after[k + 1:]]
 
 
 def wait_for_checkpoint(directory: Path, proc: subprocess.Popen) -> None:

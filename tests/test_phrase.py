@@ -6,7 +6,8 @@ from nmtrepro.training.criterion import model_loss
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
 from nmtrepro.data.parse import tokens_per_phrase
-from nmtrepro.models.phrase import PhraseBuilder, gather_index, gather_tokens, ngram_spans
+from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, gather_index,
+                                    gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
 from nmtrepro.core.vocab import Vocab
@@ -129,9 +130,45 @@ def test_transparent_attention_weights_are_7x6_softmax_columns():
     assert tiny_phrase_model("max_attn").level_weights is None
 
 
+def hand_built_combination(combiner):
+    """A PhraseAttention with d 2, FFN 2, one head, whose weights are small integers and halves."""
+    attention = PhraseAttention(PhraseConfig(d_model=2, ffn=2, heads=1, combiner=combiner)).eval()
+    with torch.no_grad():
+        attention.attn.q_proj.weight.copy_(torch.eye(2))
+        attention.attn.kv_proj.weight.copy_(torch.eye(2).repeat(2, 1))
+        attention.attn.out_proj.weight.copy_(torch.eye(2))
+        attention.w3.weight.copy_(torch.tensor([[1.0, 0, -1, 0], [0, 2, 0, 1]]))
+        attention.w3.bias.copy_(torch.tensor([0.5, -1.0]))
+        attention.w4.weight.copy_(torch.tensor([[2.0, -1], [1, 1]]))
+        attention.w4.bias.copy_(torch.tensor([0.25, -0.5]))
+    return attention
+
+
+@pytest.mark.parametrize("combiner", ["paper", "residue"])
+def test_combination_is_eq8_as_printed_or_plus_the_attention_output(combiner):
+    x = torch.tensor([[[1.0, -2.0]]])                       # (B 1, T 1, d 2)
+    phrases = torch.tensor([[[3.0, 1.0]]])                  # one phrase: the attention returns it
+    out = hand_built_combination(combiner)(x, phrases, torch.tensor([[False]]))
+    o = phrases[0, 0]
+    hidden = torch.sigmoid(torch.tensor([1 - 3 + 0.5, -4 + 1 - 1.0]))   # W3[x | o] + b3
+    eq8 = torch.tensor([2 * hidden[0] - hidden[1] + 0.25, hidden[0] + hidden[1] - 0.5])
+    expected = eq8 if combiner == "paper" else o + eq8
+    assert torch.allclose(out[0, 0], expected, atol=1e-6)
+
+
+def test_paper_combiner_is_the_default_and_both_have_the_same_parameters():
+    assert PhraseConfig().combiner == "paper"
+    shapes = {combiner: [(name, p.shape) for name, p in tiny_phrase_model("max_attn_ta", combiner=combiner)
+                         .named_parameters()] for combiner in ("paper", "residue")}
+    assert shapes["paper"] == shapes["residue"]
+    with pytest.raises(ValueError, match="combiner"):
+        PhraseConfig(combiner="neutron")
+
+
+@pytest.mark.parametrize("combiner", ["paper", "residue"])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_incremental_decoding_matches_full_forward(variant):
-    model = tiny_phrase_model(variant)
+def test_incremental_decoding_matches_full_forward(variant, combiner):
+    model = tiny_phrase_model(variant, combiner=combiner)
     src, spans = source()
     prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
     enc = model.encode(src, spans)

@@ -74,6 +74,12 @@ def throughput(config: dict, bench: Path | None) -> tuple[dict, str]:
     return table["tokens_per_s"], f"assumed: {table['source']}"
 
 
+def update_tokens(train: dict) -> int:
+    """Target tokens an update holds, roughly: at least update_tokens, and at least one batch (whose
+    max_tokens padded tokens stand in for its target tokens; update_tokens 1 means one batch)."""
+    return max(train["update_tokens"], train["max_tokens"])
+
+
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict) -> dict:
     """Per table: training jobs still to run, GPU-hours and disk (checkpoints, models, downloads)."""
     scale = config["scales"][config["scale"]]
@@ -89,7 +95,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
         jobs[name] = {
             "size": size, "parameters": params,
-            "gpu_hours": train["max_updates"] * train["update_tokens"] / rates[size] / 3600,
+            "gpu_hours": train["max_updates"] * update_tokens(train) / rates[size] / 3600,
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}

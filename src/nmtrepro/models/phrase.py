@@ -16,7 +16,11 @@ With pre-norm layers (the project default) phrases are pooled from the un-normal
 the paper's "input representation"; the phrase attention's query is normalised as usual.
 
 Follows the paper where the authors' code (Neutron `transformer/LD/`) differs: softmax scores over
-the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases.
+the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases. Eq. 8 itself comes in two
+forms (`combiner`): "paper", as printed, returns W4 sigmoid(W3[x | o] + b3) + b4; "residue", the
+authors' `ResidueCombiner`, adds the attention output o to that. The paper's is the default; the
+code's is kept because the paper's numbers were presumably produced with it, so a gap between the
+two forms is a question worth running. Both have the same parameters.
 """
 from __future__ import annotations
 
@@ -38,16 +42,20 @@ class PhraseConfig(ModelConfig):
 
     glance: "mean" | "max" (Eq. 2); attentive: attentive pooling (Eq. 3-5, "+Attn");
     transparent_attention: each decoder layer mixes all encoder levels (Eq. 6, "+TA");
-    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase").
+    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase");
+    combiner: "paper" (Eq. 8 as printed) | "residue" (Eq. 8 plus the attention output, Neutron).
     """
     glance: str = "max"
     attentive: bool = True
     transparent_attention: bool = True
     phrases: str = "ngram"
+    combiner: str = "paper"
 
     def __post_init__(self):
         if self.phrases not in ("ngram", "parse"):
             raise ValueError(f"phrases must be 'ngram' or 'parse', not {self.phrases!r}")
+        if self.combiner not in ("paper", "residue"):
+            raise ValueError(f"combiner must be 'paper' or 'residue', not {self.combiner!r}")
 
     @property
     def extra_inputs(self) -> tuple[str, ...]:
@@ -123,26 +131,29 @@ class PhraseBuilder(nn.Module):
 class PhraseAttention(nn.Module):
     """Attentive combination (Eq. 7-8): attend the phrases, then mix the result with the input.
 
-    Returns o + W4 sigmoid(W3[x | o] + b3) + b4 with o = MHA(x, phrases); the surrounding Residual
-    adds x and the layer norm, giving LN(x + o + W4 ...) post-norm as in the paper.
+    Returns W4 sigmoid(W3[x | o] + b3) + b4 with o = MHA(x, phrases), plus o with the "residue"
+    combiner; the surrounding Residual adds x and the layer norm, giving LN(x + W4 ...) post-norm
+    as in the paper (LN(x + o + W4 ...) in the authors' code).
     """
 
-    def __init__(self, c: ModelConfig):
+    def __init__(self, c: PhraseConfig):
         super().__init__()
         self.attn = MultiheadAttention(c.d_model, c.heads, c.attention_dropout)
         self.w3 = nn.Linear(2 * c.d_model, c.ffn)   # hidden size = FFN size (authors' code)
         self.w4 = nn.Linear(c.ffn, c.d_model)
+        self.residue = c.combiner == "residue"
 
     def forward(self, x, phrases, phrase_pad, cache=None):
         """x (B, T, d), phrases (B, P, d), phrase_pad (B, P) True at empty phrases."""
         out = self.attn(x, phrases, key_padding_mask=phrase_pad, cache=cache, static_kv=True)  # Eq. 7
-        return out + self.w4(torch.sigmoid(self.w3(torch.cat([x, out], dim=-1))))            # Eq. 8
+        combined = self.w4(torch.sigmoid(self.w3(torch.cat([x, out], dim=-1))))              # Eq. 8
+        return out + combined if self.residue else combined
 
 
 class PhraseEncoderLayer(EncoderLayer):
     """Phrase attention + combination -> the Transformer encoder layer (self-attention -> FFN)."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: PhraseConfig):
         super().__init__(config)
         self.phrase_attn = Residual(PhraseAttention(config), config)
 
@@ -153,7 +164,7 @@ class PhraseEncoderLayer(EncoderLayer):
 class PhraseDecoderLayer(DecoderLayer):
     """Self-attention -> phrase attention + combination -> token cross-attention -> FFN."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: PhraseConfig):
         super().__init__(config)
         self.phrase_attn = Residual(PhraseAttention(config), config)
 

@@ -10,10 +10,11 @@ settings, see RERUN_FREE); others are moved aside into a stale-<n> folder and tr
 An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
 of them in a row stop the job with an error, leaving the last good checkpoint in place.
 
-Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch groups, each
-built to update_tokens / world_size target tokens, and rank r computes group r of every world_size
-consecutive ones; DistributedDataParallel sums the gradients, so one update still covers about
-update_tokens. Only rank 0 validates, saves and logs.
+An update holds at least update_tokens target tokens (paper A: "at least 25k"), by gradient
+accumulation. Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch
+groups, each of at least update_tokens / world_size target tokens, and rank r computes group r of
+every world_size consecutive ones; DistributedDataParallel sums the gradients, so one update holds at
+least update_tokens whatever the GPU count. Only rank 0 validates, saves and logs.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ class Settings:
     max_updates: int = 100_000
     max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
     max_tokens: int = 4096          # padded tokens per forward/backward batch
-    update_tokens: int = 25_000     # accumulate batches up to this many target tokens, then update
+    update_tokens: int = 25_000     # accumulate batches until they hold at least this many target tokens
     lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
     warmup: int = 8000
     label_smoothing: float = 0.1
@@ -310,19 +311,24 @@ class Trainer:
                            f"gradient after step {self.step}; {kept} (lower lr, raise warmup or set clip_norm)")
 
     def groups(self):
-        """Yield (batch-index groups, next position) from the current epoch/position onwards; each
-        group holds about update_tokens / shards target tokens."""
+        """Yield (batch-index groups, next position) from the current epoch/position onwards.
+
+        A group takes batches until it holds at least update_tokens / shards target tokens, so an
+        update (`shards` groups) holds at least update_tokens, overshooting by less than one batch per
+        shard. A group that an epoch's end leaves short goes on with the next epoch's first batches
+        (self.epoch then already counts the new epoch): every group is full, and the (epoch, position)
+        after a group is still all that a resume needs.
+        """
         s = self.settings
         budget = math.ceil(s.update_tokens / self.shards)
+        tgt_sizes = self.corpus.splits["train"][1].sizes
+        group, tokens = [], 0
         while True:
             batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
-            sizes = [sum(self.corpus.splits["train"][1].sizes[i] for i in b) for b in batches]
-            group, tokens = [], 0
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
-                tokens += sizes[bi]
-                # Update before the next batch would overshoot the budget (at least one batch each).
-                if bi == len(batches) - 1 or tokens + sizes[bi + 1] > budget:
+                tokens += sum(tgt_sizes[i] for i in batches[bi])
+                if tokens >= budget:
                     yield group, bi + 1
                     group, tokens = [], 0
             self.epoch, self.position = self.epoch + 1, 0
