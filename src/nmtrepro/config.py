@@ -1,9 +1,11 @@
 """The study as config describes it: experiments resolved against the chosen scale.
 
 config.yaml holds the datasets, scales and shared models; each paper's models, experiments, tables
-and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this
-module checks what a schema cannot: that names refer to things that exist (an experiment's model
-and task, a table's experiments, a size in the scale, a model option the family accepts).
+and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The
+JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this module
+checks what a schema cannot: that names refer to things that exist (an experiment's model and task,
+a table's experiments, a size in the scale, a model option the family accepts), and the cross-checks
+between keys (analysis kinds and languages, checkpoints kept for averaging, dataset files on disk).
 Every error names the offending key path.
 """
 from __future__ import annotations
