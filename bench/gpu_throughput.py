@@ -30,10 +30,10 @@ import torch
 import yaml
 
 from nmtrepro.core import runtime
+from nmtrepro.core.vocab import Vocab
+from nmtrepro.models import build_model
 from nmtrepro.training.batching import pad_sequences, token_batches
 from nmtrepro.training.criterion import model_loss
-from nmtrepro.models import build_model
-from nmtrepro.core.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}

@@ -20,9 +20,9 @@ import torch
 import yaml
 
 from nmtrepro.config import model_options
+from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
-from nmtrepro.core.vocab import Vocab
 
 
 def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> list[tuple]:

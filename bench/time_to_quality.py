@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from nmtrepro.training import checkpoint
 from nmtrepro.evaluation.bleu import score
+from nmtrepro.training import checkpoint
 
 DATASET, SPLIT = "multi30k_en_de", "test_2016_flickr"
 

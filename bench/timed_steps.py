@@ -38,6 +38,7 @@ def main() -> int:
     else:
         from fairseq import trainer
         from fairseq_cli import train as fairseq_train
+
         # train_step(samples): a list of collated samples; "ntokens" counts non-pad target tokens.
         patch(trainer.Trainer, "train_step",
               lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), steps)

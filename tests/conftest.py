@@ -6,8 +6,8 @@ import random
 import pytest
 import torch
 
-from nmtrepro.models import build_model
 from nmtrepro.core.vocab import Vocab, save_indexed
+from nmtrepro.models import build_model
 
 TINY = {"family": "transformer", "d_model": 16, "ffn": 32, "heads": 2,
         "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0}

@@ -10,14 +10,14 @@ from torch import nn
 
 from nmtrepro import cli
 from nmtrepro.analyses.buckets import bucket_index, bucket_labels, bucket_scores
-from nmtrepro.core.files import InputError
 from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
+from nmtrepro.analyses.ngrams import precision_gaps
+from nmtrepro.analyses.speed import speed_table, training_speed
+from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.significance import mark, paired_bootstrap
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
-from nmtrepro.analyses.ngrams import precision_gaps
 from nmtrepro.reporting.papers import beside
-from nmtrepro.evaluation.significance import mark, paired_bootstrap
-from nmtrepro.analyses.speed import speed_table, training_speed
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from nmtrepro import cli
-from nmtrepro.evaluation.bleu import score
 from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.bleu import score
 
 
 def write_set(tmp_path, hyp, ref, hyp_tok=None, ref_tok=None):

@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from nmtrepro.analyses import agreement, contrastive
 from nmtrepro.analyses.contrastive import Triple, force_score, judge, read_lingeval97, tally
 from nmtrepro.analyses.lingeval import distance_bin
-from nmtrepro.evaluation.sources import Sources
 from nmtrepro.core.files import InputError
 from nmtrepro.core.vocab import Vocab
+from nmtrepro.evaluation.sources import Sources
 
 
 @dataclass(frozen=True)

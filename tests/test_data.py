@@ -9,10 +9,10 @@ from argparse import Namespace
 
 import pytest
 
-from nmtrepro.data import datasets, prepare
 from nmtrepro.core.files import InputError, read_json, read_lines, write_lines
 from nmtrepro.core.text import BPE, detokenize, learn_bpe, strip_bpe, tokenize
 from nmtrepro.core.vocab import IndexedData, Vocab
+from nmtrepro.data import datasets, prepare
 
 EN = ["A man is riding a bike, down the hill.", "Two dogs play in the snow!", "The girl's hat is red."]
 DE = ["Ein Mann fährt mit dem Fahrrad den Hügel hinunter.", "Zwei Hunde spielen im Schnee!",

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import TINY, write_copy_corpus
 from nmtrepro.training import checkpoint
 from nmtrepro.training.train import Corpus, Settings, Trainer
-
-from conftest import TINY, write_copy_corpus
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SETTINGS = dict(max_tokens=64, update_tokens=200, lr=0.01, warmup=4, save_every=4, keep_last=3,

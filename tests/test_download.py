@@ -15,8 +15,8 @@ import threading
 import pytest
 
 from nmtrepro import cli
-from nmtrepro.data import datasets, download
 from nmtrepro.core.files import InputError, read_json, read_lines
+from nmtrepro.data import datasets, download
 from nmtrepro.data.recipes import clean_corpus
 
 EN = ["A man is riding a bike.", "Two dogs play in the snow!", "The girl's hat is red."]

@@ -10,8 +10,8 @@ import pytest
 
 from nmtrepro.core.files import InputError
 from nmtrepro.data.nlp import Token, analyse, constituency, dependency_tree, projective_heads
-from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file, read_spans,
-                                 sentence_spans, to_pieces, tokens_per_phrase, word_pieces)
+from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file, read_spans, sentence_spans,
+                                 to_pieces, tokens_per_phrase, word_pieces)
 from nmtrepro.data.trees import Tree, read_bracketed
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"

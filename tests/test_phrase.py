@@ -1,18 +1,17 @@
 import pytest
 import torch
 
-from nmtrepro.training.batching import collate, pad_spans
-from nmtrepro.training.criterion import model_loss
+from conftest import TINY
+from nmtrepro.core.vocab import Vocab
+from nmtrepro.data.parse import tokens_per_phrase
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
-from nmtrepro.data.parse import tokens_per_phrase
-from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, gather_index,
-                                    gather_tokens, ngram_spans)
+from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, gather_index, gather_tokens,
+                                    ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
-from nmtrepro.core.vocab import Vocab
-
-from conftest import TINY
+from nmtrepro.training.batching import collate, pad_spans
+from nmtrepro.training.criterion import model_loss
 
 VARIANTS = {
     "mean": {"glance": "mean", "attentive": False, "transparent_attention": False},

@@ -6,9 +6,9 @@ import zipfile
 import pytest
 import torch
 
-from nmtrepro.core.files import InputError
 from nmtrepro.analyses.probing import tasks
 from nmtrepro.analyses.probing.classifier import Grid, probe
+from nmtrepro.core.files import InputError
 from nmtrepro.data.trees import read_bracketed, read_treebank, sentence
 
 PAST_SG = """( (S (NP-SBJ (DT The) (NN company)) (VP (VBD bought) (NP (CD two) (NNS plants)))
@@ -108,10 +108,10 @@ def test_classifier_learns_separable_toy_task():
 
 
 def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
-    from nmtrepro.models import build_model
     from nmtrepro.analyses.probing.vectors import encode_sentences
     from nmtrepro.core.text import BPE
     from nmtrepro.core.vocab import Vocab
+    from nmtrepro.models import build_model
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c", "."])

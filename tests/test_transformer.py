@@ -1,13 +1,12 @@
 import pytest
 import torch
 
+from conftest import TINY
 from nmtrepro.core.files import InputError
+from nmtrepro.core.vocab import Vocab
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
-from nmtrepro.core.vocab import Vocab
-
-from conftest import TINY
 
 
 def batch(rows):

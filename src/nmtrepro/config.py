@@ -18,7 +18,6 @@ import yaml
 
 from .core.files import InputError, require_file
 
-
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}

@@ -11,12 +11,12 @@ import bisect
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..evaluation.bleu import corpus_bleu, make_metric
 from ..core.files import InputError, read_json, read_lines, write_json
+from ..core.text import strip_bpe
+from ..evaluation.bleu import corpus_bleu, make_metric
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import save_figure, text_cells, write_table
 from ..reporting.report import parse_pairs
-from ..core.text import strip_bpe
 
 
 def bucket_labels(edges: list[int]) -> list[str]:

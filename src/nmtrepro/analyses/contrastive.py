@@ -22,14 +22,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..training import checkpoint
 from ..core import runtime
-from ..training.batching import pad_sequences, token_batches
-from ..evaluation.sources import Sources, add_arguments_sources, source_options
-from ..data.datasets import verified
 from ..core.files import InputError, read_json, read_lines, require_file, write_json
 from ..core.text import BPE, tokenize
 from ..core.vocab import Vocab
+from ..data.datasets import verified
+from ..evaluation.sources import Sources, add_arguments_sources, source_options
+from ..training import checkpoint
+from ..training.batching import pad_sequences, token_batches
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN, distance_bin
 
 log = logging.getLogger("nmtrepro.analyses.contrastive")

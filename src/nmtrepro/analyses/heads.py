@@ -94,9 +94,9 @@ def add_arguments_head_similarity(parser) -> None:
 
 
 def run_head_similarity(args) -> None:
-    from ..training import checkpoint
     from ..core import runtime
     from ..core.vocab import Vocab
+    from ..training import checkpoint
 
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)

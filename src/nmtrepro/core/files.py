@@ -14,7 +14,6 @@ import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
-
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 

@@ -16,8 +16,8 @@ import re
 import shutil
 from pathlib import Path
 
-from . import download
 from ..core.files import InputError, iter_lines, require_file, staging_dir, write_json
+from . import download
 from .recipes import RECIPES
 
 log = logging.getLogger("nmtrepro.data.datasets")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core.files import InputError, read_lines, write_json, write_lines
+from ..core.text import BPE_SEPARATOR, strip_bpe
 from .nlp import BACKENDS, PARSERS, constituency, resolve_backend
 from .trees import Tree
-from ..core.text import BPE_SEPARATOR, strip_bpe
 
 log = logging.getLogger("nmtrepro.data.parse")
 

@@ -12,11 +12,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ..training import checkpoint
 from ..core import runtime
 from ..core.files import atomic_open, read_lines, write_json
 from ..core.text import detokenize, strip_bpe
 from ..core.vocab import Vocab
+from ..training import checkpoint
 from .sources import Sources, add_arguments_sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.generate")

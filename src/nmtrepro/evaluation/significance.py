@@ -13,8 +13,8 @@ import logging
 
 from sacrebleu.significance import PairedTest
 
-from .bleu import make_metric
 from ..core.files import InputError, read_lines, write_json
+from .bleu import make_metric
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The sizes every family shares, held once (as nanoGPT's GPTConfig) and handed to every layer.

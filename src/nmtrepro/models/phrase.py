@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data.parse import tokens_per_phrase
-from .layers import ModelConfig, MultiheadAttention, Residual, xavier_init
 from . import register
+from .layers import ModelConfig, MultiheadAttention, Residual, xavier_init
 from .transformer import DecoderLayer, EncoderLayer, Transformer
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .layers import (Embedding, FeedForward, ModelConfig, MultiheadAttention, Residual, reorder_cache,
-                     xavier_init)
 from ..core.vocab import Vocab
 from . import register
+from .layers import (Embedding, FeedForward, ModelConfig, MultiheadAttention, Residual, reorder_cache,
+                     xavier_init)
 
 
 def attention(c: ModelConfig) -> Residual:

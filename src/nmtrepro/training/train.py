@@ -29,16 +29,16 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint
 from ..core import runtime
-from .batching import collate, token_batches
-from .criterion import model_loss
 from ..core.files import InputError, atomic_open
+from ..core.vocab import IndexedData, Vocab
+from ..data.parse import read_spans
 from ..models import build_model
 from ..models.size import parameter_counts
-from ..data.parse import read_spans
+from . import checkpoint
+from .batching import collate, token_batches
+from .criterion import model_loss
 from .schedule import inverse_sqrt
-from ..core.vocab import IndexedData, Vocab
 
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
@@ -342,7 +342,6 @@ class Trainer:
             yield [b for group, _ in chunk[self.rank::self.world] for b in group], chunk[-1][1]
 
     def train(self) -> None:
-        s = self.settings
         self.model.train()
         log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
                  f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)

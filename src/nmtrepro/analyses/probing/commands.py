@@ -58,10 +58,10 @@ def add_arguments_probe(parser) -> None:
 def run_probe(args) -> None:
     import torch
 
-    from ...training.checkpoint import load_model
     from ...core.text import BPE
     from ...core.vocab import Vocab
     from ...evaluation.sources import source_options
+    from ...training.checkpoint import load_model
     from .classifier import Grid, probe
     from .vectors import encode_sentences
 
