@@ -69,10 +69,9 @@ rule probing_table:
     wildcard_constraints:
         analysis=analyses_of("probing"),
     params:
-        results=lambda w, input: shlex.join(f"{s['label']}={input[f'sys{i}']}"
-                                            for i, s in enumerate(ANALYSES[w.analysis]["systems"])),
-        paper=lambda w, input: f"--paper {input.numbers}" if "numbers" in input.keys() else "",
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        numbers=paper_numbers_arg,
         title=lambda w: ANALYSES[w.analysis]["title"],
     shell:
-        "nmtrepro probing-table --result {params.results} {params.paper} --title {params.title:q} "
+        "nmtrepro probing-table {params.systems} {params.numbers} --title {params.title:q} "
         "--out-md {output.md} --out-html {output.html} 2> {log}"

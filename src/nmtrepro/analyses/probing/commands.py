@@ -90,10 +90,10 @@ def run_probe(args) -> None:
 
 
 def add_arguments_probing_table(parser) -> None:
-    parser.add_argument("--result", nargs="+", required=True, metavar="NAME=JSON",
-                        help="experiment name = its probe JSON")
-    parser.add_argument("--paper", nargs="*", default=[], metavar="TSV",
-                        help="paper probing tables (row, column, value, note; columns as PAPER_NAMES)")
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON",
+                        help="a system's row label = its probe JSON (repeat)")
+    parser.add_argument("--paper-numbers", metavar="TSV",
+                        help="the paper's probing table (row, column, value, note; columns as PAPER_NAMES)")
     parser.add_argument("--title", default="Probing accuracies (%)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
@@ -115,11 +115,12 @@ def build_probing_table(results: dict[str, dict], papers: list[pd.DataFrame]) ->
 
 
 def run_probing_table(args) -> None:
-    results = {name: read_json(path) for name, path in parse_pairs(args.result, "--result").items()}
+    results = {name: read_json(path) for name, path in parse_pairs(args.system, "--system").items()}
     for name, res in results.items():
         if not isinstance(res, dict) or not all(isinstance(v, dict) and "test" in v for v in res.values()):
-            raise InputError(f"--result {name}: not a probe JSON (task -> {{test: ...}})")
-    table = build_probing_table(results, [read_paper_numbers(p) for p in args.paper])
+            raise InputError(f"--system {name}: not a probe JSON (task -> {{test: ...}})")
+    papers = [read_paper_numbers(args.paper_numbers)] if args.paper_numbers else []
+    table = build_probing_table(results, papers)
     note = ("Ours: SentEval protocol on the tasks named in the config (offline: derived from 3,914 PTB trees, "
             "so not comparable in absolute terms to the papers' 120k-sentence SentEval sets).")
     write_table(table.fillna("–"), args.title, note, args.out_md, args.out_html, numparse=True, fragment=True)
