@@ -212,3 +212,31 @@ def test_paper_a_table2_parameter_cells_span_the_rows_the_paper_prints_them_for(
     para = dict(paper.loc[paper["column"] == "Para. (M)", ["row", "value"]].itertuples(index=False))
     assert para == {"Transformer Base": 88.1, "+Mean": 129.0, "+Max": 129.0, "+Max+Attn": 173.0,
                     "+Max+Attn+TA": 173.0, "Transformer Big": 264.1}
+
+
+def write_significance(path, score, baseline, p_value):
+    entry = {"score": score, "baseline": baseline, "p_value": p_value, "ci_low": score - 0.5, "ci_high": score + 0.5}
+    path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+    return str(path)
+
+
+@pytest.mark.parametrize("ours, p_value, comparable, expected", [
+    (30.0, 0.001, "yes", "reproduced"),
+    (30.0, 0.2, "yes", "not reproduced"),        # the paper's sign, but no evidence
+    (28.0, 0.001, "yes", "not reproduced"),      # significantly the other way
+    (30.0, 0.001, "no", "not comparable at this scale"),
+])
+def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, capsys, ours, p_value, comparable, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, p_value)
+    out = tmp_path / "claims.md"
+    assert cli.main(["claims", "--title", "Paper X: claims", "--claim", f"1.29=tok_bleu={comparable}={sig}=+PR helps (a=b)",
+          "--note", "Protocol: test.", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| +PR helps (a=b)"))
+    assert row.rstrip(" |").endswith(expected) and f"{ours - 29.0:+.2f}" in row and "+1.29" in row
+    assert "Protocol: test." in out.read_text()
+
+
+def test_a_malformed_claim_is_named(tmp_path, capsys):
+    assert cli.main(["claims", "--title", "t", "--claim", "big=tok_bleu=yes=x.json=text",
+                     "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
+    assert "'big' is not a number" in capsys.readouterr().err

@@ -226,3 +226,41 @@ def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_p
     (spans_dir / "valid.spans").write_text("0-1\n")
     with pytest.raises(InputError, match="valid.spans:1: spans end at 1"):
         Corpus(copy_corpus, spans_dir)
+
+
+def test_a_variant_warm_starts_from_its_trained_baseline(copy_corpus, tmp_path):
+    base = run(copy_corpus, tmp_path / "base", max_updates=10)
+    base.write_outputs(tmp_path / "base.pt", tmp_path / "base.tsv")
+    phrase = {**MODEL, "family": "phrase"}
+    scratch = Trainer(Corpus(copy_corpus), phrase, Settings.from_dict(FAST), tmp_path / "scratch")
+    warm = Trainer(Corpus(copy_corpus), phrase, Settings.from_dict(FAST), tmp_path / "warm", init=tmp_path / "base.pt")
+    trained, fresh, own = base.model.state_dict(), scratch.model.state_dict(), warm.model.state_dict()
+    assert own.keys() == fresh.keys() and set(trained) < set(own)
+    for name, value in own.items():  # the baseline's tensors copied, the new ones as the family makes them
+        assert torch.equal(value, trained[name] if name in trained else fresh[name]), name
+    assert warm.step == 0 and not warm.optimizer.state
+
+
+def test_a_warm_start_needs_a_model_of_the_same_size(copy_corpus, tmp_path):
+    base = run(copy_corpus, tmp_path / "base", max_updates=2)
+    base.write_outputs(tmp_path / "base.pt", tmp_path / "base.tsv")
+    with pytest.raises(InputError, match=r"base.pt: cannot warm-start.*ffn|base.pt: cannot warm-start.*shape"):
+        Trainer(Corpus(copy_corpus), {**MODEL, "ffn": 48}, Settings.from_dict(FAST), tmp_path / "w",
+                init=tmp_path / "base.pt")
+
+
+def test_a_continuation_from_other_weights_starts_afresh(copy_corpus, tmp_path, caplog):
+    for seed in (1, 2):
+        base = run(copy_corpus, tmp_path / f"base{seed}", max_updates=2, seed=seed)
+        base.write_outputs(tmp_path / f"base{seed}.pt", tmp_path / "base.tsv")
+    first = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 10}), tmp_path / "c",
+                    init=tmp_path / "base1.pt")
+    first.train()
+    same = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 20}), tmp_path / "c",
+                   init=tmp_path / "base1.pt")
+    assert same.resume() and same.step == 10
+    other = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 20}), tmp_path / "c",
+                    init=tmp_path / "base2.pt")
+    with caplog.at_level("INFO"):
+        assert not other.resume()
+    assert "warm start" in caplog.text and "stale-1" in caplog.text

@@ -80,6 +80,39 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
         experiments(config)
 
 
+def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continues_all():
+    config = repo_config()
+    validate(config, SCHEMA)
+    resolved = experiments(config)  # tiny: the warm-start protocol
+    tiny = config["scales"]["tiny"]
+    scratch = resolved["base_en_de_scratch"]
+    assert scratch.init is None and scratch.train == tiny["train"] and scratch.model == resolved["base_en_de"].model
+    for name in ("base_en_de", "pr_en_de", "mean_en_de", "parse_en_de"):  # the control and its variants
+        assert resolved[name].init == "base_en_de_scratch"
+        assert resolved[name].train == {**tiny["train"], **tiny["warm_start"]}
+    assert resolved["big_pr_en_fr"].init == "big_en_fr_scratch"
+    config["scale"] = "paper"  # no protocol: every model from scratch, as the paper trains them
+    resolved = experiments(config)
+    assert not any(e.init for e in resolved.values()) and not any(n.endswith("_scratch") for n in resolved)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="base_en_fr"), "trains on multi30k_en_fr"),
+    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="big_en_de"), "lacks or shapes differently"),
+    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="mean_en_de"), "itself warm-starts"),
+    (lambda c: c["experiments"].update(base_en_de_scratch={"model": "transformer_base", "task": "en-de"}),
+     "the name is taken"),
+    (lambda c: c["scales"]["tiny"]["warm_start"].update(max_update=3), "tiny.warm_start key = 'max_update'"),
+    (lambda c: c["claims"]["mean"].update(baseline="base_en_fr"), "claims.mean.baseline"),
+])
+def test_bad_warm_starts_and_claims_are_named(edit, message):
+    config = repo_config()
+    validate(config, SCHEMA)
+    edit(config)
+    with pytest.raises(InputError, match=message):
+        experiments(config)
+
+
 def test_unknown_model_family_and_option_are_named():
     config = repo_config()
     config["models"]["transformer_base"]["family"] = "transfomer"
@@ -268,7 +301,7 @@ def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):
 
 
 def test_ci_workflow_end_to_end_with_report(tmp_path):
-    work = workdir(tmp_path, repo_config())
+    work = repo_copy(tmp_path)  # the paper files as they are: each paper's target and claims page
     run = snakemake(work)
     assert run.returncode == 0, run.stderr[-3000:]
     results = work / "results"
@@ -283,6 +316,11 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
     assert (results / "report/A_table1.html").stat().st_size > 0
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Protocol (scale `ci`): warm start" in table
+    claims = (results / "report/A_claims.md").read_text()  # every claim of paper A, with a verdict
+    assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
+    assert all(("reproduced" in line) for line in claims.splitlines() if line.startswith("| +PR"))
+    assert (results / "train/pr_en_de/curve.tsv").exists() and (results / "train/base_en_de_scratch/averaged.pt").exists()
     sig = json.loads((results / "analyse/significance/base_en_de.vs.base_en_de.json").read_text())
     assert sig["tok_bleu"]["p_value"] == 1.0 and "bs:1000" in sig["tok_bleu"]["signature"]  # itself: p = 1
     ours = [line for line in table.splitlines() if line.startswith("| base_en_")]
@@ -314,7 +352,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "training_curves.png" in html and "A_table1.html" in html
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
-    assert "A_figure4.png" in html
+    assert "A_figure4.png" in html and "A_claims.html" in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

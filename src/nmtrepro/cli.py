@@ -24,6 +24,7 @@ COMMANDS = {
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),
+    "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),
     "significance": ("nmtrepro.evaluation.significance", "paired bootstrap resampling of a system against its baseline"),
     "length-buckets": ("nmtrepro.analyses.buckets", "BLEU per source-length bucket, system and baseline"),
     "plot-buckets": ("nmtrepro.analyses.buckets", "figure and table of BLEU per length bucket"),

@@ -10,7 +10,7 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jsonschema
@@ -18,7 +18,7 @@ import yaml
 
 from .core.files import InputError, require_file
 
-PAPER_SECTIONS = ("models", "experiments", "tables", "analyses")
+PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 
@@ -30,9 +30,11 @@ class Experiment:
     src_lang: str
     tgt_lang: str
     test: str               # test split decoded and scored
+    variant: str            # key of `models`
     model: dict             # model spec: family + options, sizes resolved for the scale
     train: dict             # training settings at the scale, with the model size's regime
     average: dict           # checkpoint averaging, likewise
+    init: str | None = None  # the experiment whose averaged model this one warm-starts from
 
     @property
     def needs_spans(self) -> bool:
@@ -177,17 +179,23 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(exp["model"], config["models"], f"experiments.{name}.model")
         regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
         out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
-                               tgt_lang=dataset["tgt"], test=task["test"],
+                               tgt_lang=dataset["tgt"], test=task["test"], variant=exp["model"],
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
                                train={**scale["train"], **regime.get("train", {})},
                                average={**scale["average"], **regime.get("average", {})})
         _enough_checkpoints(config, name, out[name])
+    _warm_starts(config, out)
     for table, spec in config["tables"].items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
             baseline = cell.get("baseline", spec.get("baseline"))
             if baseline is not None:
                 _comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
+    for name, claim in config.get("claims", {}).items():
+        _known(claim["experiment"], out, f"claims.{name}.experiment")
+        _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
+        for scale in claim.get("scales", []):
+            _known(scale, config["scales"], f"claims.{name}.scales")
     for name, spec in config.get("analyses", {}).items():
         labels = [system["label"] for system in spec["systems"]]
         if len(set(labels)) != len(labels):
@@ -202,6 +210,77 @@ def experiments(config: dict) -> dict[str, Experiment]:
             raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
         _check_languages(out, name, spec)
     return out
+
+
+def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
+    """The warm-start protocol, where the scale has `warm_start` (continuation settings): each
+    experiment named by another's `warm_start` trains from scratch as `<name>_scratch`; it and every
+    experiment that names it then continue from that model's average for the same number of updates.
+    So a variant (new sublayers initialised as its family does) and its control (the baseline
+    continued) see the same data, schedule and updates. Without it every experiment trains from scratch
+    (`warm_start` is ignored), as the papers do."""
+    scale_name = config["scale"]
+    protocol = config["scales"][scale_name].get("warm_start")
+    sources = {}
+    for name, exp in config["experiments"].items():
+        source = exp.get("warm_start")
+        if source is None:
+            continue
+        key = f"experiments.{name}.warm_start"
+        _known(source, out, key)
+        if config["experiments"][source].get("warm_start"):
+            raise InputError(f"config: {key} = {source!r} itself warm-starts; start from an experiment "
+                             "trained from scratch")
+        if out[source].dataset != out[name].dataset:
+            raise InputError(f"config: {key} = {source!r} trains on {out[source].dataset}, but {name!r} on "
+                             f"{out[name].dataset}: a warm start needs the same data and vocabulary")
+        _contains(out[name].model, out[source].model, key)
+        sources.setdefault(source, []).append(name)
+    if not protocol:
+        return
+    for key in protocol:
+        _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.warm_start key")
+    for source in sorted(sources):
+        scratch = f"{source}_scratch"
+        if scratch in out:
+            raise InputError(f"config: experiments.{scratch}: the name is taken by the warm-start protocol "
+                             f"(experiment {source!r} trained from scratch); rename it")
+        out[scratch] = replace(out[source], name=scratch)
+        for name in [source, *sources[source]]:
+            out[name] = replace(out[name], init=scratch, train={**out[name].train, **protocol})
+
+
+def protocol_note(config: dict) -> str:
+    """How this scale trains the models a table compares, for the notes under tables and claims."""
+    name = config["scale"]
+    scale = config["scales"][name]
+    train, protocol = scale["train"], scale.get("warm_start")
+    regimes = "".join(f"; {size} models {regime['train']['max_updates']}" for size, regime in scale["by_size"].items()
+                      if "max_updates" in regime.get("train", {}))
+    scratch = f"{train['max_updates']} updates of at least {train['update_tokens']} target tokens{regimes}"
+    if not protocol:
+        return f"Protocol (scale `{name}`): every model trained from scratch, {scratch}, as the papers do."
+    settings = ", ".join(f"{key} {value}" for key, value in protocol.items())
+    return (f"Protocol (scale `{name}`): warm start. Each baseline trains from scratch ({scratch}); then the "
+            f"baseline itself (the control) and every variant that names it continue from its averaged weights "
+            f"with a fresh optimizer and schedule ({settings}). A variant's new sublayers start as its family "
+            f"initialises them, so variant and control see the same data and updates; a baseline row is the "
+            f"continued baseline.")
+
+
+def _contains(variant: dict, source: dict, key: str) -> None:
+    """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
+    import torch
+
+    from .models import build_model
+
+    with torch.device("meta"):
+        own, theirs = (build_model({**options, "src_vocab": 8, "tgt_vocab": 8}).state_dict()
+                       for options in (variant, source))
+    for name, value in theirs.items():
+        if name not in own or own[name].shape != value.shape:
+            raise InputError(f"config: {key}: the model it starts from has {name} {tuple(value.shape)}, which "
+                             f"the {variant['family']} model lacks or shapes differently (another size?)")
 
 
 def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:

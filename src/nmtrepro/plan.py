@@ -87,7 +87,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     resolved = experiments(config)
     jobs = {}
     for name in sorted(pending):
-        size = config["models"][config["experiments"][name]["model"]].get("size")
+        size = config["models"][resolved[name].variant].get("size")
         if size not in rates:
             raise InputError(f"no throughput for model size {size!r} (experiment {name}); "
                              f"known: {', '.join(sorted(rates))}")
@@ -101,7 +101,8 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
     tables = {}
     for table, spec in config["tables"].items():
-        names = sorted({cell["experiment"] for cell in spec["cells"]} & set(jobs))
+        cells = {cell["experiment"] for cell in spec["cells"]}
+        names = sorted((cells | {resolved[n].init for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in {cell["experiment"] for cell in spec["cells"]}}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
         tables[table] = {

@@ -4,7 +4,7 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             merge_papers, model_options, validate)
+                             merge_papers, model_options, protocol_note, validate)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -19,6 +19,7 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
     f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
 ] + [f"{split}.src.bpe" for split in ("train", "valid")]
@@ -83,6 +84,11 @@ def test_input(experiment, kind):
     """An experiment's prepared test file (`src.bpe`, `ref`, `ref.tok`, ...)."""
     e = EXPERIMENTS[experiment]
     return f"results/prepare/{e.dataset}/test/{e.test}.{kind}"
+
+
+def significance_file(experiment, baseline):
+    """The paired bootstrap of an experiment against a baseline (rule significance)."""
+    return f"results/analyse/significance/{experiment}.vs.{baseline}.json"
 
 
 def bleu_file(experiment):

@@ -8,7 +8,7 @@ def cell_baseline(table, cell):
 
 def table_significance(wildcards):
     cells = config["tables"][wildcards.table]["cells"]
-    return {f"sig{i}": f"results/analyse/significance/{c['experiment']}.vs.{cell_baseline(wildcards.table, c)}.json"
+    return {f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
             for i, c in enumerate(cells) if cell_baseline(wildcards.table, c)}
 
 
@@ -58,9 +58,11 @@ rule table:
         marks=lambda w: config["tables"][w.table]["marks"],
         columns=lambda w: shlex.join(a for c in config["tables"][w.table]["paper_columns"] for a in ("--paper-column", c)),
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
+        protocol=PROTOCOL_NOTE,
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} --out-md {output.md} "
+        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} "
+        "--note {params.protocol:q} --out-md {output.md} "
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
@@ -77,15 +79,49 @@ rule plot_curves:
         "nmtrepro plot-curves {params.curves} --out {output} 2> {log}"
 
 
-def report_files(tables, analyses):
-    """The report files of these tables and analyses (an analysis' kind says which it renders)."""
+def claim_args(wildcards, input):
+    """--claim PAPER_DELTA=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT per claim of the paper (nmtrepro claims)."""
+    args = []
+    for name in PAPERS[wildcards.paper]["claims"]:
+        claim = config["claims"][name]
+        comparable = "yes" if config["scale"] in claim.get("scales", [config["scale"]]) else "no"
+        args += ["--claim", f"{claim['paper_delta']}={claim.get('metric', 'tok_bleu')}={comparable}="
+                            f"{input[name]}={claim['claim']}"]
+    return shlex.join(args)
+
+
+rule claims:
+    input:
+        unpack(lambda w: {name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
+                          for name in PAPERS[w.paper]["claims"]}),
+    output:
+        md="results/report/{paper}_claims.md",
+        html=report("results/report/{paper}_claims.html", caption="../report/claims.rst", category="Claims",
+                    labels={"paper": "{paper}"}),
+    log:
+        "results/logs/report/{paper}_claims.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS) or "^$",
+    params:
+        claims=claim_args,
+        protocol=PROTOCOL_NOTE,
+    shell:
+        "nmtrepro claims --title 'Paper {wildcards.paper}: claims beside this run' {params.claims} "
+        "--note {params.protocol:q} --out-md {output.md} --out-html {output.html} 2> {log}"
+
+
+def report_files(tables, analyses, papers=()):
+    """The report files of these tables and analyses (an analysis' kind says which it renders) and the
+    claims pages of these papers (those with claims)."""
     files = expand("results/report/{table}.{ext}", table=tables, ext=TABLE)
+    files += [f"results/report/{paper}_claims.{ext}" for paper in papers if PAPERS[paper]["claims"]
+              for ext in ("md", "html")]
     return files + [f"results/report/{name}.{ext}" for name in analyses
                     for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
 
 
 def all_outputs():
-    return report_files(config["tables"], ANALYSES) + ["results/report/training_curves.png"]
+    return report_files(config["tables"], ANALYSES, PAPERS) + ["results/report/training_curves.png"]
 
 
 # One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures.
@@ -95,4 +131,4 @@ for _paper, _owned in PAPERS.items():
         name:
             f"paper_{_paper}"
         input:
-            report_files(_owned["tables"], _owned["analyses"]),
+            report_files(_owned["tables"], _owned["analyses"], [_paper]),

@@ -1,7 +1,8 @@
 # The declared output is the final model; checkpoints live outside the outputs (a params value), so
 # a killed or failed job keeps them and the next run resumes from the newest one. A job with several
 # GPUs runs one process per GPU under torchrun, which forwards SLURM's SIGTERM/SIGUSR1 to them;
-# a retry (pre-empted or out of time) resumes with a longer runtime.
+# a retry (pre-empted or out of time) resumes with a longer runtime. Under the scale's warm-start
+# protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py).
 TRAIN_RESOURCES = SCALE["resources"]
 
 
@@ -17,6 +18,7 @@ rule train:
     input:
         data=prepared,
         spans=lambda w: spans_files(w, ["train", "valid"]),
+        init=lambda w: [f"results/train/{exp(w).init}/averaged.pt"] if exp(w).init else [],
     output:
         model="results/train/{experiment}/final.pt",
         curve="results/train/{experiment}/curve.tsv",
@@ -29,6 +31,7 @@ rule train:
         checkpoint_dir="results/checkpoints/{experiment}",
         launcher=train_launcher,
         spans=lambda w: f"--spans-dir results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
+        init=lambda w, input: f"--init {input.init}" if input.init else "",
     threads: SCALE["train"].get("threads") or 1
     resources:
         gpu=TRAIN_RESOURCES["gpu"],
@@ -40,7 +43,7 @@ rule train:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
         "{params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
-        "--checkpoint-dir {params.checkpoint_dir} {params.spans} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
+        "--checkpoint-dir {params.checkpoint_dir} {params.spans} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
 rule average:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import hashlib
 import os
 import tempfile
 import zlib
@@ -72,6 +73,15 @@ def write_lines(path: str | os.PathLike, lines) -> None:
     with atomic_open(path) as handle:
         for line in lines:
             handle.write(line + "\n")
+
+
+def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
+    """The hex digest of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def require_file(path: str | os.PathLike) -> Path:

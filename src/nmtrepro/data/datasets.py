@@ -7,7 +7,6 @@ same way: {split}.src/.tgt files and a manifest.json, so the later stages never 
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -16,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..core.files import InputError, iter_lines, require_file, staging_dir, write_json
+from ..core.files import InputError, file_digest, iter_lines, require_file, staging_dir, write_json
 from . import download
 from .recipes import RECIPES
 
@@ -24,14 +23,6 @@ log = logging.getLogger("nmtrepro.data.datasets")
 
 RECIPE = "recipe"  # split files named `recipe:<file>` come from the dataset's preparation recipe
 _SEG = re.compile(r"<seg.*?>(.*)</seg>.*?")
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def expected_checksum(path: Path) -> str:
@@ -52,7 +43,7 @@ def expected_checksum(path: Path) -> str:
 def verified(path: str) -> Path:
     """`path` once its content matches its listed checksum."""
     path = require_file(path)
-    actual, expected = sha256(path), expected_checksum(path)
+    actual, expected = file_digest(path), expected_checksum(path)
     if actual != expected:
         raise InputError(f"checksum mismatch for {path}: sha256 {actual}, SHA256SUMS says {expected}")
     return path

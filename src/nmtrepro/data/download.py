@@ -11,7 +11,6 @@ archive in the cache, so every dataset and every later run shares them.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import http.client
 import logging
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.files import InputError, require_file, staging_dir, write_json
+from ..core.files import InputError, file_digest, require_file, staging_dir, write_json
 
 log = logging.getLogger("nmtrepro.data.download")
 
@@ -84,14 +83,6 @@ def is_offline(flag: bool = False) -> bool:
 
 def cache_root(path: str | None) -> Path:
     return Path(os.path.expanduser(path or DEFAULT_CACHE))
-
-
-def file_digest(path: Path, algorithm: str) -> str:
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def archive_path(resource: Resource, cache: Path) -> Path:

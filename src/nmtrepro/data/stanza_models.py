@@ -10,12 +10,11 @@ parse stage takes its record as input.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
 
-from ..core.files import InputError, write_json
+from ..core.files import InputError, file_digest, write_json
 from .download import is_offline
 
 log = logging.getLogger("nmtrepro.data.stanza_models")
@@ -67,25 +66,17 @@ def check_present(directory: str | os.PathLike) -> None:
                          f"{', '.join(map(str, missing))}; {HOW_TO_FETCH}")
 
 
-def _digest(path: Path, algorithm: str) -> str:
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verified(directory: str | os.PathLike) -> list[dict]:
     """Every required file with its size, md5 (checked against resources.json) and sha256."""
     check_present(directory)
     files = []
     for path, md5 in required_files(directory):
-        actual = _digest(path, "md5")
+        actual = file_digest(path, "md5")
         if actual != md5:
             raise InputError(f"{path}: md5 {actual}, stanza's resources.json says {md5} (a partial or "
                              f"corrupt download: delete it and run `nmtrepro stanza-models` again)")
         files.append({"path": str(path.relative_to(directory)), "size": path.stat().st_size,
-                      "md5": md5, "sha256": _digest(path, "sha256")})
+                      "md5": md5, "sha256": file_digest(path, "sha256")})
     return files
 
 
@@ -120,6 +111,6 @@ def run_stanza_models(args) -> None:
     stanza = import_stanza()
     write_json(args.out, {"dir": str(directory), "lang": LANG, "processors": PROCESSORS,
                           "stanza": stanza.__version__, "resources_version": stanza.__resources_version__,
-                          "resources_json_sha256": _digest(directory / "resources.json", "sha256"),
+                          "resources_json_sha256": file_digest(directory / "resources.json", "sha256"),
                           "files": files})
     log.info("stanza models verified in %s: %d files", directory, len(files))

@@ -222,6 +222,7 @@ def add_arguments_table(parser) -> None:
                         help="keep only this column of the paper's numbers (repeat; default: all)")
     parser.add_argument("--parser-stats", action="append", default=[], metavar="PATH",
                         help="the parse stage's stats JSON behind parser-phrase cells: the note names the parser (repeat)")
+    parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-tex", help="LaTeX table")
@@ -243,6 +244,7 @@ def run_table(args) -> None:
                  f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
     if args.parser_stats:
         note += " " + parser_note(args.parser_stats)
+    note = " ".join([note, *args.note])
     shown = _display(table)
     numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,

@@ -109,6 +109,22 @@ def load_model(path: str | Path, device: str | torch.device = "cpu"):
     return model.to(device).eval()
 
 
+def warm_start(model: torch.nn.Module, path: str | Path) -> list[str]:
+    """Copy a trained model's weights into `model`, whose family may add sublayers (a variant started
+    from its trained baseline); returns the names of the tensors that keep the family's initialisation.
+    Every tensor of the trained model must exist in `model` with the same shape: a smaller or
+    differently sized model is not a warm start."""
+    blob = load(path)
+    own = model.state_dict()
+    for name, value in blob["model"].items():
+        if name not in own or own[name].shape != value.shape:
+            found = "is missing" if name not in own else f"has shape {tuple(own[name].shape)}"
+            raise InputError(f"{path}: cannot warm-start from it: its {name} {tuple(value.shape)} {found} in "
+                             f"the new model ({blob['model_spec'].get('family')} -> model of another size?)")
+    model.load_state_dict(blob["model"], strict=False)
+    return [name for name in own if name not in blob["model"]]
+
+
 def average(paths: list[Path]) -> dict:
     """Element-wise mean of the weights of several checkpoints of one model (Vaswani et al. 2017)."""
     total, spec = None, None

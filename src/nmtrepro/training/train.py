@@ -1,11 +1,12 @@
 """Training: Adam + inverse-sqrt warmup, label smoothing, token batches with gradient accumulation,
 rotating checkpoints and exact resume.
 
-A run is a pure function of (data, model spec, settings): batches come from (seed, epoch), dropout
-from a saved RNG state, so killing a job and running it again gives the same weights as an
-uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before exiting, so a pre-empted
-cluster job resumes when it is run again. A run resumes only checkpoints of the same run (model and
-settings, see RERUN_FREE); others are moved aside into a stale-<n> folder and training starts afresh.
+A run is a pure function of (data, model spec, settings, the weights it warm-starts from): batches
+come from (seed, epoch), dropout from a saved RNG state, so killing a job and running it again gives
+the same weights as an uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before
+exiting, so a pre-empted cluster job resumes when it is run again. A run resumes only checkpoints of
+the same run (model, settings but RERUN_FREE, warm-start weights); others are moved aside into a
+stale-<n> folder and training starts afresh.
 
 An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
 of them in a row stop the job with an error, leaving the last good checkpoint in place.
@@ -30,7 +31,7 @@ from pathlib import Path
 import torch
 
 from ..core import runtime
-from ..core.files import InputError, atomic_open
+from ..core.files import InputError, atomic_open, file_digest
 from ..core.vocab import IndexedData, Vocab
 from ..data.parse import read_spans
 from ..models import build_model
@@ -134,9 +135,11 @@ class LossOf(torch.nn.Module):
 
 class Trainer:
     def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
-                 shards: int | None = None):
+                 shards: int | None = None, init: str | Path | None = None):
         """`shards`: batch groups per update (default: the world size). One process given shards=N
-        computes exactly the updates of an N-process run, one after the other (the tests use that)."""
+        computes exactly the updates of an N-process run, one after the other (the tests use that).
+        `init`: a trained model file to warm-start from (its weights copied, the tensors it lacks
+        initialised as the family does), with a fresh optimizer and schedule."""
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
         self.device = runtime.setup(settings.threads, settings.device)
         self.precision = runtime.resolve_precision(self.device, settings.precision)
@@ -146,7 +149,14 @@ class Trainer:
             raise InputError(f"{self.world} processes need {self.world} shards per update, not {self.shards}")
         torch.manual_seed(settings.seed)
         self.spec = {"src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab), **model_options}
-        self.model = build_model(self.spec).to(self.device)
+        self.model = build_model(self.spec)
+        self.init = None
+        if init is not None:
+            fresh = checkpoint.warm_start(self.model, init)
+            self.init = {"path": str(init), "sha256": file_digest(init)}
+            log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
+                     f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
+        self.model = self.model.to(self.device)
         self.loss = LossOf(self.model, settings.label_smoothing)
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
@@ -162,7 +172,7 @@ class Trainer:
     # -- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
         """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
-        return {"model_spec": self.spec, "model": self.model.state_dict(),
+        return {"model_spec": self.spec, "init": self.init, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings),
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
                 "curve": self.curve, "window": self.window, "skipped": self.skipped,
@@ -232,6 +242,10 @@ class Trainer:
     def _changes(self, blob: dict) -> list[str]:
         """What differs between the run that saved `blob` and this one ("key: old -> new")."""
         changes = [f"model: {blob['model_spec']} -> {self.spec}"] if blob["model_spec"] != self.spec else []
+        old_init, new_init = (blob.get("init") or {}).get("sha256"), (self.init or {}).get("sha256")
+        if old_init != new_init:
+            changes.append(f"warm start: {(blob.get('init') or {}).get('path')} -> {(self.init or {}).get('path')} "
+                           "(other weights)")
         old, new = blob["settings"], asdict(self.settings)
         changes += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
                     if key not in RERUN_FREE and old.get(key) != value]
@@ -444,6 +458,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
     parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
+    parser.add_argument("--init", help="trained model file to warm-start from (fresh optimizer and schedule)")
     parser.add_argument("--out", required=True, help="final model file")
     parser.add_argument("--curve", required=True, help="training curve TSV")
 
@@ -455,9 +470,10 @@ def run_train(args) -> None:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
     if args.threads:
         settings.threads = args.threads
-    trainer = Trainer(Corpus(args.prepared, args.spans_dir), model_options, settings, args.checkpoint_dir)
+    trainer = Trainer(Corpus(args.prepared, args.spans_dir), model_options, settings, args.checkpoint_dir,
+                      init=args.init)
     if not trainer.resume():
-        log.info("starting from scratch in %s", args.checkpoint_dir)
+        log.info("starting %s in %s", f"from {args.init}" if args.init else "from scratch", args.checkpoint_dir)
     try:
         trainer.train()
     except (Interrupted, Diverged) as err:
