@@ -272,15 +272,15 @@ def _contains(variant: dict, source: dict, key: str) -> None:
     """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
     import torch
 
-    from .models import build_model
+    from .models import build_model, warm_start_mismatch
 
     with torch.device("meta"):
         own, theirs = (build_model({**options, "src_vocab": 8, "tgt_vocab": 8}).state_dict()
                        for options in (variant, source))
-    for name, value in theirs.items():
-        if name not in own or own[name].shape != value.shape:
-            raise InputError(f"config: {key}: the model it starts from has {name} {tuple(value.shape)}, which "
-                             f"the {variant['family']} model lacks or shapes differently (another size?)")
+    mismatch = warm_start_mismatch(own, theirs)
+    if mismatch:
+        raise InputError(f"config: {key}: the {variant['family']} model lacks or shapes differently a weight "
+                         f"of the model it starts from: its {mismatch} (another size?)")
 
 
 def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:

@@ -85,7 +85,7 @@ def claim_args(wildcards, input):
     for name in PAPERS[wildcards.paper]["claims"]:
         claim = config["claims"][name]
         comparable = "yes" if config["scale"] in claim.get("scales", [config["scale"]]) else "no"
-        args += ["--claim", f"{claim['paper_delta']}={claim.get('metric', 'tok_bleu')}={comparable}="
+        args += ["--claim", f"{claim['paper_delta']}={claim['metric']}={comparable}="
                             f"{input[name]}={claim['claim']}"]
     return shlex.join(args)
 

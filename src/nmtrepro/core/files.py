@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import hashlib
+import json
 import os
 import tempfile
 import zlib

@@ -68,3 +68,13 @@ def build_model(spec: dict) -> nn.Module:
 
 for _module in pkgutil.iter_modules(__path__):  # registers the families
     importlib.import_module(f"{__name__}.{_module.name}")
+
+
+def warm_start_mismatch(own: dict, trained: dict) -> str | None:
+    """Why a model with state dict `own` cannot start from the weights `trained` (a tensor it lacks or
+    shapes differently), or None: a variant may add tensors, never drop or resize its baseline's."""
+    for name, value in trained.items():
+        if name not in own or own[name].shape != value.shape:
+            found = "is missing" if name not in own else f"has shape {tuple(own[name].shape)}"
+            return f"{name} {tuple(value.shape)} {found} in the new model"
+    return None

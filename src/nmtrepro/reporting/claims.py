@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..core.files import InputError, read_json
+from ..core.files import InputError
 from .render import write_table
+from .report import read_significance
 
 ALPHA = 0.05
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
@@ -43,10 +44,7 @@ def verdict(paper_delta: float, ours_delta: float, p_value: float, comparable: b
 def build_claims(claims: list[Claim]) -> pd.DataFrame:
     rows = []
     for claim in claims:
-        try:
-            sig = read_json(claim.significance)[claim.metric]
-        except (KeyError, TypeError) as err:
-            raise InputError(f"{claim.significance}: no {claim.metric!r} significance result ({err})") from None
+        sig = read_significance(claim.significance, claim.metric)
         ours = sig["score"] - sig["baseline"]
         rows.append({"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta, "ours Δ": ours,
                      "95% CI of ours": (f"{sig['ci_low'] - sig['baseline']:+.2f} to "

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..core.files import InputError, atomic_open
-from ..models import build_model
+from ..models import build_model, warm_start_mismatch
 
 log = logging.getLogger("nmtrepro.training.checkpoint")
 NAME = re.compile(r"checkpoint_(\d+)\.pt$")
@@ -116,11 +116,10 @@ def warm_start(model: torch.nn.Module, path: str | Path) -> list[str]:
     differently sized model is not a warm start."""
     blob = load(path)
     own = model.state_dict()
-    for name, value in blob["model"].items():
-        if name not in own or own[name].shape != value.shape:
-            found = "is missing" if name not in own else f"has shape {tuple(own[name].shape)}"
-            raise InputError(f"{path}: cannot warm-start from it: its {name} {tuple(value.shape)} {found} in "
-                             f"the new model ({blob['model_spec'].get('family')} -> model of another size?)")
+    mismatch = warm_start_mismatch(own, blob["model"])
+    if mismatch:
+        raise InputError(f"{path}: cannot warm-start from it: its {mismatch} "
+                         f"({blob['model_spec'].get('family')} -> model of another size?)")
     model.load_state_dict(blob["model"], strict=False)
     return [name for name in own if name not in blob["model"]]
 

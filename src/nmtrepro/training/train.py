@@ -242,10 +242,9 @@ class Trainer:
     def _changes(self, blob: dict) -> list[str]:
         """What differs between the run that saved `blob` and this one ("key: old -> new")."""
         changes = [f"model: {blob['model_spec']} -> {self.spec}"] if blob["model_spec"] != self.spec else []
-        old_init, new_init = (blob.get("init") or {}).get("sha256"), (self.init or {}).get("sha256")
-        if old_init != new_init:
-            changes.append(f"warm start: {(blob.get('init') or {}).get('path')} -> {(self.init or {}).get('path')} "
-                           "(other weights)")
+        old_init, new_init = blob.get("init") or {}, self.init or {}
+        if old_init.get("sha256") != new_init.get("sha256"):
+            changes.append(f"warm start: {old_init.get('path')} -> {new_init.get('path')} (other weights)")
         old, new = blob["settings"], asdict(self.settings)
         changes += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
                     if key not in RERUN_FREE and old.get(key) != value]
