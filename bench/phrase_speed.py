@@ -17,9 +17,8 @@ import argparse
 import time
 
 import torch
-import yaml
 
-from nmtrepro.config import model_options
+from nmtrepro.config import load, model_options
 from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
@@ -82,8 +81,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    config = yaml.safe_load(open(args.config, encoding="utf-8"))
-    config["scale"] = args.scale
+    config, _ = load(args.config, [f"scale={args.scale}"])
     models, optimizers = {}, {}
     for name in [args.baseline, *(args.variant or ["phrase_max_attn_ta"])]:
         torch.manual_seed(0)

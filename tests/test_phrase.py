@@ -53,6 +53,19 @@ def test_ngram_masks_source_padding_and_fully_padded_chunks():
     assert (~mask.any(-1)).tolist() == [[False] * 5, [False, False, True, True, True]]
 
 
+def test_token_phrases_are_the_tokens_themselves():
+    # phrases="token" (the one-token diagnostic): each position its own phrase, so every pooled
+    # phrase vector at the embedding level is that token's own vector.
+    model = tiny_phrase_model("max", phrases="token")
+    src, _ = source()
+    x = model.src_embed(src)
+    index, mask = gather_index(ngram_spans(2, src.size(1), ntok=1), src.eq(Vocab.pad))
+    assert index.shape == (2, 7, 1) and index[..., 0].tolist() == [list(range(7))] * 2
+    assert mask[..., 0].tolist() == (~src.eq(Vocab.pad)).tolist()
+    pooled = model.builders[0](x, index, mask)                     # (B, P=S, d)
+    assert torch.equal(pooled[0], x[0]) and torch.equal(pooled[1, :4], x[1, :4])
+
+
 def test_parse_spans_pad_to_empty_masked_phrases():
     src, spans = source()
     index, mask = gather_index(spans, src.eq(Vocab.pad))

@@ -93,7 +93,7 @@ def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continue
     assert resolved["big_pr_en_fr"].init == "big_en_fr_scratch"
     config["scale"] = "paper"  # no protocol: every model from scratch, as the paper trains them
     resolved = experiments(config)
-    assert not any(e.init for e in resolved.values()) and not any(n.endswith("_scratch") for n in resolved)
+    assert not any(e.init for e in resolved.values()) and set(resolved) == set(config["experiments"])
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -104,6 +104,7 @@ def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continue
      "the name is taken"),
     (lambda c: c["scales"]["tiny"]["warm_start"].update(max_update=3), "tiny.warm_start key = 'max_update'"),
     (lambda c: c["claims"]["mean"].update(baseline="base_en_fr"), "claims.mean.baseline"),
+    (lambda c: c["tables"]["A_tiny_gap"].update(scales=["tinny"]), "tables.A_tiny_gap.scales"),
 ])
 def test_bad_warm_starts_and_claims_are_named(edit, message):
     config = repo_config()
@@ -126,7 +127,7 @@ def test_unknown_model_family_and_option_are_named():
 
 def test_each_paper_file_is_merged_once_and_owns_its_tables(tmp_path):
     config, owned = load(REPO / "config.yaml")
-    assert owned["A"]["tables"] == ["A_table1", "A_table2"] and "A_figure3" in owned["A"]["analyses"]
+    assert owned["A"]["tables"] == ["A_table1", "A_table2", "A_tiny_gap"] and "A_figure3" in owned["A"]["analyses"]
     assert owned["B"]["analyses"] == ["B_table5"] and "pr_en_de" in config["experiments"]
     assert "base_en_de" not in owned["A"]["experiments"]  # the shared baseline lives in config.yaml
 
@@ -202,6 +203,24 @@ def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr
     assert "results/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
+
+
+def test_a_diagnostic_table_is_built_by_its_own_target_at_its_scales_only(tmp_path):
+    # A_tiny_gap compares with the protocol's scratch baseline, which paper scale lacks: resolving
+    # paper scale skips it (the protocol test above), and ci, not among its scales, builds nothing.
+    work = repo_copy(tmp_path)
+    out = snakemake(work, "-n", "diagnostics_A")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "A_tiny_gap" not in out.stdout + out.stderr
+    paper = work / "config/papers/A.yaml"
+    paper.write_text(paper.read_text().replace("scales: [tiny]\n    diagnostic: true", "scales: [ci]\n    diagnostic: true"))
+    texts = {}
+    for target in ("paper_A", "diagnostics_A"):
+        out = snakemake(work, "-n", target)
+        assert out.returncode == 0, out.stderr[-3000:]
+        texts[target] = out.stdout + out.stderr
+    assert "results/report/A_tiny_gap.md" in texts["diagnostics_A"] and "pr_en_de_from_scratch" in texts["diagnostics_A"]
+    assert "A_tiny_gap" not in texts["paper_A"] and "pr_en_de_from_scratch" not in texts["paper_A"]
 
 
 def test_an_unknown_model_name_is_named():

@@ -186,6 +186,9 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _enough_checkpoints(config, name, out[name])
     _warm_starts(config, out)
     for table, spec in config["tables"].items():
+        for scale in spec.get("scales", []):
+            _known(scale, config["scales"], f"tables.{table}.scales")
+    for table, spec in tables_at_scale(config).items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
             baseline = cell.get("baseline", spec.get("baseline"))
@@ -210,6 +213,13 @@ def experiments(config: dict) -> dict[str, Experiment]:
             raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
         _check_languages(out, name, spec)
     return out
+
+
+def tables_at_scale(config: dict) -> dict[str, dict]:
+    """The tables built at `config['scale']`: those without `scales` and those naming it (a table
+    may compare models that exist at one scale only, e.g. the warm-start protocol's scratch runs)."""
+    return {name: spec for name, spec in config["tables"].items()
+            if config["scale"] in spec.get("scales", [config["scale"]])}
 
 
 def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
@@ -257,7 +267,9 @@ def protocol_note(config: dict) -> str:
     train, protocol = scale["train"], scale.get("warm_start")
     regimes = "".join(f"; {size} models {regime['train']['max_updates']}" for size, regime in scale["by_size"].items()
                       if "max_updates" in regime.get("train", {}))
-    scratch = f"{train['max_updates']} updates of at least {train['update_tokens']} target tokens{regimes}"
+    batch = (f"one batch of up to {train['max_tokens']} tokens" if train["update_tokens"] <= train["max_tokens"]
+             else f"at least {train['update_tokens']} target tokens")
+    scratch = f"{train['max_updates']} updates of {batch}{regimes}"
     if not protocol:
         return f"Protocol (scale `{name}`): every model trained from scratch, {scratch}, as the papers do."
     settings = ", ".join(f"{key} {value}" for key, value in protocol.items())

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import experiments, load, model_options, validate
+from .config import experiments, load, model_options, tables_at_scale, validate
 from .core.files import InputError, write_json
 from .data.download import load_manifest
 from .models.size import spec_parameter_counts
@@ -100,7 +100,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
     tables = {}
-    for table, spec in config["tables"].items():
+    for table, spec in tables_at_scale(config).items():
         cells = {cell["experiment"] for cell in spec["cells"]}
         names = sorted((cells | {resolved[n].init for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in {cell["experiment"] for cell in spec["cells"]}}

@@ -4,7 +4,7 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             merge_papers, model_options, protocol_note, validate)
+                             merge_papers, model_options, protocol_note, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -19,6 +19,7 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`)
 PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
     f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
@@ -28,7 +29,7 @@ PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
 wildcard_constraints:
     dataset="|".join(config["datasets"]),
     experiment="|".join(EXPERIMENTS) or "^$",
-    table="|".join(config["tables"]) or "^$",
+    table="|".join(TABLES) or "^$",
     split="[A-Za-z0-9_.-]+",
     resource="[A-Za-z0-9_]+",
 

@@ -1,20 +1,20 @@
 def table_cells(wildcards):
-    return {f"cell{i}": bleu_file(c["experiment"]) for i, c in enumerate(config["tables"][wildcards.table]["cells"])}
+    return {f"cell{i}": bleu_file(c["experiment"]) for i, c in enumerate(TABLES[wildcards.table]["cells"])}
 
 
 def cell_baseline(table, cell):
-    return cell.get("baseline", config["tables"][table].get("baseline"))
+    return cell.get("baseline", TABLES[table].get("baseline"))
 
 
 def table_significance(wildcards):
-    cells = config["tables"][wildcards.table]["cells"]
+    cells = TABLES[wildcards.table]["cells"]
     return {f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
             for i, c in enumerate(cells) if cell_baseline(wildcards.table, c)}
 
 
 def table_cell_args(wildcards, input):
     args = []
-    for i, cell in enumerate(config["tables"][wildcards.table]["cells"]):
+    for i, cell in enumerate(TABLES[wildcards.table]["cells"]):
         e = EXPERIMENTS[cell["experiment"]]
         args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={input[f'cell{i}']}"]
         args += ["--test-set", f"{e.name}={e.dataset}/{e.test}"]
@@ -27,7 +27,7 @@ def table_parser_stats(wildcards):
     """The parse stats (train and test trees) behind the table's parser-phrase cells, whose note then
     names the parser that made the trees; none for a table without such cells."""
     files = []
-    for cell in config["tables"][wildcards.table]["cells"]:
+    for cell in TABLES[wildcards.table]["cells"]:
         e = EXPERIMENTS[cell["experiment"]]
         if e.needs_spans:
             files += [f"results/parse/{e.dataset}/{part}.stats.json" for part in ("train", f"test/{e.test}")]
@@ -38,7 +38,7 @@ rule table:
     input:
         unpack(table_cells),
         unpack(table_significance),
-        numbers=lambda w: config["tables"][w.table]["paper_numbers"],
+        numbers=lambda w: TABLES[w.table]["paper_numbers"],
         parser_stats=table_parser_stats,
     output:
         md="results/report/{table}.md",
@@ -52,17 +52,17 @@ rule table:
     log:
         "results/logs/report/{table}.log",
     params:
-        title=lambda w: config["tables"][w.table]["title"],
-        metric=lambda w: config["tables"][w.table]["metric"],
+        title=lambda w: TABLES[w.table]["title"],
+        metric=lambda w: TABLES[w.table]["metric"],
         cells=table_cell_args,
-        marks=lambda w: config["tables"][w.table]["marks"],
-        columns=lambda w: shlex.join(a for c in config["tables"][w.table]["paper_columns"] for a in ("--paper-column", c)),
+        marks=lambda w: TABLES[w.table]["marks"],
+        columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
-        protocol=PROTOCOL_NOTE,
+        notes=lambda w: shlex.join(a for n in [PROTOCOL_NOTE, TABLES[w.table].get("note")] if n for a in ("--note", n)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
         "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} "
-        "--note {params.protocol:q} --out-md {output.md} "
+        "{params.notes} --out-md {output.md} "
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
@@ -120,15 +120,27 @@ def report_files(tables, analyses, papers=()):
                     for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
 
 
+def paper_tables(names, diagnostic=False):
+    """Those of these tables built at this scale that are (or, diagnostic=True, are not) the paper's own."""
+    return [name for name in names if name in TABLES and TABLES[name]["diagnostic"] == diagnostic]
+
+
 def all_outputs():
-    return report_files(config["tables"], ANALYSES, PAPERS) + ["results/report/training_curves.png"]
+    return report_files(paper_tables(TABLES), ANALYSES, PAPERS) + ["results/report/training_curves.png"]
 
 
-# One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures.
+# One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures;
+# `diagnostics_A` its diagnostic tables at this scale (if any).
 for _paper, _owned in PAPERS.items():
 
     rule:
         name:
             f"paper_{_paper}"
         input:
-            report_files(_owned["tables"], _owned["analyses"], [_paper]),
+            report_files(paper_tables(_owned["tables"]), _owned["analyses"], [_paper]),
+
+    rule:
+        name:
+            f"diagnostics_{_paper}"
+        input:
+            report_files(paper_tables(_owned["tables"], diagnostic=True), []),

@@ -42,7 +42,9 @@ class PhraseConfig(ModelConfig):
 
     glance: "mean" | "max" (Eq. 2); attentive: attentive pooling (Eq. 3-5, "+Attn");
     transparent_attention: each decoder layer mixes all encoder levels (Eq. 6, "+TA");
-    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase");
+    phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase") |
+        "token" (every token a phrase of its own: the phrase sublayers with no phrases to pool, a
+        diagnostic that tells their cost from the phrase mechanism's);
     combiner: "paper" (Eq. 8 as printed) | "residue" (Eq. 8 plus the attention output, Neutron).
     """
     glance: str = "max"
@@ -52,8 +54,8 @@ class PhraseConfig(ModelConfig):
     combiner: str = "paper"
 
     def __post_init__(self):
-        if self.phrases not in ("ngram", "parse"):
-            raise ValueError(f"phrases must be 'ngram' or 'parse', not {self.phrases!r}")
+        if self.phrases not in ("ngram", "parse", "token"):
+            raise ValueError(f"phrases must be 'ngram', 'parse' or 'token', not {self.phrases!r}")
         if self.combiner not in ("paper", "residue"):
             raise ValueError(f"combiner must be 'paper' or 'residue', not {self.combiner!r}")
 
@@ -62,9 +64,10 @@ class PhraseConfig(ModelConfig):
         return ("spans",) if self.phrases == "parse" else ()
 
 
-def ngram_spans(batch: int, seql: int, device=None) -> torch.Tensor:
-    """(B, P, 2) contiguous [start, end) chunks of ntok positions from 0; the last one is shorter."""
-    ntok = tokens_per_phrase(seql)
+def ngram_spans(batch: int, seql: int, device=None, ntok: int | None = None) -> torch.Tensor:
+    """(B, P, 2) contiguous [start, end) chunks of ntok positions from 0 (default: paper A's
+    footnote 2 for this width); the last one is shorter."""
+    ntok = ntok or tokens_per_phrase(seql)
     starts = torch.arange(0, seql, ntok, device=device)
     spans = torch.stack([starts, (starts + ntok).clamp(max=seql)], dim=-1)  # (P, 2)
     return spans.expand(batch, -1, -1)
@@ -201,8 +204,9 @@ class PhraseTransformer(Transformer):
     def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None) -> dict:
         """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse"."""
         pad = src.eq(self.pad)  # (B, S)
-        if self.config.phrases == "ngram":
-            spans = ngram_spans(src.size(0), src.size(1), src.device)
+        if self.config.phrases != "parse":
+            ntok = 1 if self.config.phrases == "token" else None
+            spans = ngram_spans(src.size(0), src.size(1), src.device, ntok)
         elif spans is None:
             raise ValueError("phrases='parse' needs the source phrase spans: encode(src, spans=...)")
         index, mask = gather_index(spans, pad)                    # (B, P, L)
