@@ -186,8 +186,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _enough_checkpoints(config, name, out[name])
     _warm_starts(config, out)
     for table, spec in config["tables"].items():
-        for scale in spec.get("scales", []):
-            _known(scale, config["scales"], f"tables.{table}.scales")
+        _known_scales(config, spec, f"tables.{table}.scales")
     for table, spec in tables_at_scale(config).items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
@@ -197,8 +196,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
     for name, claim in config.get("claims", {}).items():
         _known(claim["experiment"], out, f"claims.{name}.experiment")
         _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
-        for scale in claim.get("scales", []):
-            _known(scale, config["scales"], f"claims.{name}.scales")
+        _known_scales(config, claim, f"claims.{name}.scales")
     for name, spec in config.get("analyses", {}).items():
         labels = [system["label"] for system in spec["systems"]]
         if len(set(labels)) != len(labels):
@@ -215,11 +213,20 @@ def experiments(config: dict) -> dict[str, Experiment]:
     return out
 
 
+def at_scale(config: dict, spec: dict) -> bool:
+    """Whether a table or claim with optional `scales` applies at `config['scale']` (no `scales`: all)."""
+    return config["scale"] in spec.get("scales", [config["scale"]])
+
+
+def _known_scales(config: dict, spec: dict, key: str) -> None:
+    for scale in spec.get("scales", []):
+        _known(scale, config["scales"], key)
+
+
 def tables_at_scale(config: dict) -> dict[str, dict]:
-    """The tables built at `config['scale']`: those without `scales` and those naming it (a table
-    may compare models that exist at one scale only, e.g. the warm-start protocol's scratch runs)."""
-    return {name: spec for name, spec in config["tables"].items()
-            if config["scale"] in spec.get("scales", [config["scale"]])}
+    """The tables built at `config['scale']` (a table may compare models that exist at one scale only,
+    e.g. the warm-start protocol's scratch runs)."""
+    return {name: spec for name, spec in config["tables"].items() if at_scale(config, spec)}
 
 
 def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:

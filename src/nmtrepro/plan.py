@@ -103,7 +103,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     for table, spec in tables_at_scale(config).items():
         cells = {cell["experiment"] for cell in spec["cells"]}
         names = sorted((cells | {resolved[n].init for n in cells if resolved[n].init}) & set(jobs))
-        datasets = {resolved[n].dataset for n in {cell["experiment"] for cell in spec["cells"]}}
+        datasets = {resolved[n].dataset for n in cells}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
         tables[table] = {
             "training_jobs": len(names), "experiments": names,

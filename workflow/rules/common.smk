@@ -3,7 +3,7 @@ import json
 import shlex
 from pathlib import Path
 
-from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments,
+from nmtrepro.config import (at_scale, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
                              merge_papers, model_options, protocol_note, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
 

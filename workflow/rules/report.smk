@@ -84,7 +84,7 @@ def claim_args(wildcards, input):
     args = []
     for name in PAPERS[wildcards.paper]["claims"]:
         claim = config["claims"][name]
-        comparable = "yes" if config["scale"] in claim.get("scales", [config["scale"]]) else "no"
+        comparable = "yes" if at_scale(config, claim) else "no"
         args += ["--claim", f"{claim['paper_delta']}={claim['metric']}={comparable}="
                             f"{input[name]}={claim['claim']}"]
     return shlex.join(args)
