@@ -19,6 +19,13 @@ def tiny_model():
     return build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24}).eval()
 
 
+def decode_step_by_step(model, prev, enc):
+    """The decoder's hidden states (B, T, d) for `prev` fed one token at a time through a cache: a test
+    compares them with the full forward `model.decode(prev, enc)`."""
+    cache = {}
+    return torch.cat([model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))], dim=1)
+
+
 def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0, lengths=(2, 7)):
     """A toy task (the target is the reversed source) binarized like `nmtrepro prepare` writes it;
     sentences have between lengths[0] and lengths[1] words."""

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from conftest import TINY
+from conftest import TINY, decode_step_by_step
 from nmtrepro.core.files import InputError
 from nmtrepro.core.vocab import Vocab
 from nmtrepro.evaluation.generate import beam_search
@@ -36,10 +36,8 @@ def test_decoder_is_causal(tiny_model):
 def test_incremental_decoding_matches_full_forward(tiny_model):
     src = batch([[5, 6, 7, 2], [8, 2]])
     prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
-    full = tiny_model.decode(prev, tiny_model.encode(src))
-    enc, cache = tiny_model.encode(src), {}
-    steps = [tiny_model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
-    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+    enc = tiny_model.encode(src)
+    assert torch.allclose(tiny_model.decode(prev, enc), decode_step_by_step(tiny_model, prev, enc), atol=1e-5)
 
 
 def test_beam_search_with_cache_gives_same_hypotheses_as_without(tiny_model):
@@ -98,7 +96,4 @@ def test_post_norm_normalises_every_layer_output_and_decodes_incrementally():
     assert torch.allclose(out.std(-1, unbiased=False), torch.ones(3, 7), atol=1e-3)
     prev = torch.randint(4, 24, (3, 5))
     enc = model.encode(src)
-    full = model.decode(prev, enc)
-    cache = {}
-    steps = [model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
-    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+    assert torch.allclose(model.decode(prev, enc), decode_step_by_step(model, prev, enc), atol=1e-5)

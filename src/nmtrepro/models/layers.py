@@ -32,6 +32,20 @@ class ModelConfig:
     activation_dropout: float = 0.0   # inside the FFN (fairseq's name)
     pre_norm: bool = True             # layer norm before each sublayer (False: after the sum, Vaswani)
     output_bias: bool = False         # a target-vocabulary bias on the tied output layer (Neutron)
+    # Baselines of papers B and D, on the encoder self-attention only (the papers' subject is the
+    # source side; decoder and cross-attention stay plain). Both keep the sinusoidal absolute
+    # positions and every weight of the plain model, so a variant warm-starts from a trained baseline.
+    rel_pos_clip: int = 0             # > 0: Shaw et al. 2018 relative positions clipped at k (paper B: 16)
+    directional: bool = False         # DiSAN masks (Shen et al. 2018): half the heads forward, half backward
+
+    def __post_init__(self):
+        """Subclasses that define their own __post_init__ call this one first."""
+        if self.rel_pos_clip < 0:
+            raise ValueError(f"rel_pos_clip must be 0 (off) or a positive clipping distance, "
+                             f"not {self.rel_pos_clip}")
+        if self.directional and self.heads % 2:
+            raise ValueError(f"directional needs an even number of heads (half forward, half backward), "
+                             f"not heads={self.heads}")
 
     @property
     def extra_inputs(self) -> tuple[str, ...]:
@@ -50,17 +64,41 @@ class MultiheadAttention(nn.Module):
     cross-attention (`static_kv=True`) projects the encoder output once and reuses it every step.
     Analyses that need each head's output (head similarity, paper D Table IV) set `head_outputs` to a
     list; forward then appends (B, heads, T, d_head) there. It is None otherwise, costing one test.
+
+    Two options, built only for the encoder's self-attention (`ModelConfig.rel_pos_clip` and
+    `directional`; self-attention without cache, positions counted from 0 in query and key):
+    `rel_clip` k > 0 adds Shaw et al. (2018) relative positions, learned key and value tables of 2k+1
+    rows of d_head per head (paper B: "unique edge representations per layer and head", k = 16);
+    SDPA has no value-side term, so that path computes attention explicitly. `directional` gives the
+    first half of the heads DiSAN's forward mask (position i sees only j < i) and the second half the
+    backward one (j > i) (Shen et al. 2018); a row left with no key (the first token of a forward
+    head, the last real token of a backward one, padding) attends to itself instead of producing NaN.
+    Without either option forward is the plain SDPA call (one flag, tested twice).
     """
 
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = False):
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = False,
+                 rel_clip: int = 0, directional: bool = False):
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        if rel_clip < 0:
+            raise ValueError(f"rel_clip must be 0 (off) or a positive clipping distance, not {rel_clip}")
+        if directional and heads % 2:
+            raise ValueError(f"directional masks need an even number of heads, not {heads}")
         self.heads, self.d_head, self.dropout = heads, d_model // heads, dropout
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.head_outputs: list[torch.Tensor] | None = None
+        self.rel_clip, self.directional = rel_clip, directional
+        self.encoder_options = rel_clip > 0 or directional
+        self.rel_k = self.rel_v = None
+        if rel_clip:
+            # a^K, a^V (heads, 2k+1, d_head): nn.Parameter, not nn.Embedding, so that models.size counts
+            # them as model parameters. Xavier-uniform per head's (2k+1, d_head) table.
+            bound = math.sqrt(6.0 / (2 * rel_clip + 1 + self.d_head))
+            self.rel_k = nn.Parameter(torch.empty(heads, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
+            self.rel_v = nn.Parameter(torch.empty(heads, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape  # (batch, time, d) -> (batch, heads, time, d_head)
@@ -69,6 +107,9 @@ class MultiheadAttention(nn.Module):
     def forward(self, query, memory, key_padding_mask=None, causal=False,
                 cache: Cache | None = None, static_kv=False):
         """query (B, T, d), memory (B, S, d) or None for self-attention; key_padding_mask (B, S) True at padding."""
+        if self.encoder_options and (memory is not None or cache is not None or causal):
+            raise ValueError("relative positions and directional masks are for encoder self-attention "
+                             "(no memory, cache or causal mask)")
         memory = query if memory is None else memory
         q = self._split(self.q_proj(query))
         if cache is not None and static_kv and "k" in cache:
@@ -83,13 +124,58 @@ class MultiheadAttention(nn.Module):
         mask = None
         if key_padding_mask is not None:
             mask = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, S): True where attending is allowed
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
-            dropout_p=self.dropout if self.training else 0.0)
+        if self.encoder_options:
+            out = self._encoder_attention(q, k, v, mask)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
+                dropout_p=self.dropout if self.training else 0.0)
         if self.head_outputs is not None:
             self.head_outputs.append(out.detach())
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def _encoder_attention(self, q, k, v, mask):
+        """q, k, v (B, H, S, d_head), mask (B, 1, 1, S) or None -> (B, H, S, d_head) with the options."""
+        if self.directional:
+            mask = directional_mask(self.heads, q.size(2), mask, q.device)          # (B or 1, H, S, S)
+        dropout = self.dropout if self.training else 0.0
+        if self.rel_k is None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        # Shaw et al. 2018, Eq. 4: e_ij = q_i . (k_j + a^K_clip(j-i)) / sqrt(d_head). q_i . a^K is taken
+        # against the 2k+1 table rows once, then each (i, j) picks its row: no (B, H, S, S, d_head) tensor.
+        index = relative_positions(q.size(2), k.size(2), self.rel_clip, q.device)  # (S, S) in [0, 2k]
+        scores = q @ k.transpose(-1, -2)                                            # (B, H, S, S)
+        by_distance = q @ self.rel_k.transpose(-1, -2)                              # (B, H, S, 2k+1)
+        scores = (scores + by_distance.gather(-1, index.expand_as(scores))) * self.d_head ** -0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = F.dropout(scores.softmax(-1), dropout, self.training)             # alpha (B, H, S, S)
+        # Eq. 3: z_i = sum_j alpha_ij (v_j + a^V_clip(j-i)); the weights are summed per distance first.
+        per_distance = weights.new_zeros(*weights.shape[:-1], self.rel_v.size(1)).scatter_add(
+            -1, index.expand_as(weights), weights)                                  # (B, H, S, 2k+1)
+        return weights @ v + per_distance @ self.rel_v
+
+
+def relative_positions(query_len: int, key_len: int, clip: int, device=None) -> torch.Tensor:
+    """(query_len, key_len) table row of each pair: clip(j - i, -k, k) + k, in [0, 2k] (Shaw et al. 2018)."""
+    pos_q = torch.arange(query_len, device=device)
+    pos_k = torch.arange(key_len, device=device)
+    return (pos_k[None, :] - pos_q[:, None]).clamp(-clip, clip) + clip
+
+
+def directional_mask(heads: int, length: int, allowed: torch.Tensor | None = None, device=None) -> torch.Tensor:
+    """DiSAN masks (Shen et al. 2018), True where attending is allowed: (B or 1, heads, length, length).
+
+    Heads [0, heads/2) are forward (query i sees keys j < i), the others backward (j > i); `allowed`
+    (B, 1, 1, length) is the key padding mask. A query row left without any key attends to itself.
+    """
+    pos = torch.arange(length, device=device)
+    forward = pos[None, :] < pos[:, None]                                           # (S, S): j < i
+    mask = torch.stack([forward, forward.T]).repeat_interleave(heads // 2, dim=0)  # (H, S, S)
+    mask = mask[None] if allowed is None else mask & allowed                        # (B or 1, H, S, S)
+    empty = ~mask.any(-1, keepdim=True)                                             # (B or 1, H, S, 1)
+    return mask | (empty & torch.eye(length, dtype=torch.bool, device=device))
 
 
 class FeedForward(nn.Module):
@@ -169,3 +255,9 @@ def reorder_cache(cache: dict, order: torch.Tensor) -> None:
             reorder_cache(value, order)
         elif isinstance(value, torch.Tensor):
             cache[key] = value.index_select(0, order)
+
+
+def masked_mean(x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    """x (B, S, d), pad (B, S) True at padding -> mean over real positions (B, d)."""
+    real = (~pad).unsqueeze(-1).to(x.dtype)
+    return (x * real).sum(1) / real.sum(1).clamp(min=1)

@@ -54,6 +54,7 @@ class PhraseConfig(ModelConfig):
     combiner: str = "paper"
 
     def __post_init__(self):
+        super().__post_init__()
         if self.phrases not in ("ngram", "parse", "token"):
             raise ValueError(f"phrases must be 'ngram', 'parse' or 'token', not {self.phrases!r}")
         if self.combiner not in ("paper", "residue"):

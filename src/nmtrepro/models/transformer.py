@@ -16,6 +16,13 @@ def attention(c: ModelConfig) -> Residual:
     return Residual(MultiheadAttention(c.d_model, c.heads, c.attention_dropout), c)
 
 
+def encoder_self_attention(c: ModelConfig) -> Residual:
+    """The encoder's self-attention with papers B and D's baselines when the config asks for them:
+    relative positions (`rel_pos_clip`) and DiSAN's directional masks (`directional`)."""
+    return Residual(MultiheadAttention(c.d_model, c.heads, c.attention_dropout,
+                                       rel_clip=c.rel_pos_clip, directional=c.directional), c)
+
+
 def feed_forward(c: ModelConfig) -> Residual:
     """The position-wise FFN in a residual block."""
     return Residual(FeedForward(c.d_model, c.ffn, c.activation_dropout), c)
@@ -24,7 +31,7 @@ def feed_forward(c: ModelConfig) -> Residual:
 class EncoderLayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.self_attn = attention(config)
+        self.self_attn = encoder_self_attention(config)
         self.ffn = feed_forward(config)
 
     def forward(self, x, pad):
@@ -53,8 +60,12 @@ class Transformer(nn.Module):
 
     `output_bias` adds a bias of target-vocabulary size to the tied output layer, as Neutron's
     classifier has: with it, one vocabulary reproduces both of paper A's totals (88.1M and 264.1M).
-    Subclasses swap the options (`config_class`), the layer types (`encoder_layer`, `decoder_layer`)
-    and what each decoder layer reads from the encoder state (`decoder_memory`).
+    `rel_pos_clip` and `directional` (papers B and D's baselines) change the encoder self-attention
+    only, in every family; they keep the sinusoidal positions and every weight of the plain model, so
+    such a variant warm-starts from a trained baseline (see `layers.MultiheadAttention`).
+    Subclasses swap the options (`config_class`), the layer types (`encoder_layer`, `decoder_layer`,
+    or `make_decoder_layer` where they differ by depth) and what each decoder layer reads from the
+    encoder state (`decoder_memory`).
     """
     config_class = ModelConfig
     encoder_layer = EncoderLayer
@@ -66,12 +77,16 @@ class Transformer(nn.Module):
         self.src_embed = Embedding(src_vocab, d, self.pad, config.dropout)
         self.tgt_embed = Embedding(tgt_vocab, d, self.pad, config.dropout)
         self.encoder = nn.ModuleList(self.encoder_layer(config) for _ in range(config.encoder_layers))
-        self.decoder = nn.ModuleList(self.decoder_layer(config) for _ in range(config.decoder_layers))
+        self.decoder = nn.ModuleList(self.make_decoder_layer(i) for i in range(config.decoder_layers))
         # Pre-norm stacks end in a layer norm; post-norm layers already normalise their output.
         self.encoder_norm = nn.LayerNorm(d) if config.pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d) if config.pre_norm else nn.Identity()
         self.output_bias = nn.Parameter(torch.zeros(tgt_vocab)) if config.output_bias else None
         xavier_init(self)
+
+    def make_decoder_layer(self, index: int) -> nn.Module:
+        """Decoder layer `index` (0 = bottom); a family whose layers differ by depth overrides it."""
+        return self.decoder_layer(self.config)
 
     def encode(self, src: torch.Tensor) -> dict:
         pad = src.eq(self.pad)  # (B, S)
