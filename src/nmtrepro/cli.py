@@ -15,6 +15,7 @@ from .core.files import InputError
 COMMANDS = {
     "fetch": ("nmtrepro.data.datasets", "materialise a dataset from the registry (embedded or downloaded)"),
     "download": ("nmtrepro.data.download", "fetch one download-manifest entry into the cache, verified and extracted"),
+    "tatoeba-splits": ("nmtrepro.data.tatoeba", "cut Tatoeba's Zh-En pairs into the embedded train/valid/test files"),
     "prepare": ("nmtrepro.data.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
     "prepare-test": ("nmtrepro.data.prepare", "tokenize and BPE one test split with the learned codes"),
     "train": ("nmtrepro.training.train", "train a model, resuming from the last checkpoint"),

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sacremoses import MosesTokenizer
-
 from ..core.files import InputError, read_lines, write_lines
+from ..core.text import tokenize
 
 _TAG_LINES = ("<url>", "<talkid>", "<keywords>")                             # grep -v
 _TAG_STRIP = re.compile(r"</?title>|</?description>")                        # sed -e 's/<title>//g' ...
@@ -27,11 +26,6 @@ def _read(path: Path) -> list[str]:
     if not path.is_file():
         raise InputError(f"IWSLT14 recipe: missing {path} (is the archive fairseq's de-en.tgz?)")
     return read_lines(path)
-
-
-def _tokenize(lines: list[str], lang: str) -> list[str]:
-    tok = MosesTokenizer(lang=lang)
-    return [tok.tokenize(line, escape=True, return_str=True) for line in lines]
 
 
 def iwslt_train_text(lines: list[str]) -> list[str]:
@@ -64,8 +58,8 @@ def clean_corpus(src: list[str], tgt: list[str], ratio: float, min_len: int, max
 def prepare_iwslt14(folders: dict[str, Path], out: Path, src: str = "de", tgt: str = "en") -> None:
     """Write out/{train,valid,test}.{de,en} from the extracted de-en.tgz (download `iwslt14_de_en`)."""
     orig = folders["iwslt14_de_en"] / f"{src}-{tgt}"
-    tokens = {lang: _tokenize(iwslt_train_text(_read(orig / f"train.tags.{src}-{tgt}.{lang}")), lang)
-              for lang in (src, tgt)}
+    tokens = {lang: tokenize(iwslt_train_text(_read(orig / f"train.tags.{src}-{tgt}.{lang}")), lang,
+                             escape=True) for lang in (src, tgt)}
     if len(tokens[src]) != len(tokens[tgt]):
         raise InputError(f"IWSLT14 recipe: train.tags sides differ after tag removal "
                          f"({len(tokens[src])} vs {len(tokens[tgt])} lines)")
@@ -77,7 +71,7 @@ def prepare_iwslt14(folders: dict[str, Path], out: Path, src: str = "de", tgt: s
         test = []
         for name in IWSLT14_TEST:
             test += iwslt_segments(_read(orig / f"{name}.{src}-{tgt}.{lang}.xml"))
-        write_lines(out / f"test.{lang}", [line.lower() for line in _tokenize(test, lang)])
+        write_lines(out / f"test.{lang}", [line.lower() for line in tokenize(test, lang, escape=True)])
 
 
 RECIPES = {"iwslt14": prepare_iwslt14}
