@@ -107,7 +107,20 @@ def test_classifier_learns_separable_toy_task():
     assert probe(feats, labels, grid, logistic=True)["test"] > 0.9
 
 
-def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
+def test_two_encoders_vectors_are_combined_by_a_learned_gate():
+    """Paper B's probe: the label lives in the second encoder's vector only, so the gate must open to it."""
+    gen = torch.Generator().manual_seed(0)
+    feats, labels = {}, {}
+    for split, n in (("tr", 1000), ("va", 100), ("te", 100)):
+        x = torch.randn(n, 2, 4, generator=gen)
+        feats[split], labels[split] = x, ["pos" if v > 0 else "neg" for v in x[:, 1, 0]]
+    grid = Grid(nhid=(50,), dropout=(0.0,), weight_decay=(0.0,), max_epochs=100, batch_size=64, lr=1e-2)
+    assert probe(feats, labels, grid)["test"] > 0.9
+
+
+@pytest.mark.parametrize("family, shape", [({"family": "transformer"}, (2, 8)),
+                                           ({"family": "recurrence", "steps": 3}, (2, 2, 8))])
+def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path, family, shape):
     from nmtrepro.analyses.probing.vectors import encode_sentences
     from nmtrepro.core.text import BPE
     from nmtrepro.core.vocab import Vocab
@@ -115,7 +128,7 @@ def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c", "."])
-    model = build_model({"family": "transformer", "src_vocab": len(vocab), "tgt_vocab": len(vocab),
+    model = build_model({**family, "src_vocab": len(vocab), "tgt_vocab": len(vocab),
                          "d_model": 8, "ffn": 16, "heads": 2, "encoder_layers": 1, "decoder_layers": 1,
                          "dropout": 0.0}).eval()
     codes = tmp_path / "bpe.codes"
@@ -123,7 +136,7 @@ def test_sentence_vector_ignores_padding_and_keeps_input_order(tmp_path):
     bpe = BPE(codes)
     both = encode_sentences(model, ["a b c .", "a ."], vocab, bpe, "en", batch_size=2)
     alone = encode_sentences(model, ["a ."], vocab, bpe, "en")
-    assert both.shape == (2, 8)
+    assert both.shape == shape
     assert torch.allclose(both[1], alone[0], atol=1e-5)  # padding in the batch changes nothing
 
 

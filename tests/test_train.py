@@ -228,12 +228,14 @@ def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_p
         Corpus(copy_corpus, spans_dir)
 
 
-def test_a_variant_warm_starts_from_its_trained_baseline(copy_corpus, tmp_path):
+@pytest.mark.parametrize("variant", [{"family": "phrase"}, {"family": "recurrence", "steps": 2},
+                                     {"family": "recurrence", "recurrence": "rnn", "integration": "encoder"}])
+def test_a_variant_warm_starts_from_its_trained_baseline(copy_corpus, tmp_path, variant):
     base = run(copy_corpus, tmp_path / "base", max_updates=10)
     base.write_outputs(tmp_path / "base.pt", tmp_path / "base.tsv")
-    phrase = {**MODEL, "family": "phrase"}
-    scratch = Trainer(Corpus(copy_corpus), phrase, Settings.from_dict(FAST), tmp_path / "scratch")
-    warm = Trainer(Corpus(copy_corpus), phrase, Settings.from_dict(FAST), tmp_path / "warm", init=tmp_path / "base.pt")
+    options = {**MODEL, **variant}
+    scratch = Trainer(Corpus(copy_corpus), options, Settings.from_dict(FAST), tmp_path / "scratch")
+    warm = Trainer(Corpus(copy_corpus), options, Settings.from_dict(FAST), tmp_path / "warm", init=tmp_path / "base.pt")
     trained, fresh, own = base.model.state_dict(), scratch.model.state_dict(), warm.model.state_dict()
     assert own.keys() == fresh.keys() and set(trained) < set(own)
     for name, value in own.items():  # the baseline's tensors copied, the new ones as the family makes them

@@ -91,9 +91,22 @@ def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continue
         assert resolved[name].init == "base_en_de_scratch"
         assert resolved[name].train == {**tiny["train"], **tiny["warm_start"]}
     assert resolved["big_pr_en_fr"].init == "big_en_fr_scratch"
-    config["scale"] = "paper"  # no protocol: every model from scratch, as the paper trains them
+    assert resolved["biarn_en_de"].init == "base_en_de_scratch"  # init_from: under the protocol, a warm start
+    config["scale"] = "paper"  # no protocol: paper A's models from scratch, paper B's from their baseline
     resolved = experiments(config)
-    assert not any(e.init for e in resolved.values()) and set(resolved) == set(config["experiments"])
+    assert set(resolved) == set(config["experiments"])
+    for name, exp in config["experiments"].items():
+        assert resolved[name].init == exp.get("init_from"), name
+    assert resolved["biarn_en_de"].init == "base_en_de" and resolved["big_biarn_zh_en"].init == "big_zh_en"
+    assert resolved["pr_en_de"].init is None
+
+
+def test_an_experiment_starts_from_one_model_at_most():
+    config = repo_config()
+    validate(config, SCHEMA)
+    config["experiments"]["biarn_en_de"]["warm_start"] = "base_en_de"
+    with pytest.raises(InputError, match="experiments.biarn_en_de: set `warm_start` or `init_from`, not both"):
+        experiments(config)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -128,7 +141,8 @@ def test_unknown_model_family_and_option_are_named():
 def test_each_paper_file_is_merged_once_and_owns_its_tables(tmp_path):
     config, owned = load(REPO / "config.yaml")
     assert owned["A"]["tables"] == ["A_table1", "A_table2", "A_tiny_gap"] and "A_figure3" in owned["A"]["analyses"]
-    assert owned["B"]["analyses"] == ["B_table5"] and "pr_en_de" in config["experiments"]
+    assert owned["B"]["tables"] == ["B_table1", "B_table2", "B_table3", "B_table4", "B_figure5"]
+    assert "B_table5" in owned["B"]["analyses"] and "pr_en_de" in config["experiments"]
     assert "base_en_de" not in owned["A"]["experiments"]  # the shared baseline lives in config.yaml
 
     (tmp_path / "X.yaml").write_text("experiments:\n  base_en_de: {model: transformer_base, task: en-fr}\n")
@@ -286,9 +300,13 @@ def test_bad_values_fail_the_dry_run_naming_the_key(tmp_path, edit, message):
 
 def test_an_edited_data_file_is_fetched_again(tmp_path):
     work = workdir(tmp_path, repo_config())
-    (work / "data").unlink()
-    shutil.copytree(REPO / "data/multi30k", work / "data/multi30k")
-    shutil.copy(REPO / "data/SHA256SUMS", work / "data")
+    (work / "data").unlink()  # multi30k copied, to be edited; the other data the experiments read linked
+    (work / "data").mkdir()
+    for entry in (REPO / "data").iterdir():
+        if entry.name == "multi30k":
+            shutil.copytree(entry, work / "data" / entry.name)
+        else:
+            (work / "data" / entry.name).symlink_to(entry)
     target = "results/data/multi30k_en_de/manifest.json"
     assert snakemake(work, target).returncode == 0
     assert "Nothing to be done" in snakemake(work, "-n", target).stdout
@@ -364,6 +382,11 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     ablations = (results / "report/A_table2.md").read_text()  # every row measured, the parser one on its spans
     assert "| parse_en_de " in ablations and "Para. (M)" not in ablations
     assert (results / "parse/multi30k_en_de/test/test_2016_flickr.spans").stat().st_size > 0
+    paper_b = (results / "report/B_table3.md").read_text()  # paper B: Zh-En beside En-De, recurrence variants
+    assert "| biarn_zh_en " in paper_b and "tatoeba_zh_en/test" in paper_b and "24.70" in paper_b
+    assert (results / "report/B_claims.md").read_text().count(" | tokenized BLEU |") == 17
+    probed = (results / "report/B_table5.md").read_text()  # two encoders' vectors under one gate
+    assert "1-Layer BiARN (ours)" in probed and "6-Layer BiRNN (ours)" in probed
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]

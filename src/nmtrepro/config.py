@@ -20,6 +20,8 @@ from .core.files import InputError, require_file
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
+# An experiment's keys naming the experiment whose trained weights it starts from (`_warm_starts`).
+STARTS = ("warm_start", "init_from")
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 
 
@@ -231,21 +233,25 @@ def tables_at_scale(config: dict) -> dict[str, dict]:
 
 def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
     """The warm-start protocol, where the scale has `warm_start` (continuation settings): each
-    experiment named by another's `warm_start` trains from scratch as `<name>_scratch`; it and every
-    experiment that names it then continue from that model's average for the same number of updates.
-    So a variant (new sublayers initialised as its family does) and its control (the baseline
-    continued) see the same data, schedule and updates. Without it every experiment trains from scratch
-    (`warm_start` is ignored), as the papers do."""
+    experiment named by another's `warm_start` or `init_from` trains from scratch as `<name>_scratch`;
+    it and every experiment that names it then continue from that model's average for the same number
+    of updates. So a variant (new sublayers initialised as its family does) and its control (the
+    baseline continued) see the same data, schedule and updates. Without the protocol `warm_start` is
+    ignored (paper A trains every model from scratch) and `init_from` starts the experiment from the
+    named one's trained weights with the scale's full recipe (paper B initialises its models from the
+    trained baseline)."""
     scale_name = config["scale"]
     protocol = config["scales"][scale_name].get("warm_start")
     sources = {}
     for name, exp in config["experiments"].items():
-        source = exp.get("warm_start")
-        if source is None:
+        keys = [key for key in STARTS if key in exp]
+        if not keys:
             continue
-        key = f"experiments.{name}.warm_start"
+        if len(keys) > 1:
+            raise InputError(f"config: experiments.{name}: set `warm_start` or `init_from`, not both")
+        key, source = f"experiments.{name}.{keys[0]}", exp[keys[0]]
         _known(source, out, key)
-        if config["experiments"][source].get("warm_start"):
+        if any(start in config["experiments"][source] for start in STARTS):
             raise InputError(f"config: {key} = {source!r} itself warm-starts; start from an experiment "
                              "trained from scratch")
         if out[source].dataset != out[name].dataset:
@@ -254,6 +260,9 @@ def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
         _contains(out[name].model, out[source].model, key)
         sources.setdefault(source, []).append(name)
     if not protocol:
+        for name, exp in config["experiments"].items():
+            if "init_from" in exp:
+                out[name] = replace(out[name], init=exp["init_from"])
         return
     for key in protocol:
         _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.warm_start key")

@@ -21,10 +21,32 @@ class Grid:
     lr: float = 1e-3
 
 
-def build(dim: int, classes: int, nhid: int, dropout: float) -> nn.Module:
+class GatedSum(nn.Module):
+    """Paper B's probe of a model with two encoders: g = sigmoid(W[s_1; s_2] + b), g s_1 + (1 - g) s_2,
+    the gate learned with the classifier (the NMT model has no such gate to reuse)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.gate = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (N, 2, d) -> (N, d)."""
+        g = torch.sigmoid(self.gate(x.flatten(1)))
+        return g * x[:, 0] + (1 - g) * x[:, 1]
+
+
+def build(shape: tuple[int, ...], classes: int, nhid: int, dropout: float) -> nn.Module:
+    """A classifier of sentence vectors of `shape`: (d,), or (2, d) for two encoders' vectors."""
+    dim = shape[-1]
     if nhid == 0:
-        return nn.Linear(dim, classes)
-    return nn.Sequential(nn.Linear(dim, nhid), nn.Dropout(dropout), nn.Sigmoid(), nn.Linear(nhid, classes))
+        head = nn.Linear(dim, classes)
+    else:
+        head = nn.Sequential(nn.Linear(dim, nhid), nn.Dropout(dropout), nn.Sigmoid(), nn.Linear(nhid, classes))
+    if len(shape) == 1:
+        return head
+    if shape[0] != 2:
+        raise ValueError(f"sentence vectors of shape {shape}: one or two per sentence are supported")
+    return nn.Sequential(GatedSum(dim), head)
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
@@ -37,7 +59,7 @@ def fit(x_tr, y_tr, x_va, y_va, classes: int, nhid: int, dropout: float, weight_
         grid: Grid, seed: int = 1) -> tuple[nn.Module, float]:
     """Train one configuration; return the model at its best dev epoch and that dev accuracy."""
     torch.manual_seed(seed)
-    model = build(x_tr.size(1), classes, nhid, dropout)
+    model = build(tuple(x_tr.shape[1:]), classes, nhid, dropout)
     opt = torch.optim.Adam(model.parameters(), lr=grid.lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
     best, best_state, stale = -1.0, None, 0
@@ -62,7 +84,7 @@ def probe(features: dict[str, torch.Tensor], labels: dict[str, list[str]], grid:
           logistic: bool = False) -> dict:
     """Tune on dev over the grid, report test accuracy of the best dev configuration.
 
-    features[split]: (N, d) float tensors; labels[split]: class names; splits tr/va/te.
+    features[split]: (N, d) or (N, 2, d) float tensors (see `build`); labels[split]: class names; splits tr/va/te.
     """
     names = sorted(set(labels["tr"]))
     index = {n: i for i, n in enumerate(names)}

@@ -1,0 +1,153 @@
+import pytest
+import torch
+
+from conftest import TINY
+from nmtrepro.core.vocab import Vocab
+from nmtrepro.evaluation.generate import beam_search
+from nmtrepro.models import build_model
+from nmtrepro.models.recurrence import RecurrenceConfig, RecurrenceDecoderLayer
+from nmtrepro.models.size import spec_parameter_counts
+from nmtrepro.plan import PAPER_A_VOCAB
+
+VARIANTS = {
+    "birnn": {"recurrence": "rnn"},
+    "birnn_3_layers": {"recurrence": "rnn", "rec_layers": 3},
+    "biarn": {"recurrence": "arn", "steps": 3},
+    "biarn_2_layers": {"recurrence": "arn", "steps": 4, "rec_layers": 2},
+    "biarn_steps_J": {"recurrence": "arn", "steps": "J"},
+    "gated_top": {"integration": "gated", "steps": 2},
+    "gated_all": {"integration": "gated", "to_decoder": "all", "steps": 2},
+    "stack_all": {"to_decoder": "all", "steps": 2},
+    "multi_column": {"recurrence": "rnn", "integration": "encoder"},
+    "post_norm": {"steps": 2, "pre_norm": False},
+}
+
+
+def tiny_recurrence_model(variant, **extra):
+    torch.manual_seed(0)
+    return build_model({**TINY, "family": "recurrence", "src_vocab": 20, "tgt_vocab": 24,
+                        **VARIANTS[variant], **extra}).eval()
+
+
+def source():
+    """Two sentences of 6 and 3 tokens (EOS last), the second padded."""
+    return torch.tensor([[5, 6, 7, 8, 9, Vocab.eos], [11, 12, Vocab.eos, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_and_encoder_state_shapes(variant):
+    model = tiny_recurrence_model(variant)
+    src, prev = source(), torch.tensor([[1, 9, 10], [1, 11, 12]])
+    enc = model.encode(src)
+    steps = model.config.steps
+    length = src.size(1) if model.config.recurrence == "rnn" or steps == "J" else steps
+    assert enc["out"].shape == (2, 6, 16) and enc["rec"].shape == (2, length, 16)
+    assert enc["rec_pad"].shape == (2, length)
+    assert model(src, prev).shape == (2, 3, 24)
+
+
+@pytest.mark.parametrize("steps", [1, 4, 8])
+def test_arn_runs_exactly_T_steps_whatever_the_source_length(steps):
+    model = tiny_recurrence_model("biarn", steps=steps)
+    for width in (3, 11):
+        enc = model.encode(torch.randint(4, 20, (2, width)))
+        assert enc["rec"].shape[1] == steps and not enc["rec_pad"].any()
+
+
+def test_arn_with_J_steps_masks_each_sentence_beyond_its_length():
+    model = tiny_recurrence_model("biarn_steps_J")
+    enc = model.encode(source())
+    assert torch.equal(enc["rec_pad"], source().eq(Vocab.pad))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_source_padding_does_not_change_outputs(variant):
+    model = tiny_recurrence_model(variant)
+    src, prev = torch.tensor([[5, 6, 2]]), torch.tensor([[1, 9, 10]])
+    padded = torch.tensor([[5, 6, 2, Vocab.pad, Vocab.pad]])
+    assert torch.allclose(model(src, prev), model(padded, prev), atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_incremental_decoding_matches_full_forward(variant):
+    model = tiny_recurrence_model(variant)
+    src, prev = source(), torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
+    enc = model.encode(src)
+    full, cache = model.decode(prev, enc), {}
+    steps = [model.decode(prev[:, t:t + 1], enc, cache) for t in range(prev.size(1))]
+    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["birnn", "biarn_steps_J", "gated_all", "multi_column"])
+def test_beam_search_with_cache_gives_same_hypotheses_as_without(variant):
+    model = tiny_recurrence_model(variant)
+    with torch.no_grad():                                  # an untrained model would end every hypothesis at once
+        model.tgt_embed.table.weight[Vocab.eos] = 0
+    src = torch.randint(4, 20, (6, 7))
+    src[:, -1] = Vocab.eos
+    src[3, 3], src[3, 4:] = Vocab.eos, Vocab.pad
+    cached = beam_search(model, {"src": src}, beam=3, max_len_b=6)
+    plain = beam_search(model, {"src": src}, beam=3, max_len_b=6, use_cache=False)
+    assert cached == plain and any(cached)
+
+
+@pytest.mark.parametrize("variant, fed", [("biarn", [1]), ("stack_all", [0, 1]), ("gated_top", [1]),
+                                          ("gated_all", [0, 1]), ("multi_column", [])])
+def test_recurrence_reaches_the_top_or_every_decoder_layer(variant, fed):
+    model = tiny_recurrence_model(variant)
+    assert [i for i, layer in enumerate(model.decoder) if isinstance(layer, RecurrenceDecoderLayer)] == fed
+
+
+def test_gate_values_lie_strictly_between_zero_and_one():
+    layer = tiny_recurrence_model("gated_top").decoder[-1]
+    d, r = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    lam = layer.gate_values(d, r)
+    assert lam.shape == (2, 5, 16) and bool(((lam > 0) & (lam < 1)).all())
+
+
+def test_bad_options_fail_clearly():
+    for options, message in (({"recurrence": "lstm"}, "recurrence must be"), ({"steps": 0}, "steps must be"),
+                             ({"steps": "K"}, "steps must be"), ({"rec_layers": 0}, "rec_layers"),
+                             ({"integration": "encoder"}, "needs recurrence='rnn'"),
+                             ({"to_decoder": "bottom"}, "to_decoder must be")):
+        with pytest.raises(ValueError, match=message):
+            RecurrenceConfig(**options)
+
+
+def test_the_recurrence_model_holds_every_transformer_weight():
+    from nmtrepro.models import warm_start_mismatch
+
+    torch.manual_seed(0)
+    base = build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24}).state_dict()
+    for variant in VARIANTS:
+        if variant != "post_norm":
+            assert warm_start_mismatch(tiny_recurrence_model(variant).state_dict(), base) is None, variant
+
+
+def test_param_count_of_one_layer_biarn_at_paper_sizes():
+    """Ours adds 8.93M to Base and 35.7M to Big; the paper prints +9.4M and +69.4M (the report explains)."""
+    for size in ({}, {"d_model": 1024, "ffn": 4096, "heads": 16}):
+        d, ffn = size.get("d_model", 512), size.get("ffn", 2048)
+        base = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB, **size})["total"]
+        ours = spec_parameter_counts({"family": "recurrence", **PAPER_A_VOCAB, **size})["total"]
+        gru = 3 * (2 * d * d + 2 * d)                       # one direction: input and hidden gates, two biases
+        arn = 2 * (gru + 4 * d * d) + 2 * d * d + d         # two directions, their attentions, [fwd; bwd] -> d
+        layer = arn + d * ffn + ffn + ffn * d + 2 * (2 * d)  # + FFN and two layer norms
+        decoder = 4 * d * d + 2 * d                          # the top decoder layer's attention of H_r + norm
+        assert ours - base == layer + decoder + 2 * d        # + the recurrence stack's final norm (pre-norm)
+
+
+def test_recurrence_model_learns_a_toy_task():
+    torch.manual_seed(0)
+    model = build_model({**TINY, "family": "recurrence", "steps": 4, "src_vocab": 12, "tgt_vocab": 12}).train()
+    src = torch.randint(4, 12, (8, 6))
+    src[:, -1] = Vocab.eos
+    target = src.flip(1).roll(-1, 1)                       # reversed source, EOS last
+    prev = torch.cat([torch.full((8, 1), Vocab.bos), target[:, :-1]], dim=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(src, prev).flatten(0, 1), target.flatten())
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1
