@@ -26,6 +26,7 @@ rule fetch:
         max_lines=f"--max-lines {SCALE['prepare']['max_lines']}" if "max_lines" in SCALE["prepare"] else "",
         download=download_options(),
         local_data=json.dumps(config["local_data"]),
+    priority: 1  # every training waits on its data: fetch and prepare come before queued trainings
     message:
         "Fetching dataset {wildcards.dataset}"
     shell:

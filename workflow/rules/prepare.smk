@@ -11,6 +11,7 @@ rule prepare:
         src=lambda w: config["datasets"][w.dataset]["src"],
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
         opts=SCALE["prepare"],
+    priority: 1
     message:
         "Tokenizing, learning joint BPE and binarizing {wildcards.dataset}"
     shell:

@@ -4,6 +4,9 @@
 # a retry (pre-empted or out of time) resumes with a longer runtime. Under the scale's warm-start
 # protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py).
 TRAIN_RESOURCES = SCALE["resources"]
+# The models others start from train first: on a few cores the scheduler would otherwise fill them with
+# short continuations and leave a long baseline (and everything waiting on it) for the end.
+STARTED_FROM = {e.init for e in EXPERIMENTS.values() if e.init}
 
 
 def train_launcher(wildcards, resources):
@@ -33,6 +36,7 @@ rule train:
         spans=lambda w: f"--spans-dir results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
         init=lambda w, input: f"--init {input.init}" if input.init else "",
     threads: SCALE["train"].get("threads") or 1
+    priority: lambda w: 1 if w.experiment in STARTED_FROM else 0
     resources:
         gpu=TRAIN_RESOURCES["gpu"],
         cpus_per_gpu=TRAIN_RESOURCES["cpus_per_gpu"],
