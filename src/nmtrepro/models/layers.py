@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 @dataclass(frozen=True)
@@ -261,3 +262,22 @@ def masked_mean(x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
     """x (B, S, d), pad (B, S) True at padding -> mean over real positions (B, d)."""
     real = (~pad).unsqueeze(-1).to(x.dtype)
     return (x * real).sum(1) / real.sum(1).clamp(min=1)
+
+
+class BiRNN(nn.Module):
+    """A bidirectional GRU over the input, both directions started from its mean (paper B, Eq. 9-11),
+    [forward; backward] projected back to the input width (paper D, Eq. 8-9)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.gru = nn.GRU(d_model, d_model, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * d_model, d_model)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, S, d) -> (B, S, d) and the same padding mask; pads never reach a real state."""
+        h0 = masked_mean(x, pad)[None].expand(2, -1, -1).contiguous()           # (2, B, d)
+        lengths = (~pad).sum(1).clamp(min=1).cpu()
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = self.gru(packed, h0)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))  # (B, S, 2d)
+        return self.out(out), pad

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from . import register
-from .layers import ModelConfig, MultiheadAttention, masked_mean, xavier_init
+from .layers import BiRNN, ModelConfig, MultiheadAttention, masked_mean, xavier_init
 from .transformer import DecoderLayer, Transformer, attention, feed_forward
 
 
@@ -64,24 +63,6 @@ class RecurrenceConfig(ModelConfig):
         if self.integration == "encoder" and self.recurrence != "rnn":
             raise ValueError("integration='encoder' (multi-column) concatenates per source position: it needs "
                              "recurrence='rnn', whose output has the source's length")
-
-
-class BiRNN(nn.Module):
-    """Eq. 9-11: a bidirectional GRU over the input, both directions started from its mean."""
-
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.gru = nn.GRU(d_model, d_model, batch_first=True, bidirectional=True)
-        self.out = nn.Linear(2 * d_model, d_model)
-
-    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, S, d) -> (B, S, d) and the same padding mask; pads never reach a real state."""
-        h0 = masked_mean(x, pad)[None].expand(2, -1, -1).contiguous()           # (2, B, d)
-        lengths = (~pad).sum(1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.gru(packed, h0)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))  # (B, S, 2d)
-        return self.out(out), pad
 
 
 class BiARN(nn.Module):
