@@ -197,7 +197,7 @@ def test_paper_scale_fetches_stanza_models_before_parsing_and_ci_does_not(tmp_pa
     work = repo_copy(tmp_path)
     paper = rule_edges(work, "paper")
     assert ("stanza_models", "parse") in paper                       # parse takes the models' record
-    assert {b for a, b in paper if a == "stanza_models"} <= {"parse", "probe", "contrastive"}
+    assert {b for a, b in paper if a == "stanza_models"} <= {"parse", "pos", "probe", "contrastive"}
     assert not any("stanza_models" in edge for edge in rule_edges(work, "ci"))  # spaCy at ci: nothing to fetch
 
 

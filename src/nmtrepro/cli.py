@@ -40,6 +40,7 @@ COMMANDS = {
     "contrastive": ("nmtrepro.analyses.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
     "plot-agreement": ("nmtrepro.analyses.agreement", "plot subject-verb agreement accuracy by distance"),
     "parse": ("nmtrepro.data.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
+    "pos": ("nmtrepro.data.pos", "source POS tags (paper D), one per BPE piece: each word's tag copied to its pieces"),
     "stanza-models": ("nmtrepro.data.stanza_models", "fetch and verify stanza's English models (the stanza parse backend)"),
     "param-count": ("nmtrepro.plan", "parameter counts of the configured models at a scale (meta device)"),
 }

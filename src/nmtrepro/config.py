@@ -23,6 +23,9 @@ PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # An experiment's keys naming the experiment whose trained weights it starts from (`_warm_starts`).
 STARTS = ("warm_start", "init_from")
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
+# Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
+# them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
+ANNOTATIONS = {"spans": "parse", "pos": "pos"}
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,13 @@ class Experiment:
     init: str | None = None  # the experiment whose averaged model this one warm-starts from
 
     @property
-    def needs_spans(self) -> bool:
-        """Whether the model reads parser phrases (the parse stage's .spans) beside the source, as
-        its family's config declares in `extra_inputs`."""
+    def annotations(self) -> dict[str, str]:
+        """The source annotations the model reads beside the source, name -> the stage making them
+        (`ANNOTATIONS`: parser phrases "spans" from parse, POS tags "pos" from pos), as its family's
+        config declares in `extra_inputs`; {} for a model reading the tokens alone."""
         from .models import configure
 
-        return "spans" in configure(self.model).extra_inputs
+        return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
 
 
 def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:

@@ -42,13 +42,26 @@ def prepared(wildcards):
     return expand("results/prepare/{dataset}/{file}", dataset=exp(wildcards).dataset, file=PREPARED)
 
 
-def spans_files(wildcards, parts):
-    """The parse stage's phrase spans of `parts` for a parser-phrase experiment, else nothing."""
+def annotation_files(wildcards, parts):
+    """The source annotations of dataset `parts` that the experiment's model reads (the parse stage's
+    .spans, the pos stage's .pos), else nothing."""
     e = exp(wildcards)
-    return [f"results/parse/{e.dataset}/{part}.spans" for part in parts] if e.needs_spans else []
+    return [f"results/{stage}/{e.dataset}/{part}.{name}" for name, stage in e.annotations.items() for part in parts]
 
 
-# The parse stage's parser at this scale, and where stanza's English models live (rule stanza_models).
+def annotation_args(wildcards, input):
+    """`--spans FILE --pos FILE` for the `annotations` input (each file's extension names its flag)."""
+    return shlex.join(a for path in input.annotations for a in (f"--{Path(path).suffix[1:]}", path))
+
+
+def annotation_dirs(wildcards):
+    """`--spans-dir DIR --pos-dir DIR`: the folders of the train/valid annotations the model reads."""
+    e = exp(wildcards)
+    return shlex.join(a for name, stage in e.annotations.items() for a in (f"--{name}-dir", f"results/{stage}/{e.dataset}"))
+
+
+# The parse stage's parser and the pos stage's English tagger at this scale, and where stanza's English
+# models live (rule stanza_models).
 PARSE_BACKEND = SCALE["parse_backend"]
 STANZA_DIR = f"{config['download_cache']}/stanza"
 STANZA_RECORD = "results/downloads/stanza-models.json"
@@ -60,16 +73,16 @@ def stanza_record(wildcards):
 
 
 def parser_args(wildcards):
-    """For a parser-phrase experiment's sources that the parse stage never saw (probing, contrastive):
-    the parser, the scale's `parse_backend`, that the command runs on them itself."""
-    if not exp(wildcards).needs_spans:
+    """For the sources that the parse and pos stages never saw (probing, contrastive) of an experiment
+    reading annotations: the parser and tagger, the scale's `parse_backend`, the command runs itself."""
+    if not exp(wildcards).annotations:
         return ""
     return shlex.join(["--parse-backend", PARSE_BACKEND, "--stanza-dir", STANZA_DIR])
 
 
 def parser_inputs(wildcards):
-    """The stanza models record for a parser-phrase experiment whose command parses with stanza."""
-    return stanza_record(wildcards) if exp(wildcards).needs_spans else []
+    """The stanza models record for an experiment reading annotations, whose command may run stanza."""
+    return stanza_record(wildcards) if exp(wildcards).annotations else []
 
 
 def test_files(wildcards, kind):

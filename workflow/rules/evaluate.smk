@@ -2,7 +2,7 @@ rule decode:
     input:
         model="results/train/{experiment}/averaged.pt",
         src=lambda w: test_files(w, "src.bpe"),
-        spans=lambda w: spans_files(w, [f"test/{w.split}"]),
+        annotations=lambda w: annotation_files(w, [f"test/{w.split}"]),
     output:
         hyp="results/evaluate/{experiment}/{split}.hyp",
         tok="results/evaluate/{experiment}/{split}.hyp.tok",
@@ -13,7 +13,7 @@ rule decode:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         tgt=lambda w: exp(w).tgt_lang,
         opts=SCALE["decode"],
-        spans=lambda w, input: f"--spans {input.spans}" if input.spans else "",
+        annotations=annotation_args,
     threads: SCALE["train"].get("threads") or 1
     priority: 10
     message:
@@ -22,7 +22,7 @@ rule decode:
         "nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
         "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
-        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.spans} --threads {threads} "
+        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} --threads {threads} "
         "--out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
 
 

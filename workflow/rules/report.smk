@@ -23,15 +23,18 @@ def table_cell_args(wildcards, input):
     return shlex.join(args)
 
 
-def table_parser_stats(wildcards):
-    """The parse stats (train and test trees) behind the table's parser-phrase cells, whose note then
-    names the parser that made the trees; none for a table without such cells."""
-    files = []
-    for cell in TABLES[wildcards.table]["cells"]:
-        e = EXPERIMENTS[cell["experiment"]]
-        if e.needs_spans:
-            files += [f"results/parse/{e.dataset}/{part}.stats.json" for part in ("train", f"test/{e.test}")]
-    return sorted(set(files))
+def table_stage_stats(stage):
+    """Input function: the `stage`'s stats (train and test parts) behind the table's cells whose models
+    read what it makes (parse: parser phrases, pos: POS tags), so that the note names the parser or the
+    tagger; none for a table without such cells."""
+    def files(wildcards):
+        found = []
+        for cell in TABLES[wildcards.table]["cells"]:
+            e = EXPERIMENTS[cell["experiment"]]
+            if stage in e.annotations.values():
+                found += [f"results/{stage}/{e.dataset}/{part}.stats.json" for part in ("train", f"test/{e.test}")]
+        return sorted(set(found))
+    return files
 
 
 rule table:
@@ -39,7 +42,8 @@ rule table:
         unpack(table_cells),
         unpack(table_significance),
         numbers=lambda w: TABLES[w.table]["paper_numbers"],
-        parser_stats=table_parser_stats,
+        parser_stats=table_stage_stats("parse"),
+        pos_stats=table_stage_stats("pos"),
     output:
         md="results/report/{table}.md",
         html=report(
@@ -58,10 +62,11 @@ rule table:
         marks=lambda w: TABLES[w.table]["marks"],
         columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
+        tagger=lambda w, input: shlex.join(a for path in input.pos_stats for a in ("--pos-stats", path)),
         notes=lambda w: shlex.join(a for n in [PROTOCOL_NOTE, TABLES[w.table].get("note")] if n for a in ("--note", n)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} "
+        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} {params.tagger} "
         "{params.notes} --out-md {output.md} "
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 

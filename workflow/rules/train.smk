@@ -20,7 +20,7 @@ def train_launcher(wildcards, resources):
 rule train:
     input:
         data=prepared,
-        spans=lambda w: spans_files(w, ["train", "valid"]),
+        annotations=lambda w: annotation_files(w, ["train", "valid"]),
         init=lambda w: [f"results/train/{exp(w).init}/averaged.pt"] if exp(w).init else [],
     output:
         model="results/train/{experiment}/final.pt",
@@ -33,7 +33,7 @@ rule train:
         settings=lambda w: json.dumps(exp(w).train),
         checkpoint_dir="results/checkpoints/{experiment}",
         launcher=train_launcher,
-        spans=lambda w: f"--spans-dir results/parse/{exp(w).dataset}" if exp(w).needs_spans else "",
+        annotations=annotation_dirs,
         init=lambda w, input: f"--init {input.init}" if input.init else "",
     threads: SCALE["train"].get("threads") or 1
     priority: lambda w: 1 if w.experiment in STARTED_FROM else 0
@@ -47,7 +47,7 @@ rule train:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
         "{params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
-        "--checkpoint-dir {params.checkpoint_dir} {params.spans} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
+        "--checkpoint-dir {params.checkpoint_dir} {params.annotations} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
 rule average:

@@ -205,7 +205,7 @@ def add_arguments_contrastive(parser) -> None:
     parser.add_argument("--max-tokens", type=int, default=4000, help="padded tokens per batch")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--out", required=True, help="JSON: accuracy per category and per distance bin")
-    add_arguments_sources(parser, spans=False)
+    add_arguments_sources(parser, files=False)
 
 
 def run_contrastive(args) -> None:

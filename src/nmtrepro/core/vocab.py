@@ -1,10 +1,12 @@
 """Token vocabularies: one per language side (paper A keeps source and target vocabularies apart)."""
 from __future__ import annotations
 
+import array
 import collections
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
+import numpy as np
 import torch
 
 from .files import InputError, atomic_open, require_file
@@ -69,23 +71,35 @@ class Vocab:
         return cls(symbols, counts)
 
 
-def save_indexed(path: str | Path, sequences: list[list[int]]) -> None:
+def flatten(sequences: Iterable[Sequence[int]]) -> dict[str, torch.Tensor]:
+    """Sequences as one flat int32 tensor "tokens" plus int64 "offsets" (sequence i is
+    tokens[offsets[i]:offsets[i + 1]]), built in compact arrays so a corpus can stream through."""
+    flat, offsets = array.array("i"), array.array("q", [0])
+    for seq in sequences:
+        flat.extend(seq)
+        offsets.append(len(flat))
+    return {"tokens": torch.from_numpy(np.array(flat, dtype=np.int32)),
+            "offsets": torch.from_numpy(np.array(offsets, dtype=np.int64))}
+
+
+def save_indexed(path: str | Path, sequences: Iterable[Sequence[int]]) -> None:
     """Binarize sequences as one flat int32 tensor plus offsets: loads in milliseconds."""
-    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.int64)
-    offsets = torch.zeros(len(sequences) + 1, dtype=torch.int64)
-    torch.cumsum(lengths, 0, out=offsets[1:])
-    flat = torch.tensor([t for s in sequences for t in s], dtype=torch.int32)
     with atomic_open(path, "wb") as handle:
-        torch.save({"tokens": flat, "offsets": offsets}, handle)
+        torch.save(flatten(sequences), handle)
 
 
 class IndexedData:
-    """Read-only view of a binarized file: `data[i]` is sequence i as an int64 tensor."""
+    """Read-only view of a binarized file (or of sequences in memory, `of`): `data[i]` is sequence i
+    as an int64 tensor."""
 
-    def __init__(self, path: str | Path):
-        blob = torch.load(require_file(path), weights_only=True)
+    def __init__(self, path: str | Path | None, blob: dict[str, torch.Tensor] | None = None):
+        blob = torch.load(require_file(path), weights_only=True) if blob is None else blob
         self.tokens, self.offsets = blob["tokens"], blob["offsets"]
         self.sizes = (self.offsets[1:] - self.offsets[:-1]).tolist()
+
+    @classmethod
+    def of(cls, sequences: Iterable[Sequence[int]]) -> "IndexedData":
+        return cls(None, flatten(sequences))
 
     def __len__(self) -> int:
         return len(self.sizes)

@@ -36,6 +36,8 @@ PARSERS = {
              "en_core_web_sm's dependency parse in place of paper A's Stanford Parser",
 }
 _STANZA_CHUNK = 5000  # sentences per stanza call
+# What stanza runs: the whole pipeline to parse, the tagger alone for `pos_tags`.
+_STANZA_PARSER, _STANZA_TAGGER = stanza_models.PROCESSORS, "tokenize,pos"
 
 
 @dataclass(frozen=True)
@@ -152,16 +154,17 @@ def _spacy_pipeline():
 
 
 @functools.lru_cache(maxsize=None)
-def _stanza_pipeline(directory: str):
+def _stanza_pipeline(directory: str, processors: str = _STANZA_PARSER):
     stanza_models.check_present(directory)
     stanza = stanza_models.import_stanza()
-    return stanza.Pipeline(lang=stanza_models.LANG, processors=stanza_models.PROCESSORS,
+    return stanza.Pipeline(lang=stanza_models.LANG, processors=processors,
                            tokenize_pretokenized=True, dir=directory, download_method=None,
                            logging_level="WARN")
 
 
-def _spacy_docs(sentences: Sequence[str], batch_size: int):
-    """One spaCy Doc per line, built from the given words and forced to be one sentence."""
+def _spacy_docs(sentences: Sequence[str], batch_size: int, disable: Sequence[str] = ()):
+    """One spaCy Doc per line, built from the given words and forced to be one sentence; `disable`
+    leaves pipes out (the tags do not depend on the parser: both read tok2vec)."""
     from spacy.tokens import Doc
 
     nlp = _spacy_pipeline()
@@ -169,23 +172,23 @@ def _spacy_docs(sentences: Sequence[str], batch_size: int):
     for line in sentences:
         words = line.split()
         docs.append(Doc(nlp.vocab, words=words, sent_starts=[True] + [False] * (len(words) - 1)))
-    return nlp.pipe(docs, batch_size=batch_size, n_process=1)
+    return nlp.pipe(docs, batch_size=batch_size, n_process=1, disable=list(disable))
 
 
 def _spacy_tokens(doc) -> list[Token]:
     return [Token(t.text, t.pos_, t.tag_, t.head.i, t.dep_.lower()) for t in doc]
 
 
-def _stanza_documents(sentences: Sequence[str], directory):
+def _stanza_documents(sentences: Sequence[str], directory, processors: str = _STANZA_PARSER):
     """Parsed stanza sentences, in chunks so a large corpus is never one stanza Document."""
-    nlp = _stanza_pipeline(str(stanza_dir(directory)))
+    nlp = _stanza_pipeline(str(stanza_dir(directory)), processors)
     words = [line.split() for line in sentences]
     return [s for start in range(0, len(words), _STANZA_CHUNK)
             for s in nlp(words[start:start + _STANZA_CHUNK]).sentences]
 
 
 def _stanza_tokens(sentence) -> list[Token]:
-    return [Token(w.text, w.upos, w.xpos, (w.head - 1) if w.head else w.id - 1, w.deprel.lower())
+    return [Token(w.text, w.upos, w.xpos, (w.head - 1) if w.head else w.id - 1, (w.deprel or "").lower())
             for w in sentence.words]
 
 
@@ -224,8 +227,17 @@ def constituency(sentences: list[str], backend: str = "auto", *, batch_size: int
     return [tree for _, tree in _parse(sentences, backend, batch_size, stanza_models, trees=True)]
 
 
-def _parse(sentences, backend, batch_size, stanza_models, trees):
-    """(tokens, tree or None) per sentence, parsing only the non-empty lines."""
+def pos_tags(sentences: list[str], backend: str = "auto", *, batch_size: int = 64,
+             stanza_models: str | os.PathLike | None = None) -> list[list[str]]:
+    """Universal POS tags, one per input word, from the backend's tagger alone: stanza runs only
+    tokenize,pos and spaCy leaves out its parser, so a whole training corpus tags fast. Empty lines give []."""
+    return [[t.upos for t in tokens]
+            for tokens, _ in _parse(sentences, backend, batch_size, stanza_models, trees=False, parse=False)]
+
+
+def _parse(sentences, backend, batch_size, stanza_models, trees, parse=True):
+    """(tokens, tree or None) per sentence, parsing only the non-empty lines (`parse=False`: the tags
+    only, every word its own head with an empty label)."""
     backend = resolve_backend(backend, stanza_models)
     idx = [i for i, line in enumerate(sentences) if line.split()]
     lines = [sentences[i] for i in idx]
@@ -233,10 +245,10 @@ def _parse(sentences, backend, batch_size, stanza_models, trees):
     if not lines:
         return out
     if backend == "spacy":
-        tokens = [_spacy_tokens(doc) for doc in _spacy_docs(lines, batch_size)]
+        tokens = [_spacy_tokens(doc) for doc in _spacy_docs(lines, batch_size, () if parse else ("parser",))]
         forest = [dependency_tree(t) for t in tokens] if trees else [None] * len(lines)
     else:
-        parsed = _stanza_documents(lines, stanza_models)
+        parsed = _stanza_documents(lines, stanza_models, _STANZA_PARSER if parse else _STANZA_TAGGER)
         tokens = [_stanza_tokens(s) for s in parsed]
         forest = [_stanza_tree(s) for s in parsed] if trees else [None] * len(lines)
     _checked(lines, tokens, "tokens")

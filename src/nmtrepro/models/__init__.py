@@ -1,7 +1,8 @@
 """Model registry: a config string names a family, the family's class builds the model.
 
 Every family implements the decoding protocol that training, beam search and the analyses rely on:
-  config.extra_inputs -> names of what encode reads besides src, e.g. ("spans",) for parser phrases;
+  config.extra_inputs -> names of what encode reads besides src, e.g. ("spans",) for parser phrases,
+      ("pos",) for POS tags (paper D);
       a batch's `net_input` dict holds "src" and exactly these (`training.batching.PAD_INPUT` batches
       each kind, `evaluation.sources` makes them for source lines), and every caller passes
       encode(**net_input)

@@ -148,19 +148,31 @@ def comparability_note(metric: str, scale: str | None) -> str:
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
 
 
+def made_by(stats_paths: list[str], key: str, names: dict[str, str], what: str) -> str:
+    """Who made a stage's annotations, read from its stats (`auto` may have fallen back to the spaCy
+    stand-in): `names[stats[key]]` of each distinct value across the files, joined."""
+    found = []
+    for path in stats_paths:
+        value = read_json(require_file(path)).get(key)
+        if value not in names:
+            raise InputError(f"{path}: no {what} recorded (expected one of {sorted(names)}, got {value!r})")
+        if value not in found:
+            found.append(value)
+    return "; and by ".join(names[v] for v in found)
+
+
 def parser_note(stats_paths: list[str]) -> str:
-    """The line under a table with parser-phrase cells: which parser made the trees their phrases come
-    from, read from the parse stage's stats (`auto` may have fallen back to the spaCy stand-in)."""
+    """The line under a table with parser-phrase cells: which parser made the trees their phrases come from."""
     from ..data.nlp import PARSERS
 
-    backends = []
-    for path in stats_paths:
-        backend = read_json(require_file(path)).get("backend")
-        if backend not in PARSERS:
-            raise InputError(f"{path}: no parse backend recorded (expected one of {sorted(PARSERS)}, got {backend!r})")
-        if backend not in backends:
-            backends.append(backend)
-    return "Parser phrases: trees made by " + "; and by ".join(PARSERS[b] for b in backends) + "."
+    return "Parser phrases: trees made by " + made_by(stats_paths, "backend", PARSERS, "parse backend") + "."
+
+
+def tagger_note(stats_paths: list[str]) -> str:
+    """The line under a table with cells whose models read POS tags: which tagger made them."""
+    from ..data.pos import TAGGERS
+
+    return "POS tags: made by " + made_by(stats_paths, "tagger", TAGGERS, "POS tagger") + "."
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
@@ -222,6 +234,8 @@ def add_arguments_table(parser) -> None:
                         help="keep only this column of the paper's numbers (repeat; default: all)")
     parser.add_argument("--parser-stats", action="append", default=[], metavar="PATH",
                         help="the parse stage's stats JSON behind parser-phrase cells: the note names the parser (repeat)")
+    parser.add_argument("--pos-stats", action="append", default=[], metavar="PATH",
+                        help="the pos stage's stats JSON behind cells that read POS tags: the note names the tagger (repeat)")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
@@ -244,6 +258,8 @@ def run_table(args) -> None:
                  f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
     if args.parser_stats:
         note += " " + parser_note(args.parser_stats)
+    if args.pos_stats:
+        note += " " + tagger_note(args.pos_stats)
     note = " ".join([note, *args.note])
     shown = _display(table)
     numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}

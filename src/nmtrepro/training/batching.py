@@ -71,8 +71,9 @@ def pad_spans(spans: list[list[tuple[int, int]]]) -> torch.Tensor:
     return out
 
 
-# How each extra model input is batched, by its name in `model.config.extra_inputs`.
-PAD_INPUT = {"spans": pad_spans}
+# How each extra model input is batched, by its name in `model.config.extra_inputs`: parser phrases
+# (B, P, 2); POS tag ids (B, S) aligned with "src", padded with the same pad id (`core.pos`).
+PAD_INPUT = {"spans": pad_spans, "pos": pad_sequences}
 
 
 def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
@@ -85,7 +86,8 @@ def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) ->
 def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict | None = None) -> Batch:
     """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
 
-    `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A).
+    `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A, POS tag
+    ids for paper D).
     """
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]

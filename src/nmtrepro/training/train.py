@@ -34,6 +34,7 @@ from ..core import runtime
 from ..core.files import InputError, atomic_open, file_digest
 from ..core.vocab import IndexedData, Vocab
 from ..data.parse import read_spans
+from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint
@@ -84,8 +85,10 @@ class Settings:
 class Corpus:
     """The binarized training and validation data of a prepared dataset."""
 
-    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None):
-        """`spans_dir`: the parse stage's train/valid .spans (source phrases), for models that take them."""
+    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None,
+                 pos_dir: str | Path | None = None):
+        """`spans_dir`: the parse stage's train/valid .spans (source phrases); `pos_dir`: the pos stage's
+        train/valid .pos (source POS tags); each for models that take them."""
         data_dir = Path(data_dir)
         self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
@@ -97,6 +100,8 @@ class Corpus:
             self.splits[split] = (src, tgt)
             if spans_dir is not None:
                 self.extras[split]["spans"] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
+            if pos_dir is not None:
+                self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
 
     def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
         src, tgt = self.splits[split]
@@ -456,6 +461,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
     parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
+    parser.add_argument("--pos-dir", help="folder of train/valid .pos source POS tags (models that read POS)")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--init", help="trained model file to warm-start from (fresh optimizer and schedule)")
     parser.add_argument("--out", required=True, help="final model file")
@@ -469,8 +475,8 @@ def run_train(args) -> None:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
     if args.threads:
         settings.threads = args.threads
-    trainer = Trainer(Corpus(args.prepared, args.spans_dir), model_options, settings, args.checkpoint_dir,
-                      init=args.init)
+    trainer = Trainer(Corpus(args.prepared, args.spans_dir, args.pos_dir), model_options, settings,
+                      args.checkpoint_dir, init=args.init)
     if not trainer.resume():
         log.info("starting %s in %s", f"from {args.init}" if args.init else "from scratch", args.checkpoint_dir)
     try:

@@ -14,7 +14,7 @@ rule head_similarity:
     input:
         model="results/train/{experiment}/averaged.pt",
         src=lambda w: test_input(w.experiment, "src.bpe"),
-        spans=lambda w: spans_files(w, [f"test/{exp(w).test}"]),
+        annotations=lambda w: annotation_files(w, [f"test/{exp(w).test}"]),
     output:
         "results/analyse/{analysis}/{experiment}.heads.json",
     log:
@@ -24,11 +24,11 @@ rule head_similarity:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         groups=head_groups,
-        spans=lambda w, input: f"--spans {input.spans}" if input.spans else "",
+        annotations=annotation_args,
     threads: SCALE["train"].get("threads") or 1
     shell:
         "nmtrepro head-similarity --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
-        "{params.spans} {params.groups} --threads {threads} --out {output} 2> {log}"
+        "{params.annotations} {params.groups} --threads {threads} --out {output} 2> {log}"
 
 
 rule head_table:

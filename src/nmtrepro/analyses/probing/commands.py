@@ -52,7 +52,7 @@ def add_arguments_probe(parser) -> None:
     parser.add_argument("--max-epochs", type=int, default=200)
     parser.add_argument("--max-examples", type=int, default=0,
                         help="cap on training examples per task (0 = all); dev/test are never cut")
-    add_arguments_sources(parser, spans=False)
+    add_arguments_sources(parser, files=False)
 
 
 def run_probe(args) -> None:

@@ -1,0 +1,134 @@
+"""Transformer with a diverse input representation (Chen et al. 2020, paper D), every variant an option.
+
+Only the encoder's input changes. The scaled word vectors X are divided by learned projections into
+groups sized in heads (Eq. 5; `rec_heads`, `loc_heads`, `syn_heads`, the global group gets the
+remaining heads), each group gets its own feature function (Eq. 6), and the results are concatenated
+back to d (Eq. 7) for the unchanged Transformer encoder:
+  global (Func_pe): the group plus sinusoidal positions;
+  recurrence (Func_Rec, Eq. 8-9): a bidirectional GRU, [forward; backward] projected to the group width;
+  local (Func_Loc, Eq. 10-11): a 1-D convolution of width `conv_width` with ReLU, plus the group
+      (residual); pads are zeroed before it, so a real token never sees padding;
+  syntax (Func_Syn, Eq. 12-13): the group plus positions plus a learned POS-tag vector.
+Table I's models are rec_heads=2 (+Rec_Diverse, 384/128 at Base), loc_heads=2, syn_heads=3 (320/192),
+and 2/2/2 (+Fusing_Diverse, 128 each). Width d / heads per head, so a feature's group is as wide as
+the heads the paper gives it and the multi-head attention is unchanged (Sec. IV).
+
+POS tags arrive as `encode(src, pos=...)` when syn_heads > 0 (`extra_inputs`): one tag id per source
+position, the tag of a word copied to all its BPE pieces (the prepare stage's `pos` files).
+
+The projections start as the plain split of the word vector (identity slices): the paper's groups are
+parts of the word vector, and a model warm-started from a trained Transformer then begins from that
+model's input, except that the non-global groups lose the positions the baseline added to them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..core.pos import POS_VOCAB
+from . import register
+from .layers import BiRNN, ModelConfig, sinusoidal_positions, xavier_init
+from .transformer import Transformer
+
+
+@dataclass(frozen=True)
+class DiverseConfig(ModelConfig):
+    """The Transformer's sizes plus paper D's groups, each in heads (0: no such group)."""
+    rec_heads: int = 0
+    loc_heads: int = 0
+    syn_heads: int = 0
+    conv_width: int = 5
+
+    def __post_init__(self):
+        super().__post_init__()
+        features = (self.rec_heads, self.loc_heads, self.syn_heads)
+        if min(features) < 0 or sum(features) >= self.heads:
+            raise ValueError(f"rec_heads, loc_heads and syn_heads ({features}) must be >= 0 and leave the "
+                             f"global group at least one of the {self.heads} heads")
+        if self.conv_width < 1 or self.conv_width % 2 == 0:
+            raise ValueError(f"conv_width must be odd and positive (a window centred on the token), "
+                             f"not {self.conv_width}")
+
+    @property
+    def group_widths(self) -> dict[str, int]:
+        """Width of each group present, in the order they are concatenated (global first)."""
+        d_head = self.d_model // self.heads
+        heads = {"global": self.heads - self.rec_heads - self.loc_heads - self.syn_heads,
+                 "rec": self.rec_heads, "loc": self.loc_heads, "syn": self.syn_heads}
+        return {name: n * d_head for name, n in heads.items() if n}
+
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        return ("pos",) if self.syn_heads else ()
+
+
+class LocalFeatures(nn.Module):
+    """Eq. 10: l_j = ReLU(conv([x_{j-m/2} .. x_{j+m/2}])) + x_j, one convolution layer."""
+
+    def __init__(self, width: int, kernel: int):
+        super().__init__()
+        self.conv = nn.Conv1d(width, width, kernel, padding=kernel // 2)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """x (B, S, w), pad (B, S) -> (B, S, w); pads are zero on the way in and out."""
+        real = (~pad).unsqueeze(-1).to(x.dtype)
+        x = x * real
+        return (F.relu(self.conv(x.transpose(1, 2)).transpose(1, 2)) + x) * real
+
+
+@register("diverse")
+class DiverseTransformer(Transformer):
+    """Transformer whose encoder input is paper D's grouped diverse representation."""
+    config_class = DiverseConfig
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, config: DiverseConfig):
+        super().__init__(src_vocab, tgt_vocab, config)
+        widths = config.group_widths
+        self.groups = nn.ModuleDict({name: nn.Linear(config.d_model, width, bias=False)
+                                     for name, width in widths.items()})               # Eq. 5
+        start = 0
+        with torch.no_grad():
+            for name, width in widths.items():                                           # identity slices
+                self.groups[name].weight.copy_(torch.eye(config.d_model)[start:start + width])
+                start += width
+        self.rec = BiRNN(widths["rec"]) if "rec" in widths else None
+        self.loc = LocalFeatures(widths["loc"], config.conv_width) if "loc" in widths else None
+        self.pos_embed = None
+        if "syn" in widths:                                      # p_j of Eq. 12, one vector per POS tag
+            self.pos_embed = nn.Embedding(len(POS_VOCAB), widths["syn"], padding_idx=POS_VOCAB.pad)
+            nn.init.normal_(self.pos_embed.weight, std=widths["syn"] ** -0.5)
+            with torch.no_grad():
+                self.pos_embed.weight[POS_VOCAB.pad].zero_()
+        if self.rec is not None:
+            xavier_init(self.rec)
+
+    def input_representation(self, src: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor:
+        """src (B, S) token ids, pos (B, S) tag ids or None -> the encoder input F (B, S, d), Eq. 5-13."""
+        pad = src.eq(self.pad)
+        x = self.src_embed.table(src) * self.src_embed.scale                            # X (B, S, d)
+        features = []
+        for name, project in self.groups.items():
+            group = project(x)                                                           # X_g (B, S, d_g)
+            if name in ("global", "syn"):                                                # Func_pe, Eq. 12
+                group = group + sinusoidal_positions(src.size(1), group.size(-1)).to(group)
+            if name == "syn":
+                group = group + self.pos_embed(pos)
+            elif name == "rec":
+                group = self.rec(group, pad)[0]                                          # Eq. 8-9
+            elif name == "loc":
+                group = self.loc(group, pad)                                             # Eq. 10
+            features.append(group)
+        return F.dropout(torch.cat(features, dim=-1), self.config.dropout, self.training)  # Eq. 7
+
+    def encode(self, src: torch.Tensor, pos: torch.Tensor | None = None) -> dict:
+        """src (B, S); pos (B, S) POS-tag ids aligned with src, required when syn_heads > 0."""
+        if self.pos_embed is not None and pos is None:
+            raise ValueError("syn_heads > 0 needs the source POS tags: encode(src, pos=...)")
+        pad = src.eq(self.pad)
+        x = self.input_representation(src, pos)
+        for layer in self.encoder:
+            x = layer(x, pad)
+        return {"out": self.encoder_norm(x), "pad": pad}

@@ -1,0 +1,108 @@
+import pytest
+import torch
+
+from conftest import TINY, decode_step_by_step
+from nmtrepro.core.pos import POS_VOCAB
+from nmtrepro.core.vocab import Vocab
+from nmtrepro.models import build_model, warm_start_mismatch
+from nmtrepro.models.diverse import DiverseConfig, LocalFeatures
+
+# Paper D's Table I at TINY's 2 heads would leave no global head: these run at 4 heads of width 4.
+SMALL = {**TINY, "family": "diverse", "heads": 4}
+VARIANTS = {
+    "rec": {"rec_heads": 1},
+    "loc": {"loc_heads": 1},
+    "syn": {"syn_heads": 1},
+    "fusing": {"rec_heads": 1, "loc_heads": 1, "syn_heads": 1},
+    "fusing_post_norm": {"rec_heads": 1, "loc_heads": 1, "syn_heads": 1, "pre_norm": False},
+}
+
+
+def tiny_diverse_model(variant):
+    torch.manual_seed(0)
+    return build_model({**SMALL, "src_vocab": 20, "tgt_vocab": 24, **VARIANTS[variant]}).eval()
+
+
+def source():
+    """Two sentences of 6 and 3 tokens (EOS last) and their POS tags (EOS tagged, pads 0)."""
+    src = torch.tensor([[5, 6, 7, 8, 9, Vocab.eos], [11, 12, Vocab.eos, 0, 0, 0]])
+    pos = torch.tensor([[4, 11, 11, 19, 16, POS_VOCAB.eos], [8, 19, POS_VOCAB.eos, 0, 0, 0]])
+    return src, pos
+
+
+@pytest.mark.parametrize("groups, widths", [
+    ({"rec_heads": 2}, {"global": 384, "rec": 128}),                 # paper D Table I, Base (8 heads of 64)
+    ({"loc_heads": 2}, {"global": 384, "loc": 128}),
+    ({"syn_heads": 3}, {"global": 320, "syn": 192}),
+    ({"rec_heads": 2, "loc_heads": 2, "syn_heads": 2}, {"global": 128, "rec": 128, "loc": 128, "syn": 128}),
+])
+def test_group_widths_follow_table_1_and_sum_to_d(groups, widths):
+    config = DiverseConfig(**groups)
+    assert config.group_widths == widths and sum(widths.values()) == config.d_model
+
+
+def test_bad_groups_fail_clearly():
+    for options in ({"rec_heads": 4, "loc_heads": 4}, {"syn_heads": -1}, {"conv_width": 4}):
+        with pytest.raises(ValueError):
+            DiverseConfig(**options)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_source_padding_does_not_change_outputs(variant):
+    model = tiny_diverse_model(variant)
+    src, pos = torch.tensor([[5, 6, 2]]), torch.tensor([[4, 11, POS_VOCAB.eos]])
+    prev = torch.tensor([[1, 9, 10]])
+    padded, padded_pos = torch.tensor([[5, 6, 2, 0, 0]]), torch.tensor([[4, 11, POS_VOCAB.eos, 0, 0]])
+    options = {"pos": pos} if model.config.extra_inputs else {}
+    padded_options = {"pos": padded_pos} if model.config.extra_inputs else {}
+    assert torch.allclose(model(src, prev, **options), model(padded, prev, **padded_options), atol=1e-5)
+
+
+def test_the_convolution_never_reads_padding():
+    torch.manual_seed(0)
+    local = LocalFeatures(4, 5)
+    x, pad = torch.randn(1, 6, 4), torch.tensor([[False, False, False, True, True, True]])
+    noisy = x.clone()
+    noisy[:, 3:] = 100.0
+    assert torch.equal(local(x, pad), local(noisy, pad)) and not local(x, pad)[:, 3:].any()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_incremental_decoding_matches_full_forward(variant):
+    model = tiny_diverse_model(variant)
+    src, pos = source()
+    enc = model.encode(src, **({"pos": pos} if model.config.extra_inputs else {}))
+    prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
+    assert torch.allclose(model.decode(prev, enc), decode_step_by_step(model, prev, enc), atol=1e-5)
+
+
+def test_pos_tags_reach_the_encoder_and_are_required():
+    model = tiny_diverse_model("syn")
+    assert model.config.extra_inputs == ("pos",)
+    src, pos = source()
+    other = pos.clone()
+    other[0, 1] = 5
+    a, b = model.encode(src, pos)["out"], model.encode(src, other)["out"]
+    assert not torch.allclose(a[0], b[0]) and torch.allclose(a[1], b[1])
+    with pytest.raises(ValueError, match="needs the source POS tags"):
+        model.encode(src)
+
+
+def test_the_groups_start_as_the_plain_split_of_the_word_vector():
+    """Global (12 of 16 dims) and syntax (4) groups are x's own slices plus positions (Eq. 5, 12)."""
+    from nmtrepro.models.layers import sinusoidal_positions
+
+    model = tiny_diverse_model("syn")
+    with torch.no_grad():
+        model.pos_embed.weight.zero_()
+    src, pos = source()
+    x = model.src_embed.table(src) * model.src_embed.scale                    # (B, S, 16)
+    expected = torch.cat([x[..., :12] + sinusoidal_positions(6, 12), x[..., 12:] + sinusoidal_positions(6, 4)], -1)
+    assert torch.allclose(model.input_representation(src, pos), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["rec", "fusing"])
+def test_a_diverse_model_holds_every_transformer_weight(variant):
+    torch.manual_seed(0)
+    plain = build_model({**SMALL, "family": "transformer", "src_vocab": 20, "tgt_vocab": 24}).state_dict()
+    assert warm_start_mismatch(tiny_diverse_model(variant).state_dict(), plain) is None
