@@ -186,10 +186,15 @@ def add_arguments_parse(parser) -> None:
     parser.add_argument("--src-bpe", required=True, help="BPE'd source file (one sentence a line, '@@' joins)")
     parser.add_argument("--out", required=True, help="spans file: one line per sentence, 'a-b c-d ...'")
     parser.add_argument("--stats", help="also write parse statistics (JSON) here")
+    add_backend_arguments(parser)
+
+
+def add_backend_arguments(parser) -> None:
+    """The English NLP backend's flags, the same for the parse and pos stages."""
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="auto: stanza if its English models are present, else spacy")
     parser.add_argument("--stanza-dir", help="stanza models folder (default $STANZA_RESOURCES_DIR or ~/stanza_resources)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per parser batch")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per parser or tagger batch")
 
 
 def run_parse(args) -> None:

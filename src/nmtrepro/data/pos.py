@@ -27,8 +27,8 @@ from ..core.files import InputError, iter_lines, read_lines, write_json, write_l
 from ..core.pos import POS_VOCAB, UPOS
 from ..core.text import strip_bpe
 from ..core.vocab import UNK, IndexedData
-from .nlp import BACKENDS, pos_tags, resolve_backend
-from .parse import word_pieces
+from .nlp import pos_tags, resolve_backend
+from .parse import add_backend_arguments, word_pieces
 
 log = logging.getLogger("nmtrepro.data.pos")
 
@@ -173,10 +173,7 @@ def add_arguments_pos(parser) -> None:
     parser.add_argument("--lang", required=True, help="source language: en (nlp backend) or zh (jieba)")
     parser.add_argument("--out", required=True, help="tags file: one line per sentence, one tag per BPE piece")
     parser.add_argument("--stats", help="also write tagging statistics (JSON) here")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help="English tagger, as `parse --backend` (auto: stanza if its models are present)")
-    parser.add_argument("--stanza-dir", help="stanza models folder (default $STANZA_RESOURCES_DIR or ~/stanza_resources)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per tagger batch")
+    add_backend_arguments(parser)                    # the English tagger's, as `parse`'s
 
 
 def run_pos(args) -> None:
