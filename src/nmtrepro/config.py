@@ -19,9 +19,9 @@ import yaml
 from .core.files import InputError, require_file
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
-# Analyses whose systems must translate from (source, target) = these languages; None: any.
 # An experiment's keys naming the experiment whose trained weights it starts from (`_warm_starts`).
 STARTS = ("warm_start", "init_from")
+# Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
 # them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
@@ -246,7 +246,7 @@ def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
     trained baseline)."""
     scale_name = config["scale"]
     protocol = config["scales"][scale_name].get("warm_start")
-    sources = {}
+    sources, inits = {}, {}
     for name, exp in config["experiments"].items():
         keys = [key for key in STARTS if key in exp]
         if not keys:
@@ -263,10 +263,11 @@ def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
                              f"{out[name].dataset}: a warm start needs the same data and vocabulary")
         _contains(out[name].model, out[source].model, key)
         sources.setdefault(source, []).append(name)
+        if keys[0] == "init_from":
+            inits[name] = source
     if not protocol:
-        for name, exp in config["experiments"].items():
-            if "init_from" in exp:
-                out[name] = replace(out[name], init=exp["init_from"])
+        for name, source in inits.items():
+            out[name] = replace(out[name], init=source)
         return
     for key in protocol:
         _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.warm_start key")

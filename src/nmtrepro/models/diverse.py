@@ -128,7 +128,4 @@ class DiverseTransformer(Transformer):
         if self.pos_embed is not None and pos is None:
             raise ValueError("syn_heads > 0 needs the source POS tags: encode(src, pos=...)")
         pad = src.eq(self.pad)
-        x = self.input_representation(src, pos)
-        for layer in self.encoder:
-            x = layer(x, pad)
-        return {"out": self.encoder_norm(x), "pad": pad}
+        return {"out": self.encoder_stack(self.input_representation(src, pos), pad), "pad": pad}

@@ -174,10 +174,7 @@ class RecurrenceTransformer(Transformer):
         encoder's output, which the probing analysis pools as the second sentence vector."""
         pad = src.eq(self.pad)  # (B, S)
         embedded = self.src_embed(src)
-        x = embedded
-        for layer in self.encoder:
-            x = layer(x, pad)
-        out = self.encoder_norm(x)
+        out = self.encoder_stack(embedded, pad)
         rec, rec_pad = embedded, pad
         for layer in self.recurrence:
             rec, rec_pad = layer(rec, rec_pad)

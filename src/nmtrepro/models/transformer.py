@@ -90,10 +90,14 @@ class Transformer(nn.Module):
 
     def encode(self, src: torch.Tensor) -> dict:
         pad = src.eq(self.pad)  # (B, S)
-        x = self.src_embed(src)
+        return {"out": self.encoder_stack(self.src_embed(src), pad), "pad": pad}
+
+    def encoder_stack(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """The encoder layers and final norm over an input representation x (B, S, d); a family that
+        changes only the encoder's input (paper D) or adds a second encoder (paper B) reuses it."""
         for layer in self.encoder:
             x = layer(x, pad)
-        return {"out": self.encoder_norm(x), "pad": pad}
+        return self.encoder_norm(x)
 
     def decode(self, prev: torch.Tensor, enc: dict, cache: dict | None = None) -> torch.Tensor:
         step = cache.get("step", 0) if cache is not None else 0
