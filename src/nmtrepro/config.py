@@ -10,6 +10,7 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -40,6 +41,7 @@ class Experiment:
     train: dict             # training settings at the scale, with the model size's regime
     average: dict           # checkpoint averaging, likewise
     init: str | None = None  # the experiment whose averaged model this one warm-starts from
+    same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -132,11 +134,17 @@ def _known(value, known, key):
 
 
 def model_options(config: dict, variant: str, key: str) -> dict:
-    """A model variant's options with its `size` expanded from the scale's size table."""
+    """A model variant's options at the scale: its `by_scale` entry for the scale over the rest (paper D
+    sizes its groups in heads, and tiny models have half of Base's), `size` expanded from the scale's
+    size table."""
     from .models import REGISTRY, option_names  # torch import only when a model is actually resolved
 
     _known(variant, config["models"], key)
     options = dict(config["models"][variant])
+    by_scale = options.pop("by_scale", {})
+    for name in by_scale:
+        _known(name, config["scales"], f"models.{variant}.by_scale")
+    options.update(by_scale.get(config["scale"], {}))
     scale = config["scales"][config["scale"]]
     size = options.pop("size", None)
     if size is not None:
@@ -191,6 +199,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                average={**scale["average"], **regime.get("average", {})})
         _enough_checkpoints(config, name, out[name])
     _warm_starts(config, out)
+    _shared_trainings(out)
     for table, spec in config["tables"].items():
         _known_scales(config, spec, f"tables.{table}.scales")
     for table, spec in tables_at_scale(config).items():
@@ -279,6 +288,22 @@ def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
         out[scratch] = replace(out[source], name=scratch)
         for name in [source, *sources[source]]:
             out[name] = replace(out[name], init=scratch, train={**out[name].train, **protocol})
+
+
+def _shared_trainings(out: dict[str, Experiment]) -> None:
+    """Mark each experiment whose training is that of an earlier one (same data, resolved model, regime
+    and start) `same_as` it: the workflow trains it once and links the result. Two papers' baselines on
+    one embedded dataset (paper B's WMT17 Zh-En and paper D's NIST Zh-En are both Tatoeba at tiny), or a
+    heads sweep that meets a table's model at one scale, then cost one training, not two."""
+    first = {}
+    for name in sorted(out, key=lambda n: out[n].init is not None):  # starts before what starts from them
+        e = out[name]
+        init = (out[e.init].same_as or e.init) if e.init else None
+        key = json.dumps([e.dataset, e.model, e.train, e.average, init], sort_keys=True)
+        if key in first:
+            out[name] = replace(e, same_as=first[key])
+        else:
+            first[key] = name
 
 
 def protocol_note(config: dict) -> str:

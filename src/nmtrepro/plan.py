@@ -85,6 +85,10 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     scale = config["scales"][config["scale"]]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
+
+    def trained_as(name: str) -> str:  # the experiment whose training job makes this one's model
+        return resolved[name].same_as or name
+
     jobs = {}
     for name in sorted(pending):
         size = config["models"][resolved[name].variant].get("size")
@@ -101,8 +105,8 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
     tables = {}
     for table, spec in tables_at_scale(config).items():
-        cells = {cell["experiment"] for cell in spec["cells"]}
-        names = sorted((cells | {resolved[n].init for n in cells if resolved[n].init}) & set(jobs))
+        cells = {trained_as(cell["experiment"]) for cell in spec["cells"]}
+        names = sorted((cells | {trained_as(resolved[n].init) for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in cells}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
         tables[table] = {

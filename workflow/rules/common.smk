@@ -1,5 +1,6 @@
 # Config: the papers merged in, validated, resolved for the scale; the input functions the rules share.
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -19,6 +20,9 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+# Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
+# their models and outputs are links (train.smk, evaluate.smk).
+SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
 TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`)
 PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
@@ -112,7 +116,10 @@ def bleu_file(experiment):
 def download_options():
     """`nmtrepro download/fetch` options from config: the manifest, the shared cache, offline, trust."""
     flags = ["--offline"] * config["offline"] + ["--allow-unverified"] * config["allow_unverified"]
-    return shlex.join(["--manifest", f"{workflow.basedir}/workflow/downloads.yaml",
+    # Relative to the working directory: an absolute path would be a params change (and rerun the
+    # whole study) whenever the checkout moves.
+    manifest = os.path.relpath(Path(workflow.basedir, "workflow/downloads.yaml"))
+    return shlex.join(["--manifest", manifest,
                        "--cache", config["download_cache"], *flags])
 
 

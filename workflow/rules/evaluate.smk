@@ -26,6 +26,26 @@ rule decode:
         "--out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
 
 
+# An experiment that trains as another (`same_as`, train.smk) also decodes as it: the same model on the
+# same split gives the same output, so its files are linked.
+ruleorder: shared_decode > decode
+
+
+rule shared_decode:
+    input:
+        hyp=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.hyp",
+        tok=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.hyp.tok",
+        stats=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.decode.json",
+    output:
+        hyp="results/evaluate/{experiment}/{split}.hyp",
+        tok="results/evaluate/{experiment}/{split}.hyp.tok",
+        stats="results/evaluate/{experiment}/{split}.decode.json",
+    wildcard_constraints:
+        experiment="|".join(SHARED) or "^$",
+    shell:
+        "ln -f {input.hyp} {output.hyp} && ln -f {input.tok} {output.tok} && ln -f {input.stats} {output.stats}"
+
+
 rule bleu:
     input:
         hyp="results/evaluate/{experiment}/{split}.hyp",

@@ -2,11 +2,15 @@
 # a killed or failed job keeps them and the next run resumes from the newest one. A job with several
 # GPUs runs one process per GPU under torchrun, which forwards SLURM's SIGTERM/SIGUSR1 to them;
 # a retry (pre-empted or out of time) resumes with a longer runtime. Under the scale's warm-start
-# protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py).
+# protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py); an
+# experiment whose training is another's links that one's models (`SHARED`).
 TRAIN_RESOURCES = SCALE["resources"]
 # The models others start from train first: on a few cores the scheduler would otherwise fill them with
 # short continuations and leave a long baseline (and everything waiting on it) for the end.
 STARTED_FROM = {e.init for e in EXPERIMENTS.values() if e.init}
+
+ruleorder: shared_training > train
+ruleorder: shared_training > average
 
 
 def train_launcher(wildcards, resources):
@@ -62,3 +66,21 @@ rule average:
         last=lambda w: exp(w).average["last"],
     shell:
         "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --out {output} 2> {log}"
+
+
+rule shared_training:
+    input:
+        model=lambda w: f"results/train/{SHARED[w.experiment]}/final.pt",
+        curve=lambda w: f"results/train/{SHARED[w.experiment]}/curve.tsv",
+        averaged=lambda w: f"results/train/{SHARED[w.experiment]}/averaged.pt",
+    output:
+        model="results/train/{experiment}/final.pt",
+        curve="results/train/{experiment}/curve.tsv",
+        averaged="results/train/{experiment}/averaged.pt",
+    wildcard_constraints:
+        experiment="|".join(SHARED) or "^$",
+    message:
+        "{wildcards.experiment} trains as {input.model} did: linking its models"
+    shell:  # hard links: one tree, no copies of the weights
+        "ln -f {input.model} {output.model} && ln -f {input.curve} {output.curve} && "
+        "ln -f {input.averaged} {output.averaged}"
