@@ -15,6 +15,7 @@ VARIANTS = {
     "syn": {"syn_heads": 1},
     "fusing": {"rec_heads": 1, "loc_heads": 1, "syn_heads": 1},
     "fusing_post_norm": {"rec_heads": 1, "loc_heads": 1, "syn_heads": 1, "pre_norm": False},
+    "linguistic_features": {"pos_factor": 4},
 }
 
 
@@ -41,8 +42,16 @@ def test_group_widths_follow_table_1_and_sum_to_d(groups, widths):
     assert config.group_widths == widths and sum(widths.values()) == config.d_model
 
 
+def test_heads_are_named_by_their_group_in_order():
+    assert DiverseConfig(rec_heads=2, loc_heads=2, syn_heads=2).head_groups == \
+        ["Global"] * 2 + ["Rec"] * 2 + ["Loc"] * 2 + ["Syn"] * 2
+    assert DiverseConfig(syn_heads=3).head_groups == ["Global"] * 5 + ["Syn"] * 3
+    assert DiverseConfig(pos_factor=64).head_groups == ["Global"] * 8
+
+
 def test_bad_groups_fail_clearly():
-    for options in ({"rec_heads": 4, "loc_heads": 4}, {"syn_heads": -1}, {"conv_width": 4}):
+    for options in ({"rec_heads": 4, "loc_heads": 4}, {"syn_heads": -1}, {"conv_width": 4},
+                    {"pos_factor": 512}, {"pos_factor": 64, "syn_heads": 1}):
         with pytest.raises(ValueError):
             DiverseConfig(**options)
 
@@ -106,3 +115,15 @@ def test_a_diverse_model_holds_every_transformer_weight(variant):
     torch.manual_seed(0)
     plain = build_model({**SMALL, "family": "transformer", "src_vocab": 20, "tgt_vocab": 24}).state_dict()
     assert warm_start_mismatch(tiny_diverse_model(variant).state_dict(), plain) is None
+
+
+def test_linguistic_features_concatenate_the_pos_factor_to_the_word_vector():
+    """Sennrich & Haddow: [word vector's first d - N dims; N-wide POS factor] + positions, total d."""
+    from nmtrepro.models.layers import sinusoidal_positions
+
+    model = tiny_diverse_model("linguistic_features")
+    assert model.config.extra_inputs == ("pos",) and not model.groups
+    src, pos = source()
+    x = model.src_embed.table(src) * model.src_embed.scale                    # (B, S, 16)
+    expected = torch.cat([x[..., :12], model.pos_embed(pos)], -1) + sinusoidal_positions(6, 16)
+    assert torch.allclose(model.input_representation(src, pos), expected, atol=1e-6)

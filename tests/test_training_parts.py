@@ -1,9 +1,13 @@
 import torch
 import torch.nn.functional as F
 
+from conftest import TINY
+from nmtrepro.models import build_model
+from nmtrepro.models.layers import recording_heads
+
 from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
 from nmtrepro.training.batching import collate, token_batches
-from nmtrepro.training.criterion import label_smoothed_loss
+from nmtrepro.training.criterion import label_smoothed_loss, model_loss, output_agreement
 from nmtrepro.training.schedule import inverse_sqrt
 
 
@@ -19,6 +23,37 @@ def test_label_smoothing_zero_is_plain_nll():
     logits, target = torch.randn(3, 5), torch.tensor([0, 4, 2])
     loss, nll = label_smoothed_loss(logits, target, 0.0)
     assert torch.allclose(loss, nll)
+
+
+def test_output_agreement_by_hand():
+    """Two heads over a 3-token sentence whose last token is padding (Li et al. 2018, Eq. 8 negated).
+    Head 1 outputs (1, 0) then (0, 1), head 2 (1, 0) then (0, -1): flattened over the two real tokens
+    they are (1, 0, 0, 1) and (1, 0, 0, -1), cosine 0; the padding row (huge) must not count. With the
+    two self-similarities (1) the mean over the 2 x 2 pairs is 1/2; a second sentence whose heads are
+    equal adds 1."""
+    outputs = torch.tensor([[[[1.0, 0.0], [0.0, 1.0], [50.0, 50.0]], [[1.0, 0.0], [0.0, -1.0], [-9.0, 3.0]]],
+                            [[[2.0, 1.0], [1.0, 1.0], [0.0, 0.0]], [[2.0, 1.0], [1.0, 1.0], [0.0, 0.0]]]])
+    pad = torch.tensor([[False, False, True], [False, False, False]])
+    assert torch.isclose(output_agreement(outputs, pad), torch.tensor(1.5))
+
+
+def test_disagreement_adds_lambda_times_the_mean_agreement_of_encoder_layers():
+    torch.manual_seed(0)
+    plain = build_model({**TINY, "src_vocab": 12, "tgt_vocab": 12})
+    disreg = build_model({**TINY, "src_vocab": 12, "tgt_vocab": 12, "disagreement": 0.5})
+    disreg.load_state_dict(plain.state_dict())      # DisReg adds no weights
+    src = torch.tensor([[4, 5, 6, Vocab.eos], [7, 8, Vocab.eos, 0]])
+    prev, target = torch.tensor([[1, 4, 5], [1, 6, 0]]), torch.tensor([[4, 5, Vocab.eos], [6, Vocab.eos, 0]])
+    base_loss, base_nll = model_loss(plain, {"src": src}, prev, target, 0.1)
+    loss, nll = model_loss(disreg, {"src": src}, prev, target, 0.1)
+    with recording_heads([layer.self_attn.sublayer for layer in plain.encoder]) as recorded:
+        plain.encode(src)
+    agreement = torch.stack([output_agreement(calls[0], src.eq(0)) for calls in recorded]).mean()
+    assert len(recorded) == TINY["encoder_layers"]
+    assert torch.isclose(nll, base_nll) and torch.isclose(loss, base_loss + 0.5 * agreement)
+    loss.backward()                                  # the term reaches the encoder's projections
+    attentions = [layer.self_attn.sublayer for layer in disreg.encoder]
+    assert all(a.q_proj.weight.grad.abs().sum() > 0 and a.head_outputs is None for a in attentions)
 
 
 def test_inverse_sqrt_schedule_warms_up_then_decays():

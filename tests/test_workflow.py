@@ -109,6 +109,55 @@ def test_an_experiment_starts_from_one_model_at_most():
         experiments(config)
 
 
+def test_a_models_options_may_differ_by_scale():
+    config = repo_config()
+    config["models"]["rec_at_scale"] = {"family": "diverse", "size": "base", "rec_heads": 1,
+                                        "by_scale": {"paper": {"rec_heads": 2}}}
+    config["experiments"]["rec_at_scale_en_de"] = {"model": "rec_at_scale", "task": "en-de"}
+    validate(config, SCHEMA)
+    assert experiments(config)["rec_at_scale_en_de"].model["rec_heads"] == 1
+    config["scale"] = "paper"
+    assert experiments(config)["rec_at_scale_en_de"].model["rec_heads"] == 2
+    config["models"]["rec_at_scale"]["by_scale"]["papr"] = {}
+    with pytest.raises(InputError, match=r"models.rec_at_scale.by_scale = 'papr' is not defined"):
+        experiments(config)
+
+
+def test_experiments_with_the_same_training_train_once(tmp_path):
+    """A second experiment that resolves to base_en_de's training (same data, model, regime and start)
+    is `same_as` it at both scales, and the workflow links base_en_de's translations (and models, when
+    something reads them) instead of training and decoding again."""
+    config = repo_config()
+    config["experiments"]["again_en_de"] = {"model": "transformer_base", "task": "en-de", "warm_start": "base_en_de"}
+    validate(config, SCHEMA)
+    for scale in ("tiny", "paper"):
+        resolved = experiments({**config, "scale": scale})
+        assert resolved["again_en_de"].same_as == "base_en_de" and resolved["base_en_de"].same_as is None
+        assert resolved["pr_en_de"].same_as is None
+    out = snakemake(workdir(tmp_path, config), "-n", "results/evaluate/again_en_de/test_2016_flickr.bleu.json",
+                    "results/analyse/speed/again_en_de.json")  # speed reads the model too
+    assert out.returncode == 0, out.stderr[-3000:]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out.stdout, re.M))
+    assert jobs["train"] == "2" and jobs["decode"] == "1"  # base_en_de_scratch and base_en_de (the control)
+    assert jobs["shared_training"] == "1" and jobs["shared_decode"] == "1"
+
+
+def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
+    config = repo_config()
+    validate(config, SCHEMA)
+    tiny = experiments(config)        # D's Table I sizes are 1 of tiny's 4 heads; Zh-En is Tatoeba for all
+    assert tiny["rec_1_head_en_de"].same_as == "rec_en_de" and tiny["rec_2_heads_en_de"].same_as is None
+    assert tiny["rel_pe_en_de"].same_as == "relpos_en_de"           # paper B's, warm-started alike at tiny
+    assert tiny["base_zh_en_nist03"].same_as == "base_zh_en" and tiny["fusing_zh_en_nist05"].same_as == "fusing_zh_en_nist03"
+    assert tiny["fusing_en_de"].model["rec_heads"] == 1
+    paper = experiments({**config, "scale": "paper"})
+    assert paper["rec_2_heads_en_de"].same_as == "rec_en_de" and paper["syn_3_heads_en_de"].same_as == "syn_en_de"
+    assert paper["rel_pe_en_de"].same_as is None                  # from scratch; paper B's starts from Base
+    assert paper["fusing_zh_en_nist05"].same_as == "fusing_zh_en_nist03"
+    assert paper["fusing_zh_en_nist03"].dataset == "nist_zh_en" and paper["fusing_zh_en_nist05"].test == "nist05"
+    assert paper["fusing_en_de"].model["rec_heads"] == 2 and paper["big_fusing_en_de"].model["rec_heads"] == 4
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["experiments"]["pr_en_de"].update(warm_start="base_en_fr"), "trains on multi30k_en_fr"),
     (lambda c: c["experiments"]["pr_en_de"].update(warm_start="big_en_de"), "lacks or shapes differently"),

@@ -30,6 +30,7 @@ COMMANDS = {
     "length-buckets": ("nmtrepro.analyses.buckets", "BLEU per source-length bucket, system and baseline"),
     "plot-buckets": ("nmtrepro.analyses.buckets", "figure and table of BLEU per length bucket"),
     "plot-ngrams": ("nmtrepro.analyses.ngrams", "figure and table of n-gram precision gaps vs baselines"),
+    "examples": ("nmtrepro.analyses.examples", "translations of systems and baselines picked by rule, reference n-grams in bold"),
     "speed": ("nmtrepro.analyses.speed", "parameter count, training and decoding speed of one experiment"),
     "speed-table": ("nmtrepro.analyses.speed", "table of size and speed relative to baselines"),
     "head-similarity": ("nmtrepro.analyses.heads", "cosine similarity between encoder self-attention heads"),

@@ -5,7 +5,8 @@ Paper D, Eq. 14: Sim(G1, G2) = 1/(H1*H2) * sum_i sum_j cos(O_1^i, O_2^j), where 
 the number of tokens (padding excluded), then averaged over the encoder's self-attention layers. As in
 Eq. 14, a group compared with itself includes each head's similarity with itself (1); `pairwise` in the
 JSON is the mean over distinct heads only. Heads are assigned to feature groups by a list (head index ->
-group name); the default, one group, makes a plain Transformer report its single Global similarity.
+group name); by default a model's config names them (`head_groups`: paper D's diverse models, whose
+groups are sized in heads), else one group makes a plain Transformer report its single Global similarity.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..evaluation.sources import Sources, add_arguments_sources, source_options
+from ..models.layers import encoder_attentions, recording_heads
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import text_cells, write_table
 from ..reporting.report import parse_pairs
@@ -39,43 +41,31 @@ def group_similarity(cos: torch.Tensor, groups: list[str]) -> dict[str, dict[str
     return {g1: {g2: float(cos[index[g1]][:, index[g2]].mean()) for g2 in names} for g1 in names}
 
 
-def encoder_attention(model) -> list:
-    """The encoder's self-attention modules (families keep their encoder layers in `model.encoder`)."""
-    from ..models.layers import MultiheadAttention
-
-    encoder = getattr(model, "encoder", None)
-    found = [m for m in encoder.modules() if isinstance(m, MultiheadAttention)] if encoder is not None else []
-    if not found:
-        raise InputError(f"{type(model).__name__} has no self-attention in `model.encoder`")
-    return found
-
-
 @torch.no_grad()
 def similarity(model, batches, groups: list[str] | None = None) -> dict:
     """Mean head cosine matrix over all tokens and encoder layers, and Eq. 14 per pair of groups.
 
-    `batches`: the encoder's inputs (net_input dicts: "src" (B, S) and the family's extra inputs)."""
-    layers = encoder_attention(model)
+    `batches`: the encoder's inputs (net_input dicts: "src" (B, S) and the family's extra inputs).
+    `groups` defaults to the model's own (`head_groups` of its config, e.g. paper D's feature groups),
+    else one group, Global."""
+    try:
+        layers = encoder_attentions(model)
+    except ValueError as err:
+        raise InputError(str(err)) from None
     total, tokens = None, 0
     for net_input in batches:
-        for layer in layers:
-            layer.head_outputs = []
-        try:
+        with recording_heads(layers) as recorded:
             model.encode(**net_input)
-            pad = net_input["src"].eq(model.pad)
-            for layer in layers:
-                for out in layer.head_outputs:
-                    cos, n = head_cosines(out, pad)
-                    total = cos if total is None else total + cos
-                    tokens += n
-        finally:
-            for layer in layers:
-                layer.head_outputs = None
+        pad = net_input["src"].eq(model.pad)
+        for out in (out for calls in recorded for out in calls):
+            cos, n = head_cosines(out, pad)
+            total = cos if total is None else total + cos
+            tokens += n
     if total is None:
         raise InputError("no sentences to measure head similarity on")
     cos = total / tokens
     heads = cos.size(0)
-    groups = groups or ["Global"] * heads
+    groups = groups or getattr(model.config, "head_groups", None) or ["Global"] * heads
     off_diagonal = (cos.sum() - cos.diagonal().sum()) / max(heads * (heads - 1), 1)
     return {"groups": group_similarity(cos, groups), "average": float(cos.mean()),
             "pairwise": float(off_diagonal), "heads": heads, "layers": len(layers),

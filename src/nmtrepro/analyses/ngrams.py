@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ..core.files import InputError
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import save_figure, text_cells, write_table
-from ..reporting.report import parse_pairs, read_score
+from ..reporting.report import parse_system_pairs, read_score
 
 ORDERS = (1, 2, 3, 4)
 
@@ -58,10 +58,7 @@ def add_arguments_plot_ngrams(parser) -> None:
 
 def run_plot_ngrams(args) -> None:
     rows = {}
-    for label, spec in parse_pairs(args.system, "--system").items():
-        system, sep, base = spec.partition("=")
-        if not sep:
-            raise InputError(f"--system wants LABEL=BLEU_JSON=BASELINE_BLEU_JSON, got {label}={spec}")
+    for label, (system, base) in parse_system_pairs(args.system, "--system").items():
         rows[label] = precision_gaps(read_score(system, args.metric), read_score(base, args.metric))
     table = pd.DataFrame.from_dict(rows, orient="index")
     save_figure(plot_gaps(table), args.out_png, args.out_svg)

@@ -22,7 +22,11 @@ def make_metric(name: str) -> BLEU:
         return BLEU(tokenize="none", smooth_method="none")
     if name == "sacrebleu":
         return BLEU()
-    raise InputError(f"unknown BLEU metric {name!r}; known: sacrebleu, tok_bleu")
+    if name == "sentence_tok_bleu":
+        # sacrebleu.sentence_bleu's settings (exp smoothing, effective order) on Moses tokens: one
+        # sentence rarely has a 4-gram match, and unsmoothed it would score 0.
+        return BLEU(tokenize="none", effective_order=True)
+    raise InputError(f"unknown BLEU metric {name!r}; known: sacrebleu, tok_bleu, sentence_tok_bleu")
 
 
 def corpus_bleu(hyps: list[str], refs: list[str], metric: BLEU) -> dict:

@@ -16,6 +16,11 @@ the heads the paper gives it and the multi-head attention is unchanged (Sec. IV)
 POS tags arrive as `encode(src, pos=...)` when syn_heads > 0 (`extra_inputs`): one tag id per source
 position, the tag of a word copied to all its BPE pieces (the prepare stage's `pos` files).
 
+`pos_factor` N > 0 is paper D's LinguisticFeatures baseline instead of the groups (Sennrich & Haddow
+2016): the word vector's first d - N dimensions and an N-wide POS-tag embedding are concatenated (total
+size d) and the positions added, as input factors are. Of Sennrich & Haddow's factors only the POS tag
+is built (the pos stage's); lemmas, subword tags and dependency labels are not.
+
 The projections start as the plain split of the word vector (identity slices): the paper's groups are
 parts of the word vector, and a model warm-started from a trained Transformer then begins from that
 model's input, except that the non-global groups lose the positions the baseline added to them.
@@ -34,6 +39,9 @@ from .layers import BiRNN, ModelConfig, sinusoidal_positions, xavier_init
 from .transformer import Transformer
 
 
+GROUP_NAMES = {"global": "Global", "rec": "Rec", "loc": "Loc", "syn": "Syn"}  # paper D, Table IV
+
+
 @dataclass(frozen=True)
 class DiverseConfig(ModelConfig):
     """The Transformer's sizes plus paper D's groups, each in heads (0: no such group)."""
@@ -41,10 +49,14 @@ class DiverseConfig(ModelConfig):
     loc_heads: int = 0
     syn_heads: int = 0
     conv_width: int = 5
+    pos_factor: int = 0  # LinguisticFeatures: width of a POS-tag factor concatenated to the word vector
 
     def __post_init__(self):
         super().__post_init__()
         features = (self.rec_heads, self.loc_heads, self.syn_heads)
+        if not 0 <= self.pos_factor < self.d_model or (self.pos_factor and any(features)):
+            raise ValueError(f"pos_factor ({self.pos_factor}) must be 0, or narrower than d_model "
+                             f"({self.d_model}) in a model without feature groups (LinguisticFeatures)")
         if min(features) < 0 or sum(features) >= self.heads:
             raise ValueError(f"rec_heads, loc_heads and syn_heads ({features}) must be >= 0 and leave the "
                              f"global group at least one of the {self.heads} heads")
@@ -61,8 +73,17 @@ class DiverseConfig(ModelConfig):
         return {name: n * d_head for name, n in heads.items() if n}
 
     @property
+    def head_groups(self) -> list[str]:
+        """The feature group of each attention head, in head order, as paper D's Table IV names them:
+        head h's slice of the input is its group's (the encoder's attention then mixes them)."""
+        if self.pos_factor:
+            return [GROUP_NAMES["global"]] * self.heads
+        d_head = self.d_model // self.heads
+        return [GROUP_NAMES[name] for name, width in self.group_widths.items() for _ in range(width // d_head)]
+
+    @property
     def extra_inputs(self) -> tuple[str, ...]:
-        return ("pos",) if self.syn_heads else ()
+        return ("pos",) if self.syn_heads or self.pos_factor else ()
 
 
 class LocalFeatures(nn.Module):
@@ -86,7 +107,7 @@ class DiverseTransformer(Transformer):
 
     def __init__(self, src_vocab: int, tgt_vocab: int, config: DiverseConfig):
         super().__init__(src_vocab, tgt_vocab, config)
-        widths = config.group_widths
+        widths = {} if config.pos_factor else config.group_widths
         self.groups = nn.ModuleDict({name: nn.Linear(config.d_model, width, bias=False)
                                      for name, width in widths.items()})               # Eq. 5
         start = 0
@@ -96,10 +117,11 @@ class DiverseTransformer(Transformer):
                 start += width
         self.rec = BiRNN(widths["rec"]) if "rec" in widths else None
         self.loc = LocalFeatures(widths["loc"], config.conv_width) if "loc" in widths else None
+        tag_width = widths.get("syn", config.pos_factor)
         self.pos_embed = None
-        if "syn" in widths:                                      # p_j of Eq. 12, one vector per POS tag
-            self.pos_embed = nn.Embedding(len(POS_VOCAB), widths["syn"], padding_idx=POS_VOCAB.pad)
-            nn.init.normal_(self.pos_embed.weight, std=widths["syn"] ** -0.5)
+        if tag_width:                            # p_j of Eq. 12 or the POS factor, one vector per POS tag
+            self.pos_embed = nn.Embedding(len(POS_VOCAB), tag_width, padding_idx=POS_VOCAB.pad)
+            nn.init.normal_(self.pos_embed.weight, std=tag_width ** -0.5)
             with torch.no_grad():
                 self.pos_embed.weight[POS_VOCAB.pad].zero_()
         if self.rec is not None:
@@ -109,6 +131,10 @@ class DiverseTransformer(Transformer):
         """src (B, S) token ids, pos (B, S) tag ids or None -> the encoder input F (B, S, d), Eq. 5-13."""
         pad = src.eq(self.pad)
         x = self.src_embed.table(src) * self.src_embed.scale                            # X (B, S, d)
+        if self.config.pos_factor:                                                       # LinguisticFeatures
+            x = torch.cat([x[..., :-self.config.pos_factor], self.pos_embed(pos)], dim=-1)
+            x = x + sinusoidal_positions(src.size(1), x.size(-1)).to(x)
+            return F.dropout(x, self.config.dropout, self.training)
         features = []
         for name, project in self.groups.items():
             group = project(x)                                                           # X_g (B, S, d_g)
@@ -126,6 +152,6 @@ class DiverseTransformer(Transformer):
     def encode(self, src: torch.Tensor, pos: torch.Tensor | None = None) -> dict:
         """src (B, S); pos (B, S) POS-tag ids aligned with src, required when syn_heads > 0."""
         if self.pos_embed is not None and pos is None:
-            raise ValueError("syn_heads > 0 needs the source POS tags: encode(src, pos=...)")
+            raise ValueError("syn_heads or pos_factor > 0 needs the source POS tags: encode(src, pos=...)")
         pad = src.eq(self.pad)
         return {"out": self.encoder_stack(self.input_representation(src, pos), pad), "pad": pad}

@@ -6,6 +6,7 @@ count of Transformer Base come out at the paper's 44.10M non-embedding parameter
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -38,12 +39,17 @@ class ModelConfig:
     # positions and every weight of the plain model, so a variant warm-starts from a trained baseline.
     rel_pos_clip: int = 0             # > 0: Shaw et al. 2018 relative positions clipped at k (paper B: 16)
     directional: bool = False         # DiSAN masks (Shen et al. 2018): half the heads forward, half backward
+    # Paper D's DisReg baseline (Li et al. 2018): lambda of the output-disagreement term that the
+    # training loss adds for the encoder self-attention heads (training/criterion.py); no weights.
+    disagreement: float = 0.0
 
     def __post_init__(self):
         """Subclasses that define their own __post_init__ call this one first."""
         if self.rel_pos_clip < 0:
             raise ValueError(f"rel_pos_clip must be 0 (off) or a positive clipping distance, "
                              f"not {self.rel_pos_clip}")
+        if self.disagreement < 0:
+            raise ValueError(f"disagreement is a loss weight (lambda >= 0), not {self.disagreement}")
         if self.directional and self.heads % 2:
             raise ValueError(f"directional needs an even number of heads (half forward, half backward), "
                              f"not heads={self.heads}")
@@ -63,8 +69,9 @@ class MultiheadAttention(nn.Module):
 
     With `cache`, self-attention appends this step's keys/values to those of earlier steps, and
     cross-attention (`static_kv=True`) projects the encoder output once and reuses it every step.
-    Analyses that need each head's output (head similarity, paper D Table IV) set `head_outputs` to a
-    list; forward then appends (B, heads, T, d_head) there. It is None otherwise, costing one test.
+    What needs each head's output (the head-similarity analysis of paper D Table IV, the disagreement
+    term of the DisReg baseline) records it with `recording_heads`: forward then appends (B, heads, T,
+    d_head) to `head_outputs`, in the graph when gradients are on. It is None otherwise, costing one test.
 
     Two options, built only for the encoder's self-attention (`ModelConfig.rel_pos_clip` and
     `directional`; self-attention without cache, positions counted from 0 in query and key):
@@ -132,7 +139,7 @@ class MultiheadAttention(nn.Module):
                 q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
                 dropout_p=self.dropout if self.training else 0.0)
         if self.head_outputs is not None:
-            self.head_outputs.append(out.detach())
+            self.head_outputs.append(out)
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1))
 
@@ -163,6 +170,29 @@ def relative_positions(query_len: int, key_len: int, clip: int, device=None) -> 
     pos_q = torch.arange(query_len, device=device)
     pos_k = torch.arange(key_len, device=device)
     return (pos_k[None, :] - pos_q[:, None]).clamp(-clip, clip) + clip
+
+
+
+def encoder_attentions(model) -> list[MultiheadAttention]:
+    """The attention modules of a model's encoder (every family keeps its layers in `model.encoder`)."""
+    encoder = getattr(model, "encoder", None)
+    found = [m for m in encoder.modules() if isinstance(m, MultiheadAttention)] if encoder is not None else []
+    if not found:
+        raise ValueError(f"{type(model).__name__} has no attention in `model.encoder`")
+    return found
+
+
+@contextlib.contextmanager
+def recording_heads(attentions: list[MultiheadAttention]):
+    """Within the block each module appends its per-head output (B, heads, T, d_head) of every call to
+    its list of the yielded list of lists (one per module, in order); afterwards recording is off."""
+    for module in attentions:
+        module.head_outputs = []
+    try:
+        yield [module.head_outputs for module in attentions]
+    finally:
+        for module in attentions:
+            module.head_outputs = None
 
 
 def directional_mask(heads: int, length: int, allowed: torch.Tensor | None = None, device=None) -> torch.Tensor:

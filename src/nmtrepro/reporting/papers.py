@@ -14,7 +14,8 @@ PAPER_COLUMNS = ["row", "column", "value", "note"]
 
 
 def read_paper_numbers(path) -> pd.DataFrame:
-    """The paper's numbers: TSV with header row, column, value, note; one line per table cell."""
+    """The paper's numbers: TSV with header row, column, value, note; one line per table cell. A value
+    `n/a` is a cell the paper shows only as a plot (NaN here: the table still has the cell to fill)."""
     try:
         table = pd.read_csv(require_file(path), sep="\t", dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
@@ -22,9 +23,9 @@ def read_paper_numbers(path) -> pd.DataFrame:
     if list(table.columns) != PAPER_COLUMNS:
         raise InputError(f"{path}: header must be {' '.join(PAPER_COLUMNS)} (tab-separated), "
                          f"got {' '.join(map(str, table.columns))}")
-    values = pd.to_numeric(table["value"], errors="coerce")
-    if values.isna().any():
-        bad = table.loc[values.isna(), "value"].tolist()
+    values = pd.to_numeric(table["value"].replace("n/a", "nan"), errors="coerce")
+    if (values.isna() & table["value"].ne("n/a")).any():
+        bad = table.loc[values.isna() & table["value"].ne("n/a"), "value"].tolist()
         raise InputError(f"{path}: value must be a number, got {bad}")
     repeated = table[table.duplicated(["row", "column"])]
     if len(repeated):

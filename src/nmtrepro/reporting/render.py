@@ -3,16 +3,47 @@ analysis and plot.
 
 A caller turns its numbers into the cells a reader sees (`text_cells` for the analyses, the results
 table its own `_display`) and hands them over with a title and the note under the table; the writer
-only lays them out, so every table reaches the disk the same atomic way.
+only lays them out, so every table reaches the disk the same atomic way. A cell whose words carry
+emphasis is a `Marked`, which the writer spells in each format's own markup.
 """
 from __future__ import annotations
 
 import html
+import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..core.files import atomic_open, atomic_path
+
+
+# Markdown's and LaTeX's special characters in a cell's text, escaped so they print as themselves.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&~#])")
+_TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+@dataclass(frozen=True)
+class Marked:
+    """Text whose spans may be bold, e.g. the words of a translation found in its reference.
+
+    `spans` are (text, bold) pairs in reading order, joined by single spaces; each format escapes the
+    text itself, so a cell prints its words as they are whatever characters they hold.
+    """
+    spans: tuple[tuple[str, bool], ...]
+
+    def _spell(self, escape, bold: str) -> str:
+        return " ".join(bold.format(escape(text)) if is_bold else escape(text) for text, is_bold in self.spans)
+
+    def markdown(self) -> str:
+        return self._spell(lambda text: _MARKDOWN_SPECIAL.sub(r"\\\1", text), "**{}**")
+
+    def html(self) -> str:
+        return self._spell(lambda text: html.escape(text, quote=False), "<b>{}</b>")
+
+    def tex(self) -> str:
+        return self._spell(lambda text: "".join(_TEX_SPECIAL.get(c, c) for c in text), r"\textbf{{{}}}")
 
 
 def text_cells(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -35,17 +66,25 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
     `shown` is written as it is, without its index. Markdown: `colalign` per column ('left'/'right'),
     and with `numparse` number cells are printed and aligned on the decimal point by tabulate (else
     every cell is text, aligned left). `escape_tex` escapes LaTeX's special characters in the cells.
+    `Marked` cells are spelled in each format's markup, their text escaped in all three.
     A `fragment` is a section to embed (second-level heading, no HTML page around it); otherwise
     each file is a whole document with the title as its heading.
     """
-    def pipes(value):  # a '|' inside a cell would end the Markdown cell
+    def md_cell(value):  # a '|' inside a cell would end the Markdown cell
+        value = value.markdown() if isinstance(value, Marked) else value
         return value.replace("|", "\\|") if isinstance(value, str) else value
 
-    body = shown.map(pipes).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
+    def html_cell(value):  # escaped here rather than by pandas, which would escape a Marked cell's tags
+        if isinstance(value, Marked):
+            return value.html()
+        return html.escape(value, quote=False) if isinstance(value, str) else value
+
+    body = shown.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
     heading = "##" if fragment else "#"
     with atomic_open(out_md) as handle:
         handle.write(f"{heading} {title}\n\n{body}\n\n{note}\n")
-    table = shown.to_html(index=False, border=0)
+    table = (shown.map(html_cell).rename(columns=lambda name: html.escape(str(name), quote=False))
+             .to_html(index=False, border=0, escape=False))
     with atomic_open(out_html) as handle:
         if fragment:  # text content: quotes need no escaping
             title_, note_ = html.escape(title, quote=False), html.escape(note, quote=False)
@@ -56,7 +95,10 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
                          f"<p>{html.escape(note)}</p>\n</body>\n</html>\n")
     if out_tex:
         with atomic_open(out_tex) as handle:
-            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=escape_tex))
+            # pandas escapes only text cells, before a formatter: a Marked cell reaches its formatter whole.
+            marked = {name: lambda v: v.tex() if isinstance(v, Marked) else v
+                      for name in shown.columns if shown[name].map(lambda v: isinstance(v, Marked)).any()}
+            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=escape_tex, formatters=marked))
 
 
 def save_figure(fig, out_png: str, out_svg: str | None = None) -> None:

@@ -56,6 +56,17 @@ def parse_pairs(specs: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
+def parse_system_pairs(specs: list[str], option: str) -> dict[str, tuple[str, str]]:
+    """Parse repeated LABEL=SYSTEM=BASELINE options (a system's file and its baseline's) by label."""
+    pairs = {}
+    for label, spec in parse_pairs(specs, option).items():
+        system, sep, baseline = spec.partition("=")
+        if not (system and sep and baseline):
+            raise InputError(f"{option} wants LABEL=SYSTEM=BASELINE, got {label}={spec}")
+        pairs[label] = system, baseline
+    return pairs
+
+
 def read_score(path, metric: str) -> dict:
     """The metric's entry of a BLEU JSON written by `nmtrepro bleu`."""
     try:

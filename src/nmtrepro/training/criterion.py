@@ -1,4 +1,5 @@
-"""Label-smoothed cross-entropy (Szegedy et al. 2016), computed at real target positions only.
+"""Label-smoothed cross-entropy (Szegedy et al. 2016), computed at real target positions only, plus
+the disagreement term of models that ask for it (paper D's DisReg baseline).
 
 Only non-pad positions are projected to the vocabulary: the output layer and softmax are most of a
 small model's step, and padding is often a fifth of a batch.
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from ..models.layers import encoder_attentions, recording_heads
 
 
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float):
@@ -22,10 +25,32 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: flo
     return loss.sum(), nll.sum()
 
 
+def output_agreement(outputs: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    """Li et al. (2018) Eq. 8 negated and summed over sentences: sum_b 1/H^2 sum_ij cos(O_b^i, O_b^j).
+
+    outputs (B, H, S, d_head) of one attention layer; pad (B, S) True at padding. O^i is head i's output
+    over the whole sentence (its real tokens' rows, flattened), so a pair of heads agrees as much as
+    their outputs point the same way across the sentence; i = j counts (1), as in the paper's sum."""
+    heads = outputs.masked_fill(pad[:, None, :, None], 0.0).flatten(2).float()     # (B, H, S*d_head)
+    unit = F.normalize(heads, dim=-1)
+    return (unit @ unit.transpose(1, 2)).mean(dim=(1, 2)).sum()                    # (B, H, H) -> ()
+
+
 def model_loss(model, net_input: dict, prev, target, epsilon: float):
     """Run a batch's encoder inputs (`net_input`: "src" (B, S) and the family's extra inputs) and
-    (B, T) decoder inputs/targets through an encoder-decoder; return (summed loss, summed NLL)."""
-    enc = model.encode(**net_input)
+    (B, T) decoder inputs/targets through an encoder-decoder; return (summed loss, summed NLL).
+
+    With `disagreement` lambda > 0 (DisReg) the loss also gets lambda times the heads' agreement,
+    `output_agreement` averaged over the encoder's self-attention layers: J = L - lambda * D_output
+    per sentence, Li et al.'s objective, with L the sentence's summed token loss as here."""
+    weight = getattr(model.config, "disagreement", 0.0)
+    with recording_heads(encoder_attentions(model) if weight else []) as recorded:
+        enc = model.encode(**net_input)
     hidden = model.decode(prev, enc)
     real = target.ne(model.pad)
-    return label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)
+    loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)
+    if weight:
+        pad = net_input["src"].eq(model.pad)
+        agreement = torch.stack([output_agreement(out, pad) for calls in recorded for out in calls]).mean()
+        loss = loss + weight * agreement
+    return loss, nll

@@ -1,0 +1,37 @@
+# examples: translations of each system and its baseline beside the source and the reference, the
+# hypothesis n-grams found in the reference in bold, picked by the largest sentence-BLEU gain (paper D
+# Fig. 6) -- nmtrepro.analyses.examples.
+ANALYSIS_OUTPUTS["examples"] = TABLE
+
+
+def examples_test_input(wildcards, kind):
+    """The test file (`src.bpe`, `ref.tok`) that every system and baseline of the analysis translated."""
+    systems = ANALYSES[wildcards.analysis]["systems"]
+    paths = {test_input(e, kind) for s in systems for e in (s["experiment"], baseline_of(s))}
+    if len(paths) != 1:
+        raise WorkflowError(f"analyses.{wildcards.analysis}: its systems translate different test sets "
+                            f"({', '.join(sorted(paths))}); examples need one")
+    return paths.pop()
+
+
+rule examples:
+    input:
+        unpack(system_inputs(lambda a, s: [evaluated(e, "hyp.tok") for e in (s["experiment"], baseline_of(s))])),
+        src=lambda w: examples_test_input(w, "src.bpe"),
+        ref_tok=lambda w: examples_test_input(w, "ref.tok"),
+    output:
+        **report_outputs("Translation examples", "../../report/examples.rst", ANALYSIS_OUTPUTS["examples"]),
+    log:
+        "results/logs/report/{analysis}.log",
+    wildcard_constraints:
+        analysis=analyses_of("examples"),
+    params:
+        systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
+        n_examples=lambda w: ANALYSES[w.analysis]["count"],
+        max_len=lambda w: ANALYSES[w.analysis]["max_len"],
+        title=lambda w: ANALYSES[w.analysis]["title"],
+        note=note_arg,
+    shell:
+        "nmtrepro examples --src-bpe {input.src} --ref-tok {input.ref_tok} {params.systems} "
+        "--count {params.n_examples} --max-len {params.max_len} --title {params.title:q} {params.note} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
