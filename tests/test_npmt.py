@@ -1,0 +1,174 @@
+import itertools
+
+import pytest
+import torch
+
+from nmtrepro.models.npmt import SegmentDecoder, SoftReordering, swan_log_likelihood, swan_loss
+
+END = 1  # `$` in the tiny vocabularies below
+
+
+def masked_segments(src_lengths, tgt_lengths, max_seg, seed=0):
+    """Random log-probabilities (B, S, T+1, L+1) in SWAN's layout, -inf where j + k > |y|."""
+    g = torch.Generator().manual_seed(seed)
+    B, S, T = len(src_lengths), max(src_lengths), max(tgt_lengths)
+    seg = -torch.rand(B, S, T + 1, max_seg + 1, generator=g, dtype=torch.float64) * 3
+    j = torch.arange(T + 1)[:, None]
+    k = torch.arange(max_seg + 1)[None]
+    beyond = (j + k)[None] > torch.tensor(tgt_lengths)[:, None, None]
+    return seg.masked_fill(beyond[:, None], float("-inf"))
+
+
+def brute_force(seg, n_src, n_tgt, max_seg):
+    """log sum over every segmentation of n_tgt tokens into n_src segments of 0..L tokens."""
+    terms = []
+    for lengths in itertools.product(range(max_seg + 1), repeat=n_src):
+        if sum(lengths) != n_tgt:
+            continue
+        start, total = 0, 0.0
+        for t, k in enumerate(lengths):
+            total = total + seg[t, start, k]
+            start += k
+        terms.append(total)
+    return torch.logsumexp(torch.stack(terms), 0) if terms else torch.tensor(float("-inf"))
+
+
+@pytest.mark.parametrize("max_seg", [1, 2, 3])
+def test_swan_dp_matches_brute_force_enumeration(max_seg):
+    src, tgt = [3, 1, 2, 3, 2], [4, 0, 2, 1, 3]
+    seg = masked_segments(src, tgt, max_seg, seed=max_seg)
+    log_lik, feasible = swan_log_likelihood(seg, torch.tensor(src), torch.tensor(tgt), max_seg)
+    for b, (n, m) in enumerate(zip(src, tgt)):
+        expected = brute_force(seg[b], n, m, max_seg)
+        assert bool(feasible[b]) == (m <= n * max_seg)
+        if feasible[b]:
+            assert torch.allclose(log_lik[b], expected, atol=1e-10), (b, n, m)
+        else:
+            assert log_lik[b] == float("-inf") and expected == float("-inf")
+
+
+def test_swan_gradient_matches_finite_differences():
+    src, tgt = torch.tensor([3, 2]), torch.tensor([3, 2])
+    seg = masked_segments([3, 2], [3, 2], 2, seed=5)
+    finite = torch.isfinite(seg)
+    values = seg[finite].clone().requires_grad_()
+
+    def log_lik(v):
+        full = torch.full_like(seg, float("-inf")).masked_scatter(finite, v)
+        return swan_log_likelihood(full, src, tgt, 2)[0]
+
+    assert torch.autograd.gradcheck(log_lik, (values,))
+
+
+def tiny_decoder(seed=0, vocab=7, d_source=6, d_hidden=5):
+    torch.manual_seed(seed)
+    return SegmentDecoder(d_source, d_hidden, vocab, END).double()
+
+
+def test_infeasible_pair_is_excluded_with_finite_loss_and_gradients():
+    decoder, max_seg = tiny_decoder(), 2
+    src, tgt = torch.tensor([1, 3, 2]), torch.tensor([4, 4, 3])          # sentence 0: 4 > 1 * 2
+    h = torch.randn(3, 3, 6, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(2, 7, (3, 4))
+    seg = decoder.segment_logprobs(h, y, tgt, max_seg)
+    log_lik, feasible = swan_log_likelihood(seg, src, tgt, max_seg)
+    assert feasible.tolist() == [False, True, True]
+    assert log_lik[0] == float("-inf") and torch.isfinite(log_lik[1:]).all()
+    loss = swan_loss(log_lik, feasible)
+    assert torch.isfinite(loss)
+    assert torch.allclose(loss, -log_lik[1:].mean())
+    loss.backward()
+    grads = [h.grad] + [p.grad for p in decoder.parameters()]
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert h.grad[1:].abs().sum() > 0
+    assert h.grad[0].abs().sum() == 0                                     # the excluded sentence
+
+
+def test_loss_of_an_all_infeasible_batch_is_zero_not_nan():
+    seg = masked_segments([1], [3], 1).requires_grad_()
+    log_lik, feasible = swan_log_likelihood(seg, torch.tensor([1]), torch.tensor([3]), 1)
+    loss = swan_loss(log_lik, feasible)
+    loss.backward()
+    assert loss == 0 and torch.isfinite(seg.grad).all()
+
+
+def test_segment_logprobs_match_a_step_by_step_loop():
+    decoder, max_seg = tiny_decoder(seed=1), 3
+    tgt = torch.tensor([4, 2])
+    h = torch.randn(2, 3, 6, dtype=torch.float64)
+    y = torch.randint(2, 7, (2, 4))
+    seg = decoder.segment_logprobs(h, y, tgt, max_seg)
+    assert seg.shape == (2, 3, 5, 4)
+    for b, t, j, k in itertools.product(range(2), range(3), range(5), range(max_seg + 1)):
+        if j + k > tgt[b]:
+            assert seg[b, t, j, k] == float("-inf")
+            continue
+        state = torch.tanh(decoder.init(h[b, t]))[None]
+        token, total = END, 0.0
+        for m in range(k + 1):
+            state = decoder.cell(decoder.embed.weight[token][None], state)
+            logp = torch.log_softmax(decoder.out(state)[0], -1)
+            token = int(y[b, j + m]) if m < k else END
+            total = total + logp[token]
+        assert torch.allclose(seg[b, t, j, k], total), (b, t, j, k)
+
+
+def test_reordering_output_shape_and_pads_are_zero():
+    layer = SoftReordering(4, window=3)
+    e = torch.randn(2, 5, 4)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
+    h = layer(e, mask)
+    assert h.shape == (2, 5, 4)
+    assert (h[1, 3:] == 0).all()
+
+
+def test_reordering_position_zero_sees_only_itself_and_zeros():
+    d, tau = 4, 3
+    layer = SoftReordering(d, window=tau)
+    e = torch.randn(1, 5, d)
+    mask = torch.ones(1, 5, dtype=torch.bool)
+    h = layer(e, mask)
+    w_last = layer.gates.weight[tau - 1, (tau - 1) * d:]                  # w_tau on the e_t slot
+    expected = torch.tanh(torch.sigmoid(w_last @ e[0, 0]) * e[0, 0])
+    assert torch.allclose(h[0, 0], expected, atol=1e-6)
+    e2 = e.clone()
+    e2[0, 1:] = torch.randn(4, d)
+    assert torch.allclose(layer(e2, mask)[0, 0], h[0, 0])
+
+
+def test_reordering_window_is_tau_positions_ending_at_t():
+    layer = SoftReordering(4, window=3)
+    e = torch.randn(1, 6, 4)
+    mask = torch.ones(1, 6, dtype=torch.bool)
+    h = layer(e, mask)
+    inside, outside = e.clone(), e.clone()
+    inside[0, 3] += 1.0                                                   # e_{t-tau+1} for t = 5
+    outside[0, 2] += 1.0                                                  # e_{t-tau}
+    assert not torch.allclose(layer(inside, mask)[0, 5], h[0, 5])
+    assert torch.allclose(layer(outside, mask)[0, 5], h[0, 5])
+
+
+def test_reordering_pads_do_not_change_real_positions():
+    layer = SoftReordering(4, window=3)
+    e = torch.randn(1, 6, 4)
+    mask = torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    garbage = e.clone()
+    garbage[0, 4:] = 100 * torch.randn(2, 4)
+    assert torch.allclose(layer(e, mask), layer(garbage, mask))
+
+
+@pytest.mark.parametrize("end_bias", [-1e4, 0.0, 1e4])
+def test_greedy_segments_never_exceed_max_length(end_bias):
+    decoder, max_seg = tiny_decoder(seed=2), 2
+    with torch.no_grad():
+        decoder.out.bias[END] = end_bias                                  # -1e4: `$` is never chosen
+    src_lengths = torch.tensor([4, 2])
+    segments = decoder.greedy(torch.randn(2, 4, 6, dtype=torch.float64), src_lengths, max_seg)
+    assert [len(s) for s in segments] == [4, 2]                           # one segment per source word
+    lengths = [len(seg) for sentence in segments for seg in sentence]
+    assert max(lengths) <= max_seg
+    assert all(tok != END for sentence in segments for seg in sentence for tok in seg)
+    if end_bias < 0:
+        assert set(lengths) == {max_seg}
+    if end_bias > 0:
+        assert set(lengths) == {0}
