@@ -436,6 +436,13 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "report/B_claims.md").read_text().count(" | tokenized BLEU |") == 17
     probed = (results / "report/B_table5.md").read_text()  # two encoders' vectors under one gate
     assert "1-Layer BiARN (ours)" in probed and "6-Layer BiRNN (ours)" in probed
+    paper_d = (results / "report/D_table2.md").read_text()  # paper D: every system beside the paper's
+    assert "| fusing_en_de " in paper_d and "28.58" in paper_d and "| disreg_en_de " in paper_d
+    assert "tatoeba_zh_en/test" in (results / "report/D_table3.md").read_text()
+    assert "+Fusing_Diverse / Syn" in (results / "report/D_table4.md").read_text()  # heads named by group
+    assert "**" in (results / "report/D_figure6.md").read_text()                     # matched n-grams in bold
+    assert (results / "report/D_claims.md").read_text().count(" | tokenized BLEU |") == 18
+    assert (results / "train/rel_pe_en_de/averaged.pt").is_symlink() or not (results / "train/rel_pe_en_de").exists()
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]

@@ -42,8 +42,10 @@ rule shared_decode:
         stats="results/evaluate/{experiment}/{split}.decode.json",
     wildcard_constraints:
         experiment="|".join(SHARED) or "^$",
+    params:
+        links=link_commands,
     shell:
-        "ln -f {input.hyp} {output.hyp} && ln -f {input.tok} {output.tok} && ln -f {input.stats} {output.stats}"
+        "{params.links}"
 
 
 rule bleu:

@@ -81,6 +81,7 @@ rule shared_training:
         experiment="|".join(SHARED) or "^$",
     message:
         "{wildcards.experiment} trains as {input.model} did: linking its models"
-    shell:  # hard links: one tree, no copies of the weights
-        "ln -f {input.model} {output.model} && ln -f {input.curve} {output.curve} && "
-        "ln -f {input.averaged} {output.averaged}"
+    params:
+        links=link_commands,
+    shell:
+        "{params.links}"
