@@ -23,13 +23,6 @@ SCALE = config["scales"][config["scale"]]
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (train.smk, evaluate.smk).
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
-
-
-def link_commands(wildcards, input, output):
-    """Shell commands making each output a relative symlink to the input of the same name: a new link
-    is newer than its target (a hard link would share the target's time, older than its other inputs)."""
-    return " && ".join(f"ln -sfn {shlex.quote(os.path.relpath(input[key], os.path.dirname(output[key])))} "
-                       f"{shlex.quote(output[key])}" for key in output.keys())
 TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`)
 PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
@@ -47,6 +40,18 @@ wildcard_constraints:
 
 def exp(wildcards):
     return EXPERIMENTS[wildcards.experiment]
+
+
+def of_shared(pattern):
+    """Input function: the file `pattern` names for the experiment whose training this one shares."""
+    return lambda w: pattern.format(**dict(w.items(), experiment=SHARED[w.experiment]))
+
+
+def link_commands(wildcards, input, output):
+    """Shell commands making each output a relative symlink to the input of the same name: a new link
+    is newer than its target (a hard link would share the target's time, older than its other inputs)."""
+    return " && ".join(f"ln -sfn {shlex.quote(os.path.relpath(input[key], os.path.dirname(output[key])))} "
+                       f"{shlex.quote(output[key])}" for key in output.keys())
 
 
 def prepared(wildcards):

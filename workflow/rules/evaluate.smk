@@ -33,9 +33,9 @@ ruleorder: shared_decode > decode
 
 rule shared_decode:
     input:
-        hyp=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.hyp",
-        tok=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.hyp.tok",
-        stats=lambda w: f"results/evaluate/{SHARED[w.experiment]}/{w.split}.decode.json",
+        hyp=of_shared("results/evaluate/{experiment}/{split}.hyp"),
+        tok=of_shared("results/evaluate/{experiment}/{split}.hyp.tok"),
+        stats=of_shared("results/evaluate/{experiment}/{split}.decode.json"),
     output:
         hyp="results/evaluate/{experiment}/{split}.hyp",
         tok="results/evaluate/{experiment}/{split}.hyp.tok",

@@ -70,9 +70,9 @@ rule average:
 
 rule shared_training:
     input:
-        model=lambda w: f"results/train/{SHARED[w.experiment]}/final.pt",
-        curve=lambda w: f"results/train/{SHARED[w.experiment]}/curve.tsv",
-        averaged=lambda w: f"results/train/{SHARED[w.experiment]}/averaged.pt",
+        model=of_shared("results/train/{experiment}/final.pt"),
+        curve=of_shared("results/train/{experiment}/curve.tsv"),
+        averaged=of_shared("results/train/{experiment}/averaged.pt"),
     output:
         model="results/train/{experiment}/final.pt",
         curve="results/train/{experiment}/curve.tsv",

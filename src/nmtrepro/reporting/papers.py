@@ -24,9 +24,9 @@ def read_paper_numbers(path) -> pd.DataFrame:
         raise InputError(f"{path}: header must be {' '.join(PAPER_COLUMNS)} (tab-separated), "
                          f"got {' '.join(map(str, table.columns))}")
     values = pd.to_numeric(table["value"].replace("n/a", "nan"), errors="coerce")
-    if (values.isna() & table["value"].ne("n/a")).any():
-        bad = table.loc[values.isna() & table["value"].ne("n/a"), "value"].tolist()
-        raise InputError(f"{path}: value must be a number, got {bad}")
+    bad = values.isna() & table["value"].ne("n/a")
+    if bad.any():
+        raise InputError(f"{path}: value must be a number, got {table.loc[bad, 'value'].tolist()}")
     repeated = table[table.duplicated(["row", "column"])]
     if len(repeated):
         raise InputError(f"{path}: cell ({repeated.iloc[0]['row']}, {repeated.iloc[0]['column']}) appears twice")
