@@ -1,9 +1,11 @@
 import itertools
+import math
 
 import pytest
 import torch
 
-from nmtrepro.models.npmt import SegmentDecoder, SoftReordering, swan_log_likelihood, swan_loss
+from nmtrepro.models.npmt import SegmentDecoder, swan_log_likelihood, swan_loss
+from nmtrepro.models.rnn_encoder import SoftReordering
 
 END = 1  # `$` in the tiny vocabularies below
 
@@ -76,7 +78,7 @@ def test_infeasible_pair_is_excluded_with_finite_loss_and_gradients():
     assert log_lik[0] == float("-inf") and torch.isfinite(log_lik[1:]).all()
     loss = swan_loss(log_lik, feasible)
     assert torch.isfinite(loss)
-    assert torch.allclose(loss, -log_lik[1:].mean())
+    assert torch.allclose(loss, -log_lik[1:].sum())
     loss.backward()
     grads = [h.grad] + [p.grad for p in decoder.parameters()]
     assert all(torch.isfinite(g).all() for g in grads)
@@ -92,8 +94,10 @@ def test_loss_of_an_all_infeasible_batch_is_zero_not_nan():
     assert loss == 0 and torch.isfinite(seg.grad).all()
 
 
-def test_segment_logprobs_match_a_step_by_step_loop():
-    decoder, max_seg = tiny_decoder(seed=1), 3
+@pytest.mark.parametrize("layers", [1, 2])
+def test_segment_logprobs_match_a_step_by_step_loop(layers):
+    torch.manual_seed(1)
+    decoder, max_seg = SegmentDecoder(6, 5, 7, END, layers=layers).double(), 3
     tgt = torch.tensor([4, 2])
     h = torch.randn(2, 3, 6, dtype=torch.float64)
     y = torch.randint(2, 7, (2, 4))
@@ -103,11 +107,13 @@ def test_segment_logprobs_match_a_step_by_step_loop():
         if j + k > tgt[b]:
             assert seg[b, t, j, k] == float("-inf")
             continue
-        state = torch.tanh(decoder.init(h[b, t]))[None]
+        states = list(torch.tanh(decoder.init(h[b, t])).view(layers, 1, 5))
         token, total = END, 0.0
         for m in range(k + 1):
-            state = decoder.cell(decoder.embed.weight[token][None], state)
-            logp = torch.log_softmax(decoder.out(state)[0], -1)
+            x = decoder.embed.weight[token][None]
+            for i, cell in enumerate(decoder.cells):
+                x = states[i] = cell(x, states[i])
+            logp = torch.log_softmax(decoder.out(x)[0], -1)
             token = int(y[b, j + m]) if m < k else END
             total = total + logp[token]
         assert torch.allclose(seg[b, t, j, k], total), (b, t, j, k)
@@ -172,3 +178,89 @@ def test_greedy_segments_never_exceed_max_length(end_bias):
         assert set(lengths) == {max_seg}
     if end_bias > 0:
         assert set(lengths) == {0}
+
+
+# -- the `npmt` family: training loss, greedy and beam search over segments --------------------------
+
+from nmtrepro.core.vocab import Vocab  # noqa: E402
+from nmtrepro.evaluation.kneser_ney import KneserNeyLM  # noqa: E402
+from nmtrepro.models import build_model  # noqa: E402
+from nmtrepro.models.npmt import Hypothesis, extend  # noqa: E402
+
+
+def npmt(**options):
+    torch.manual_seed(0)
+    return build_model({"family": "npmt", "src_vocab": 12, "tgt_vocab": 12, "d_model": 16, "encoder_layers": 1,
+                        "decoder_layers": 2, "max_segment": 3, "reorder_window": 3, "dropout": 0.0, **options})
+
+
+def test_npmt_loss_is_swan_nll_without_eos_and_counts_infeasible_pairs():
+    model = npmt()
+    src = torch.tensor([[5, 6, Vocab.eos], [7, Vocab.eos, Vocab.pad]])
+    target = torch.tensor([[8, 9, Vocab.eos, Vocab.pad, Vocab.pad, Vocab.pad, Vocab.pad, Vocab.pad],
+                           [8, 9, 10, 11, 8, 9, 10, Vocab.eos]])    # 7 words > 2 positions * 3: infeasible
+    loss, nll = model.sequence_loss({"src": src}, None, target, epsilon=0.1)
+    assert loss is nll and torch.isfinite(loss) and model.infeasible_pairs == 1
+    enc = model.encode(src)
+    y = torch.tensor([[8, 9]])
+    seg = model.decoder.segment_logprobs(enc["out"][:1], y, torch.tensor([2]), 3)
+    assert torch.allclose(loss, -brute_force(seg[0], 3, 2, 3))
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_npmt_overfits_two_pairs_and_decodes_them_greedily_and_by_beam():
+    model = npmt(reorder_window=0)
+    src = torch.tensor([[5, 6, 7, Vocab.eos], [8, 9, Vocab.eos, Vocab.pad]])
+    target = torch.tensor([[10, 11, 4, Vocab.eos], [4, 4, Vocab.eos, Vocab.pad]])
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.03)
+    for _ in range(150):
+        optimizer.zero_grad()
+        model.sequence_loss({"src": src}, None, target, 0.0)[0].backward()
+        optimizer.step()
+    model.eval()
+    words = [[10, 11, 4], [4, 4]]
+    for beam in (1, 4):
+        outputs = model.translate_segments(src, beam=beam)
+        assert [[tok for seg in segs for tok in seg] for segs in outputs] == words, beam
+        assert all(seg for segs in outputs for seg in segs)                  # empty segments are not kept
+
+
+def test_beam_merges_equal_strings_from_different_segmentations():
+    hyps = {(4,): Hypothesis(logp=-1.0, best=-1.0, segments=((4,),)), (): Hypothesis(logp=-2.0, best=-2.0)}
+    merged = extend(hyps, [((5,), -0.5), ((4, 5), -0.2), ((), -3.0)])
+    assert set(merged) == {(4, 5), (4, 4, 5), (4,), (5,), ()}
+    both = merged[(4, 5)]                                  # [4][5] at -1.5 and [][4 5] at -2.2
+    assert both.logp == pytest.approx(float(torch.logaddexp(torch.tensor(-1.5), torch.tensor(-2.2))))
+    assert both.best == pytest.approx(-1.5) and both.segments == ((4,), (5,))
+    assert merged[(4,)].segments == ((4,),)                # an empty segment adds no boundary
+
+
+def test_word_bonus_and_lm_change_the_ranking_not_the_model_scores():
+    model = npmt().eval()
+    src = torch.tensor([[5, 6, 7, 8, Vocab.eos]])
+    plain = model.translate_segments(src, beam=4)
+    long = model.translate_segments(src, beam=4, word_bonus=50.0)
+    assert sum(map(len, long[0])) >= sum(map(len, plain[0]))          # a large bonus favours longer outputs
+    lm = KneserNeyLM([[4, 4, 4]], Vocab.bos, Vocab.eos)
+    heavy = model.translate_segments(src, beam=4, lm=lm, lm_weight=100.0)
+    assert heavy == [[]] or all(tok == 4 for seg in heavy[0] for tok in seg)   # the LM knows only "4 4 4"
+
+
+def test_top_segments_include_the_empty_one_and_are_sorted():
+    decoder = tiny_decoder()
+    found = decoder.top_segments(torch.randn(2, 6, dtype=torch.float64), k=5, max_seg=2)
+    for segments in found:
+        scores = [score for _, score in segments]
+        assert len(segments) == 5 and scores == sorted(scores, reverse=True)
+        assert all(len(seg) <= 2 and END not in seg for seg, _ in segments)
+    everything = decoder.top_segments(torch.randn(1, 6, dtype=torch.float64), k=1000, max_seg=1)[0]
+    assert sorted(seg for seg, _ in everything) == [(), (0,), (2,), (3,), (4,), (5,), (6,)]  # "$", 6 one-word ones
+    assert sum(math.exp(score) for _, score in everything) < 1.0                       # two-word ones left out
+
+
+def test_npmt_config_rejects_bad_options():
+    with pytest.raises(ValueError, match="max_segment"):
+        npmt(max_segment=0)
+    with pytest.raises(ValueError, match="reorder_window"):
+        npmt(reorder_window=-1)

@@ -2,7 +2,9 @@
 
 Scores follow fairseq: a finished hypothesis scores sum(log p) / len^lenpen, with len counting EOS.
 A sentence is done once it holds `beam` finished hypotheses; done sentences leave the batch, so the
-cache shrinks as decoding goes on.
+cache shrinks as decoding goes on. A segment model (paper C's NPMT: `translate_segments`) searches
+over segments instead, with a per-word bonus and an optional n-gram LM (`kneser_ney.py`); its output
+keeps its segments, and `decode` reports their average length and the segmented lines.
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from ..core import runtime
-from ..core.files import atomic_open, read_lines, write_json
+from ..core.files import InputError, atomic_open, read_lines, write_json
 from ..core.text import detokenize, strip_bpe
-from ..core.vocab import Vocab
+from ..core.vocab import IndexedData, Vocab
 from ..training import checkpoint
+from .kneser_ney import KneserNeyLM
 from .sources import Sources, add_arguments_sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.generate")
@@ -88,20 +91,49 @@ def beam_search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
 
+def search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
+           max_len_b: int = 10, use_cache: bool = True, word_bonus: float = 0.0, lm: KneserNeyLM | None = None,
+           lm_weight: float = 0.0) -> list[list[list[int]]]:
+    """Each sentence's best output as segments of token ids: one segment for a token-level decoder,
+    SWAN's segments for a segment model (which takes beam, word_bonus and the LM; lenpen and the
+    length limits are the token search's)."""
+    if hasattr(model, "translate_segments"):
+        return [[list(seg) for seg in segs]
+                for segs in model.translate_segments(net_input["src"], beam, word_bonus, lm, lm_weight)]
+    return [[hyp] for hyp in beam_search(model, net_input, beam, lenpen, max_len_a, max_len_b, use_cache)]
+
+
 def translate(model, sources: Sources, tgt_vocab: Vocab, device, max_tokens: int,
-              precision: str = "fp32", **search) -> list[str]:
-    """Translate sources in length-sorted batches; returns BPE'd target lines in input order."""
+              precision: str = "fp32", **options) -> list[list[str]]:
+    """Translate sources in length-sorted batches; returns each output's BPE'd segments (one segment
+    for a token-level decoder) in input order."""
     precision = runtime.resolve_precision(device, precision)
-    out: list[str | None] = [None] * len(sources.ids)
+    out: list[list[str] | None] = [None] * len(sources.ids)
     batches = sources.batches(max_tokens)
     for done, indices in enumerate(batches, 1):
         with runtime.autocast(device, precision):
-            hyps = beam_search(model, sources.net_input(indices, device), **search)
-        for i, hyp in zip(indices, hyps):
-            out[i] = tgt_vocab.decode(hyp)
+            outputs = search(model, sources.net_input(indices, device), **options)
+        for i, segments in zip(indices, outputs):
+            out[i] = [tgt_vocab.decode(seg) for seg in segments]
         if done % 10 == 0 or done == len(batches):
             log.info("decoded %d/%d batches", done, len(batches))
     return out
+
+
+def segment_stats(segmented: list[list[str]]) -> dict:
+    """Paper C's average segment length (output tokens, `$` excluded, over the non-empty segments:
+    its footnote 4) and each output with its segments marked by " • " (as its Table 2 prints them)."""
+    pieces = [[strip_bpe(seg) for seg in segs if seg] for segs in segmented]
+    tokens, count = sum(len(seg.split()) for segs in pieces for seg in segs), sum(map(len, pieces))
+    return {"avg_segment_length": tokens / count if count else None, "segments": count,
+            "segmented": [" • ".join(segs) for segs in pieces]}
+
+
+def target_lm(prepared: str, order: int) -> KneserNeyLM:
+    """The n-gram LM of the prepared training targets (ids; BOS and EOS pad each sentence)."""
+    data = IndexedData(f"{prepared}/train.tgt.bin")
+    sentences = (data[i].tolist()[:-1] for i in range(len(data)))  # without the appended EOS
+    return KneserNeyLM(sentences, Vocab.bos, Vocab.eos, order=order)
 
 
 def add_arguments_decode(parser) -> None:
@@ -117,6 +149,10 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (for checking)")
+    parser.add_argument("--word-bonus", type=float, default=0.0, help="segment models: lambda1 per output word")
+    parser.add_argument("--lm-order", type=int, default=0,
+                        help="segment models: an n-gram LM of this order on the training targets (0: none)")
+    parser.add_argument("--lm-weight", type=float, default=0.0, help="segment models: lambda2 on the LM's log10 p")
     parser.add_argument("--out", required=True, help="detokenized hypotheses")
     parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
     parser.add_argument("--stats", help="JSON with decoding speed")
@@ -126,14 +162,22 @@ def add_arguments_decode(parser) -> None:
 def run_decode(args) -> None:
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)
+    segment_model = hasattr(model, "translate_segments")
+    if not segment_model and (args.word_bonus or args.lm_order or args.lm_weight):
+        raise InputError(f"--word-bonus, --lm-order and --lm-weight are options of segment models (NPMT); "
+                         f"{args.model} is a {model.config.__class__.__name__} model")
+    if args.lm_weight and not args.lm_order:
+        raise InputError("--lm-weight needs an LM: give --lm-order (3 in paper C)")
     src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
     lines = read_lines(args.src_bpe)
     sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
+    lm = target_lm(args.prepared, args.lm_order) if args.lm_order else None
     start = time.perf_counter()
-    hyps = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
-                     lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
-                     use_cache=not args.no_cache)
+    segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
+                          lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+                          use_cache=not args.no_cache, word_bonus=args.word_bonus, lm=lm, lm_weight=args.lm_weight)
     seconds = time.perf_counter() - start
+    hyps = [" ".join(seg for seg in segs if seg) for segs in segmented]
     tokenized = [strip_bpe(h) for h in hyps]
     with atomic_open(args.out_tok) as handle:
         handle.writelines(line + "\n" for line in tokenized)
@@ -143,6 +187,10 @@ def run_decode(args) -> None:
     log.info("%d sentences in %.1f s: %.1f sentences/s, %.0f tokens/s",
              len(lines), seconds, len(lines) / seconds, n_tokens / seconds)
     if args.stats:
-        write_json(args.stats, {"sentences": len(lines), "seconds": seconds, "target_tokens": n_tokens,
-                                "sentences_per_s": len(lines) / seconds, "tokens_per_s": n_tokens / seconds,
-                                "beam": args.beam, "device": str(device), "threads": torch.get_num_threads()})
+        stats = {"sentences": len(lines), "seconds": seconds, "target_tokens": n_tokens,
+                 "sentences_per_s": len(lines) / seconds, "tokens_per_s": n_tokens / seconds,
+                 "beam": args.beam, "device": str(device), "threads": torch.get_num_threads()}
+        if segment_model:
+            stats.update(word_bonus=args.word_bonus, lm_order=args.lm_order, lm_weight=args.lm_weight,
+                         **segment_stats(segmented))
+        write_json(args.stats, stats)

@@ -1,5 +1,5 @@
-"""The core of NPMT (Huang et al. 2018, paper C): SWAN's segment likelihood, the segment decoder, soft
-local reordering and greedy decoding over segments.
+"""NPMT (Huang et al. 2018, paper C): SWAN's segment likelihood, the segment decoder, greedy and beam
+decoding over segments, and the `npmt` family (source encoder of `rnn_encoder.py` + SWAN).
 
 SWAN (Sec. 2.1) lets source position t emit one segment a_t of 0..L target tokens closed by `$`;
 p(y|x) sums prod_t p(a_t | h_t) over every segmentation of y into |x| such segments. The sum is the
@@ -8,15 +8,23 @@ run here in log space for a whole batch at once. Segments are independent given 
 carries information across segments, as in the paper's experiments), so the segment decoder scores
 every (t, start j, length k) in L+1 GRU steps run on all start states together.
 
-Not here yet: this module is not registered as a model family. Wiring it into training (the loss is
-`swan_loss`, not the token cross-entropy the trainer knows) and into generation (beam search with
-the per-word bonus) is the next step; so are the BiGRU encoder and the config dataclass.
+The family trains by `sequence_loss` (SWAN's -log p(y|x), which the trainer calls instead of the token
+cross-entropy) and translates by `translate_segments` (generate.py calls it instead of its token beam
+search). The target vocabulary's EOS is `$`: SWAN's outputs end when the source does, so EOS is free.
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ..core.vocab import Vocab
+from . import register
+from .rnn_encoder import RnnConfig, SourceEncoder
 
 # Stands in for log 0 inside the DP: with -inf, logsumexp over all -inf entries has a NaN gradient
 # (exp(-inf - -inf)), which a `where` cannot mask afterwards. A large finite value keeps every
@@ -54,34 +62,60 @@ def swan_log_likelihood(seg_logprobs: torch.Tensor, src_lengths: torch.Tensor, t
 
 
 def swan_loss(log_lik: torch.Tensor, feasible: torch.Tensor) -> torch.Tensor:
-    """Mean negative log-likelihood over the feasible sentences (0 if none): an infeasible pair has
-    no segmentation, so it carries no training signal and must not turn the batch's loss into inf/NaN."""
-    nll = torch.where(feasible, -log_lik, torch.zeros_like(log_lik))
-    return nll.sum() / feasible.sum().clamp_min(1)
+    """Negative log-likelihood summed over the feasible sentences (0 if none; the trainer divides by
+    target tokens): an infeasible pair has no segmentation, so it carries no training signal and must
+    not turn the batch's loss into inf/NaN."""
+    return torch.where(feasible, -log_lik, torch.zeros_like(log_lik)).sum()
+
+
 
 
 class SegmentDecoder(nn.Module):
-    """A GRU started afresh from each source state h_t that writes one segment and then `end_index`
-    (`$`). Its first input is the embedding of `$` (a segment start, as fairseq starts from eos)."""
+    """A stack of GRU cells started afresh from each source state h_t that writes one segment and then
+    `end_index` (`$`). Its first input is the embedding of `$` (a segment start, as fairseq starts
+    from EOS). States carry a layer axis: (..., layers, d_hidden)."""
 
-    def __init__(self, d_source: int, d_hidden: int, vocab_size: int, end_index: int):
+    def __init__(self, d_source: int, d_hidden: int, vocab_size: int, end_index: int, layers: int = 1,
+                 dropout: float = 0.0):
         super().__init__()
-        self.end_index = end_index
-        self.init = nn.Linear(d_source, d_hidden)
+        self.end_index, self.layers, self.d, self.dropout = end_index, layers, d_hidden, dropout
+        self.init = nn.Linear(d_source, layers * d_hidden)
         self.embed = nn.Embedding(vocab_size, d_hidden)
-        self.cell = nn.GRUCell(d_hidden, d_hidden)
+        self.cells = nn.ModuleList(nn.GRUCell(d_hidden, d_hidden) for _ in range(layers))
         self.out = nn.Linear(d_hidden, vocab_size)
 
     def start_state(self, h: torch.Tensor) -> torch.Tensor:
-        """(..., d_source) -> (..., d_hidden), the GRU state before a segment's first token."""
-        return torch.tanh(self.init(h))
+        """(..., d_source) -> (..., layers, d_hidden), the GRU states before a segment's first token."""
+        return torch.tanh(self.init(h)).unflatten(-1, (self.layers, self.d))
+
+    def advance(self, inputs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One GRU step on any leading shape: tokens (...), state (..., layers, d) -> (new state, the top
+        layer's output (..., d) after dropout, which the output layer reads)."""
+        lead = inputs.shape
+        x, state = self.embed(inputs).reshape(-1, self.d), state.reshape(-1, self.layers, self.d)
+        new = []
+        for i, cell in enumerate(self.cells):
+            x = cell(x, state[:, i])
+            new.append(x)
+            x = F.dropout(x, self.dropout, self.training)
+        return torch.stack(new, 1).reshape(*lead, self.layers, self.d), x.reshape(*lead, self.d)
 
     def step(self, inputs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One GRU step on any leading shape: tokens (...), state (..., d) -> (new state, log-probs (..., V))."""
-        lead = inputs.shape
-        state = self.cell(self.embed(inputs).reshape(-1, state.size(-1)), state.reshape(-1, state.size(-1)))
-        state = state.reshape(*lead, -1)
-        return state, F.log_softmax(self.out(state), dim=-1)
+        """`advance`, then log-probabilities over the vocabulary (..., V) (fp32 at least, under bf16 too)."""
+        state, x = self.advance(inputs, state)
+        logits = self.out(x)
+        return state, F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+
+    def token_logprobs(self, x: torch.Tensor, tokens: torch.Tensor, normaliser: torch.Tensor) -> torch.Tensor:
+        """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...): the chosen
+        rows of the output layer only, so training never builds (or back-propagates through) a
+        full log-softmax of (B, S, T+1, V) values to read two of each row's V."""
+        scores = (x * self.out.weight[tokens]).sum(-1) + self.out.bias[tokens]
+        return scores.float() - normaliser
+
+    def normaliser(self, x: torch.Tensor) -> torch.Tensor:
+        """log sum_v exp(out(x)_v), (..., d) -> (...), in fp32."""
+        return torch.logsumexp(self.out(x).float(), dim=-1)
 
     def segment_logprobs(self, h: torch.Tensor, y: torch.Tensor, tgt_lengths: torch.Tensor,
                          max_seg: int) -> torch.Tensor:
@@ -95,15 +129,21 @@ class SegmentDecoder(nn.Module):
         # tokens[b, j, m] = y_{j+m+1}, the (m+1)-th token of a segment starting after j: (B, T+1, L)
         y_padded = F.pad(y, (0, L + 1), value=self.end_index)
         tokens = y_padded.unfold(1, L, 1)[:, :T + 1]
-        state = self.start_state(h)[:, :, None].expand(B, S, T + 1, -1)   # (B, S, T+1, d)
-        inputs = torch.full((B, S, T + 1), self.end_index, dtype=torch.long, device=y.device)
-        token_lp, end_lp = [], []
-        for m in range(L + 1):
-            state, logp = self.step(inputs, state)                         # logp (B, S, T+1, V)
-            end_lp.append(logp[..., self.end_index])
+        end = torch.full((B, S), self.end_index, dtype=torch.long, device=y.device)
+        # The first step reads only h_t, so it runs once per (b, t) and is shared by every start j.
+        state, x = self.advance(end, self.start_state(h))                 # x (B, S, d)
+        lse = self.normaliser(x)
+        end_lp = [self.token_logprobs(x, end, lse)[:, :, None].expand(B, S, T + 1)]
+        first = self.out.weight[tokens[:, :, 0]]                           # (B, T+1, d)
+        token_lp = [torch.einsum("bsd,bjd->bsj", x, first).float() + self.out.bias[tokens[:, None, :, 0]]
+                    - lse[:, :, None]] if L else []
+        state = state[:, :, None].expand(B, S, T + 1, self.layers, self.d)
+        for m in range(1, L + 1):
+            state, x = self.advance(tokens[:, None, :, m - 1].expand(B, S, T + 1), state)   # (B, S, T+1, d)
+            lse = self.normaliser(x)
+            end_lp.append(self.token_logprobs(x, end[:, :, None].expand(B, S, T + 1), lse))
             if m < L:
-                inputs = tokens[:, None, :, m].expand(B, S, T + 1)
-                token_lp.append(logp.gather(-1, inputs[..., None]).squeeze(-1))
+                token_lp.append(self.token_logprobs(x, tokens[:, None, :, m].expand(B, S, T + 1), lse))
         # seg[..., k] = sum_{m<k} log p(token m) + log p($ after k tokens)
         prefix = torch.cumsum(torch.stack([torch.zeros_like(end_lp[0])] + token_lp, dim=-1), dim=-1)
         seg = prefix + torch.stack(end_lp, dim=-1)                         # (B, S, T+1, L+1)
@@ -113,14 +153,14 @@ class SegmentDecoder(nn.Module):
         return seg.masked_fill(beyond[:, None], float("-inf"))
 
     @torch.no_grad()
-    def greedy(self, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int) -> list[list[list[int]]]:
+    def greedy(self, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int) -> list[list[tuple[int, ...]]]:
         """Greedy decoding (Sec. 3): at each source position, the most likely token until `$` or
         max_seg tokens, whichever comes first. h: (B, S, d_source). Returns each sentence's
         segments (one per real source position, possibly empty); the translation is their concatenation."""
         B, S, _ = h.shape
         segments = [[] for _ in range(B)]
         for t in range(S):
-            state = self.start_state(h[:, t])                              # (B, d)
+            state = self.start_state(h[:, t])                              # (B, layers, d)
             inputs = torch.full((B,), self.end_index, dtype=torch.long, device=h.device)
             open_ = torch.ones(B, dtype=torch.bool, device=h.device)
             emitted = []
@@ -134,27 +174,146 @@ class SegmentDecoder(nn.Module):
             rows = torch.stack(emitted, 1).tolist()                        # (B, <= L), -1 after `$`
             for b in range(B):
                 if t < src_lengths[b]:
-                    segments[b].append([v for v in rows[b] if v >= 0])
+                    segments[b].append(tuple(v for v in rows[b] if v >= 0))
         return segments
 
+    @torch.no_grad()
+    def top_segments(self, h_t: torch.Tensor, k: int, max_seg: int,
+                     banned: tuple[int, ...] = ()) -> list[list[tuple[tuple[int, ...], float]]]:
+        """The k most likely segments (tokens, log p(tokens $ | h_t)) that each sentence's source state
+        h_t (B, d_source) emits, by beam search over the segment GRU; the empty segment competes too.
+        `banned` tokens (padding, BOS) are never emitted."""
+        B = h_t.size(0)
+        state = self.start_state(h_t)[:, None]                             # (B, 1, layers, d)
+        inputs = torch.full((B, 1), self.end_index, dtype=torch.long, device=h_t.device)
+        scores = torch.zeros(B, 1, device=h_t.device)
+        prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(B)]
+        finished: list[list[tuple[tuple[int, ...], float]]] = [[] for _ in range(B)]
+        for m in range(max_seg + 1):
+            state, logp = self.step(inputs, state)                         # logp (B, n, V)
+            for b, ends in enumerate((scores + logp[..., self.end_index]).tolist()):
+                finished[b].extend(zip(prefixes[b], ends))
+            if m == max_seg:                                               # `$` is forced after L tokens
+                break
+            excluded = {self.end_index, *banned}
+            logp[..., list(excluded)] = float("-inf")
+            n, vocab = logp.shape[1:]
+            allowed = n * (vocab - len(excluded))                          # never pick an excluded token
+            scores, index = (scores[..., None] + logp).view(B, -1).topk(min(k, allowed), dim=1)
+            rows, inputs = index // vocab, index % vocab                   # (B, k'): prefix, next token
+            state = state.gather(1, rows[..., None, None].expand(-1, -1, self.layers, self.d))
+            prefixes = [[prefixes[b][r] + (tok,) for r, tok in zip(rb, tb)]
+                        for b, (rb, tb) in enumerate(zip(rows.tolist(), inputs.tolist()))]
+        return [sorted(f, key=lambda item: -item[1])[:k] for f in finished]
 
-class SoftReordering(nn.Module):
-    """Soft local reordering (Sec. 2.2): h_t = tanh(sum_{i=1..tau} sigmoid(w_i^T [e_{t-tau+1}; ...; e_t])
-    e_{t-tau+i}). The window ends at t, as the paper's equation says (the authors' code centres a window
-    of 7 instead); positions before the sentence start are zero vectors. Gates are not normalised, so
-    the layer can pick one element of the window or shut all of them off. w_i has no bias, as in the
-    equation."""
 
-    def __init__(self, d: int, window: int):
+class Hypothesis(NamedTuple):
+    """A beam entry for one output string: log p(string | x) summed over the segmentations merged into
+    it, its LM log10 probability, and its most likely segmentation (non-empty segments) with that
+    segmentation's log-probability."""
+    logp: float = 0.0
+    lm_logp: float = 0.0
+    best: float = 0.0
+    segments: tuple = ()
+
+
+def extend(hyps: dict, segments: list, lm_score=None) -> dict:
+    """Every hypothesis (string -> Hypothesis) extended by every candidate segment (tokens, log p) of the
+    next source position; equal strings reached by different segmentations merge: their probabilities
+    add up and the more likely segmentation is kept. `lm_score(tokens, segment)` gives the LM's log10 p
+    of the segment after the string."""
+    merged: dict = {}
+    for tokens, hyp in hyps.items():
+        for seg, seg_logp in segments:
+            new = tokens + seg
+            lm_logp = hyp.lm_logp + (lm_score(tokens, seg) if lm_score else 0.0)
+            path = Hypothesis(hyp.logp + seg_logp, lm_logp, hyp.best + seg_logp,
+                              hyp.segments + (seg,) if seg else hyp.segments)
+            old = merged.get(new)
+            if old is not None:
+                total = max(old.logp, path.logp) + math.log1p(math.exp(-abs(old.logp - path.logp)))
+                path = (old if old.best >= path.best else path)._replace(logp=total)
+            merged[new] = path
+    return merged
+
+
+@dataclass(frozen=True)
+class NpmtConfig(RnnConfig):
+    """RnnConfig's sizes (paper C: 256 units, 2 BiGRU layers, a 2-layer segment GRU, dropout 0.35)
+    with the paper's reordering window (6; 0 is "NPMT without the reordering layer") and the
+    maximum segment length L (6)."""
+    reorder_window: int = 6
+    max_segment: int = 6
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_segment < 1:
+            raise ValueError(f"max_segment must be at least 1 token, not {self.max_segment}")
+
+
+@register("npmt")
+class NPMT(nn.Module):
+    """Source encoder (+ reordering) and SWAN. `infeasible_pairs` counts the training pairs seen with
+    |y| > |x| * L: they have no segmentation, so they add nothing to the loss (see `swan_loss`)."""
+    config_class = NpmtConfig
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, config: NpmtConfig):
         super().__init__()
-        self.window = window
-        self.gates = nn.Linear(window * d, window, bias=False)            # row i is w_i
+        self.config, self.pad, d = config, Vocab.pad, config.d_model
+        self.encoder = SourceEncoder(src_vocab, self.pad, config)
+        self.decoder = SegmentDecoder(2 * d, d, tgt_vocab, Vocab.eos, config.decoder_layers, config.dropout)
+        self.infeasible_pairs = 0
 
-    def forward(self, e: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """e: (B, S, d), mask: (B, S) True at real tokens -> (B, S, d), zero at pads."""
-        e = e * mask[..., None]
-        padded = F.pad(e, (0, 0, self.window - 1, 0))                      # tau-1 zeros before position 0
-        windows = padded.unfold(1, self.window, 1).transpose(-1, -2)       # (B, S, tau, d): e_{t-tau+1..t}
-        gates = torch.sigmoid(self.gates(windows.flatten(-2)))             # (B, S, tau)
-        h = torch.tanh((gates[..., None] * windows).sum(-2))
-        return h * mask[..., None]
+    def encode(self, src: torch.Tensor) -> dict:
+        pad = src.eq(self.pad)
+        return {"out": self.encoder(src, pad), "pad": pad}                # (B, S, 2d)
+
+    def sequence_loss(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor, epsilon: float):
+        """(summed -log p(y|x), the same) over a batch; `target` (B, T) ends in EOS, which SWAN does not
+        emit. Label smoothing (`epsilon`) has no place in a sum over segmentations and is not applied."""
+        enc = self.encode(**net_input)
+        tgt_lengths = target.ne(self.pad).sum(1) - 1
+        y = target.masked_fill(target.eq(Vocab.eos), self.pad)
+        seg = self.decoder.segment_logprobs(enc["out"], y, tgt_lengths, self.config.max_segment)
+        log_lik, feasible = swan_log_likelihood(seg.float(), (~enc["pad"]).sum(1), tgt_lengths,
+                                                self.config.max_segment)
+        self.infeasible_pairs += int((~feasible).sum())
+        nll = swan_loss(log_lik, feasible)
+        return nll, nll
+
+    @torch.no_grad()
+    def translate_segments(self, src: torch.Tensor, beam: int = 1, word_bonus: float = 0.0, lm=None,
+                           lm_weight: float = 0.0) -> list[list[tuple[int, ...]]]:
+        """Each sentence's best output as its non-empty segments of token ids.
+
+        beam 1 is the paper's greedy decoding. Beam search keeps `beam` hypotheses after each source
+        position, extending each by the `beam` most likely segments of that position (segments do not
+        depend on the hypothesis, so they are searched once per position); hypotheses with equal
+        strings from different segmentations are merged, their probabilities summed, and keep the more
+        likely segmentation. They rank by Q(y) = log p(y|x) + word_bonus * |y| + lm_weight * log10 p_lm(y)
+        (Sec. 3; `lm` is a `KneserNeyLM` over target ids, its sentence end scored after the last position).
+        """
+        enc = self.encode(src)
+        h, lengths, L = enc["out"], (~enc["pad"]).sum(1).tolist(), self.config.max_segment
+        if beam == 1:
+            return [[s for s in segs if s] for segs in self.decoder.greedy(h, torch.tensor(lengths), L)]
+        lm_score = None
+        if lm is not None:
+            def lm_score(tokens, seg):                                     # the LM reads the last n-1 words
+                return lm.log10_prob_of(seg, ((lm.bos,) * (lm.order - 1) + tokens)[1 - lm.order:])
+        hyps: list[dict] = [{(): Hypothesis()} for _ in lengths]
+
+        def rank(item):
+            tokens, hyp = item
+            return hyp.logp + word_bonus * len(tokens) + lm_weight * hyp.lm_logp
+
+        for t in range(h.size(1)):
+            candidates = self.decoder.top_segments(h[:, t], beam, L, banned=(self.pad, Vocab.bos))
+            for b, n in enumerate(lengths):
+                if t < n:
+                    hyps[b] = dict(sorted(extend(hyps[b], candidates[b], lm_score).items(), key=rank,
+                                          reverse=True)[:beam])
+        if lm is not None:                                                 # the sentence end, once
+            hyps = [{tokens: hyp._replace(lm_logp=hyp.lm_logp + lm_score(tokens, (Vocab.eos,)))
+                     for tokens, hyp in sentence.items()} for sentence in hyps]
+        return [list(max(sentence.items(), key=rank)[1].segments) for sentence in hyps]

@@ -1,5 +1,6 @@
 """Label-smoothed cross-entropy (Szegedy et al. 2016), computed at real target positions only, plus
-the disagreement term of models that ask for it (paper D's DisReg baseline).
+the disagreement term of models that ask for it (paper D's DisReg baseline); or a family's own
+sequence loss (paper C's NPMT).
 
 Only non-pad positions are projected to the vocabulary: the output layer and softmax are most of a
 small model's step, and padding is often a fifth of a batch.
@@ -42,7 +43,12 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float):
 
     With `disagreement` lambda > 0 (DisReg) the loss also gets lambda times the heads' agreement,
     `output_agreement` averaged over the encoder's self-attention layers: J = L - lambda * D_output
-    per sentence, Li et al.'s objective, with L the sentence's summed token loss as here."""
+    per sentence, Li et al.'s objective, with L the sentence's summed token loss as here.
+
+    A family whose likelihood is not a product over target tokens (NPMT sums over segmentations)
+    computes its own (loss, NLL) as `sequence_loss`, with the same arguments."""
+    if hasattr(model, "sequence_loss"):
+        return model.sequence_loss(net_input, prev, target, epsilon)
     weight = getattr(model.config, "disagreement", 0.0)
     with recording_heads(encoder_attentions(model) if weight else []) as recorded:
         enc = model.encode(**net_input)

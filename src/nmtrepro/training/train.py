@@ -442,9 +442,12 @@ class Trainer:
             left = min(left, 60 * s.max_minutes - self.wall)
         self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
                            "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
+        # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
+        skipped = getattr(self.model, "infeasible_pairs", 0)
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left", self.step, s.max_updates, self.epoch + 1, loss, nll,
-                 perplexity(nll), lr, speed, self.wall, left)
+                 "%.0f s trained, ~%.0f s left%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 perplexity(nll), lr, speed, self.wall, left,
+                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "")
 
     def write_outputs(self, model_path: str | Path, curve_path: str | Path) -> None:
         checkpoint.save({"model_spec": self.spec, "model": self.model.state_dict(), "step": self.step,
