@@ -145,3 +145,28 @@ def test_a_fetched_dataset_folder_is_readable_as_the_umask_allows(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~umask
+
+
+def test_word_level_lowercased_preparation_maps_rare_words_to_unk(tmp_path):
+    """Paper C: no BPE (0 merges), lowercased, words seen fewer than min_count times -> <unk>; the test
+    split is lowercased the same way, references included."""
+    data = tmp_path / "fetched"
+    write_lines(data / "train.src", ["Der Hund läuft .", "Der Hund schläft .", "Ein Unikat ."])
+    write_lines(data / "train.tgt", ["The dog runs .", "The dog sleeps .", "A Unique ."])
+    write_lines(data / "valid.src", ["Der Hund ."])
+    write_lines(data / "valid.tgt", ["The dog ."])
+    stats = prepare.prepare(data, tmp_path / "prep", "de", "en", bpe_merges=0, max_len=50, max_ratio=3.0,
+                            lowercase=True, min_count=2)
+    assert stats["lowercase"] and stats["min_count"] == 2
+    tgt_vocab = Vocab.load(tmp_path / "prep/dict.tgt.txt")
+    assert {"the", "dog", "."} <= set(tgt_vocab.symbols) and "unique" not in tgt_vocab.symbols
+    third = IndexedData(tmp_path / "prep/train.tgt.bin")[2].tolist()
+    assert tgt_vocab.decode(third) == "<unk> <unk> ."
+    assert read_lines(tmp_path / "prep/train.src.bpe")[0] == "der hund läuft ."      # whole words, no "@@"
+    assert BPE(tmp_path / "prep/bpe.codes")(["unzerlegbare Wörter"]) == ["unzerlegbare Wörter"]
+    write_lines(data / "test.src", ["Der Hund läuft ."])
+    write_lines(data / "test.tgt", ["The Dog runs."])
+    prepare.run_prepare_test(Namespace(prepared=str(tmp_path / "prep"), data_dir=str(data), split="test",
+                                       src_lang="de", tgt_lang="en", out_prefix=str(tmp_path / "t")))
+    assert read_lines(tmp_path / "t.src.bpe") == ["der hund läuft ."]
+    assert read_lines(tmp_path / "t.ref") == ["the dog runs."] and read_lines(tmp_path / "t.ref.tok") == ["the dog runs ."]

@@ -67,8 +67,10 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
     assert resolved["big_en_de"].train["max_updates"] == 300_000 and resolved["big_en_de"].average["last"] == 20
     assert resolved["base_en_de"].train["max_updates"] == 100_000 and resolved["base_en_de"].average["last"] == 5
     assert resolved["big_en_de"].model["dropout"] == 0.3 and resolved["big_en_fr"].model["dropout"] == 0.1
-    assert all(e.model["pre_norm"] is False for e in resolved.values())  # post-norm, as paper A trains
-    for e in resolved.values():  # Vaswani et al.'s peak, d^-0.5 * warmup^-0.5, with paper A's 8k warmup
+    transformers = [e for e in resolved.values() if e.model["family"] not in ("gru_attention", "npmt")]
+    assert all(e.model["pre_norm"] is False for e in transformers)  # post-norm, as paper A trains
+    assert resolved["npmt_greedy_de_en"].train["lr"] == 0.001      # paper C's GRU models: Adam at 0.001
+    for e in transformers:  # Vaswani et al.'s peak, d^-0.5 * warmup^-0.5, with paper A's 8k warmup
         assert e.train["warmup"] == 8000
         assert e.train["lr"] == pytest.approx(e.model["d_model"] ** -0.5 * 8000 ** -0.5, rel=1e-3)
     config["analyses"]["A_table2_cost"]["paper_size"]["scale"] = "papr"
@@ -443,6 +445,12 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "**" in (results / "report/D_figure6.md").read_text()                     # matched n-grams in bold
     assert (results / "report/D_claims.md").read_text().count(" | tokenized BLEU |") == 18
     assert (results / "train/rel_pe_en_de/averaged.pt").is_symlink() or not (results / "train/rel_pe_en_de").exists()
+    paper_c = (results / "report/C_table1.md").read_text()                     # paper C: NPMT and its baselines
+    assert "| npmt_lm_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
+    assert "average segment length" in (results / "report/C_table2.md").read_text()
+    assert (results / "evaluate/ll_beam_de_en/test_2016_flickr.decode.json").exists()        # decoded on its own
+    assert (results / "train/ll_beam_de_en/averaged.pt").is_symlink()                        # ... from one training
+    assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]

@@ -31,6 +31,7 @@ COMMANDS = {
     "plot-buckets": ("nmtrepro.analyses.buckets", "figure and table of BLEU per length bucket"),
     "plot-ngrams": ("nmtrepro.analyses.ngrams", "figure and table of n-gram precision gaps vs baselines"),
     "examples": ("nmtrepro.analyses.examples", "translations of systems and baselines picked by rule, reference n-grams in bold"),
+    "segments": ("nmtrepro.analyses.segments", "average segment length and segmented example outputs of segment models (NPMT)"),
     "speed": ("nmtrepro.analyses.speed", "parameter count, training and decoding speed of one experiment"),
     "speed-table": ("nmtrepro.analyses.speed", "table of size and speed relative to baselines"),
     "head-similarity": ("nmtrepro.analyses.heads", "cosine similarity between encoder self-attention heads"),

@@ -27,6 +27,9 @@ ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
 # them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
+# Decoding options a scale or experiment may leave out (the segment-model ones are off).
+DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
+                   "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Experiment:
     model: dict             # model spec: family + options, sizes resolved for the scale
     train: dict             # training settings at the scale, with the model size's regime
     average: dict           # checkpoint averaging, likewise
+    decode: dict            # decoding at the scale, with the experiment's own options over it
     init: str | None = None  # the experiment whose averaged model this one warm-starts from
     same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
 
@@ -196,7 +200,8 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                tgt_lang=dataset["tgt"], test=task["test"], variant=exp["model"],
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
                                train={**scale["train"], **regime.get("train", {})},
-                               average={**scale["average"], **regime.get("average", {})})
+                               average={**scale["average"], **regime.get("average", {})},
+                               decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})})
         _enough_checkpoints(config, name, out[name])
     _warm_starts(config, out)
     _shared_trainings(out)
@@ -294,7 +299,8 @@ def _shared_trainings(out: dict[str, Experiment]) -> None:
     """Mark each experiment whose training is that of an earlier one (same data, resolved model, regime
     and start) `same_as` it: the workflow trains it once and links the result. Two papers' baselines on
     one embedded dataset (paper B's WMT17 Zh-En and paper D's NIST Zh-En are both Tatoeba at tiny), or a
-    heads sweep that meets a table's model at one scale, then cost one training, not two."""
+    heads sweep that meets a table's model at one scale, then cost one training, not two. Decoding is
+    not part of the key: paper C's greedy and beam rows are one model decoded twice."""
     first = {}
     for name in sorted(out, key=lambda n: out[n].init is not None):  # starts before what starts from them
         e = out[name]

@@ -92,14 +92,12 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     jobs = {}
     for name in sorted(pending):
         size = config["models"][resolved[name].variant].get("size")
-        if size not in rates:
-            raise InputError(f"no throughput for model size {size!r} (experiment {name}); "
-                             f"known: {', '.join(sorted(rates))}")
         params = spec_parameter_counts({**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab})["total"]
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
         jobs[name] = {
             "size": size, "parameters": params,
-            "gpu_hours": train["max_updates"] * update_tokens(train) / rates[size] / 3600,
+            # None: no throughput is known for the size (paper C's GRU models): shown as unknown
+            "gpu_hours": train["max_updates"] * update_tokens(train) / rates[size] / 3600 if size in rates else None,
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
@@ -111,13 +109,15 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
         tables[table] = {
             "training_jobs": len(names), "experiments": names,
-            "gpu_hours": sum(jobs[n]["gpu_hours"] for n in names),
+            "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
+            "jobs_of_unknown_speed": sorted(n for n in names if jobs[n]["gpu_hours"] is None),
             "checkpoint_bytes": sum(jobs[n]["disk_bytes"] for n in names),
             "download_bytes": sum(download_bytes.get(r) or 0 for r in needed),
             "downloads_of_unknown_size": sorted(r for r in needed if not download_bytes.get(r)),
         }
     return {"scale": config["scale"], "jobs": jobs, "tables": tables,
-            "total": {"training_jobs": len(jobs), "gpu_hours": sum(j["gpu_hours"] for j in jobs.values()),
+            "total": {"training_jobs": len(jobs), "gpu_hours": sum(j["gpu_hours"] or 0 for j in jobs.values()),
+                      "jobs_of_unknown_speed": sorted(n for n, j in jobs.items() if j["gpu_hours"] is None),
                       "checkpoint_bytes": sum(j["disk_bytes"] for j in jobs.values()),
                       "download_bytes": sum(b or 0 for b in download_bytes.values())}}
 
@@ -130,12 +130,16 @@ def render(result: dict, source: str) -> str:
     for name, row in rows:
         lines.append(f"{name:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
                      f"{row['checkpoint_bytes'] / gb:>15.1f} {row['download_bytes'] / gb:>13.1f}")
+        if row.get("jobs_of_unknown_speed"):
+            lines.append(f"{'':<24} (plus {len(row['jobs_of_unknown_speed'])} job(s) of a size with no throughput "
+                         f"figure, not counted: {', '.join(row['jobs_of_unknown_speed'])})")
         if row.get("downloads_of_unknown_size"):
             lines.append(f"{'':<24} (plus downloads of unknown size: {', '.join(row['downloads_of_unknown_size'])})")
     lines += ["", "Per training job:"]
     for name, job in result["jobs"].items():
+        hours = "GPU-hours unknown" if job["gpu_hours"] is None else f"{job['gpu_hours']:.1f} GPU-hours"
         lines.append(f"  {name}: {job['size']}, {job['parameters'] / 1e6:.0f}M parameters, "
-                     f"{job['gpu_hours']:.1f} GPU-hours, {job['disk_bytes'] / gb:.1f} GB of checkpoints")
+                     f"{hours}, {job['disk_bytes'] / gb:.1f} GB of checkpoints")
     lines.append("Downloads count archives only; extraction and prepared data need more.")
     return "\n".join(lines)
 

@@ -45,6 +45,16 @@ def system_args(render):
     return args
 
 
+def one_test_input(wildcards, kind):
+    """The test file (`src.bpe`, `ref.tok`) that every system and baseline of the analysis translated."""
+    systems = ANALYSES[wildcards.analysis]["systems"]
+    paths = {test_input(e, kind) for s in systems for e in (s["experiment"], baseline_of(s))}
+    if len(paths) != 1:
+        raise WorkflowError(f"analyses.{wildcards.analysis}: its systems translate different test sets "
+                            f"({', '.join(sorted(paths))}); its table needs one")
+    return paths.pop()
+
+
 def report_outputs(category, caption, extensions):
     """The report files of an analysis: a figure's PNG and a table's HTML go into the Snakemake report."""
     labels = {"analysis": "{analysis}"}

@@ -23,6 +23,8 @@ SCALE = config["scales"][config["scale"]]
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (train.smk, evaluate.smk).
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
+# ... and of those, the ones that also decode as it (paper C decodes one model greedily and by beam).
+SHARED_DECODES = [name for name, source in SHARED.items() if EXPERIMENTS[name].decode == EXPERIMENTS[source].decode]
 TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`)
 PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
@@ -52,6 +54,12 @@ def link_commands(wildcards, input, output):
     is newer than its target (a hard link would share the target's time, older than its other inputs)."""
     return " && ".join(f"ln -sfn {shlex.quote(os.path.relpath(input[key], os.path.dirname(output[key])))} "
                        f"{shlex.quote(output[key])}" for key in output.keys())
+
+
+def prepare_options(wildcards):
+    """The scale's preparation with the dataset's own options over it (paper C: word level, lowercased)."""
+    return {"lowercase": False, "min_count": 1, **SCALE["prepare"],
+            **config["datasets"][wildcards.dataset].get("prepare", {})}
 
 
 def prepared(wildcards):

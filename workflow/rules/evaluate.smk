@@ -12,7 +12,7 @@ rule decode:
     params:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         tgt=lambda w: exp(w).tgt_lang,
-        opts=SCALE["decode"],
+        opts=lambda w: exp(w).decode,
         annotations=annotation_args,
     threads: SCALE["train"].get("threads") or 1
     priority: 10
@@ -22,12 +22,13 @@ rule decode:
         "nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
         "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
-        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} --threads {threads} "
-        "--out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
+        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} "
+        "--word-bonus {params.opts[word_bonus]} --lm-order {params.opts[lm_order]} --lm-weight {params.opts[lm_weight]} "
+        "{params.annotations} --threads {threads} --out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
 
 
-# An experiment that trains as another (`same_as`, train.smk) also decodes as it: the same model on the
-# same split gives the same output, so its files are linked.
+# An experiment that trains as another (`same_as`, train.smk) and decodes with the same options gives
+# the same output on the same split, so its files are linked.
 ruleorder: shared_decode > decode
 
 
@@ -41,7 +42,7 @@ rule shared_decode:
         tok="results/evaluate/{experiment}/{split}.hyp.tok",
         stats="results/evaluate/{experiment}/{split}.decode.json",
     wildcard_constraints:
-        experiment="|".join(SHARED) or "^$",
+        experiment="|".join(SHARED_DECODES) or "^$",
     params:
         links=link_commands,
     shell:

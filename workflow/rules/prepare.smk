@@ -10,19 +10,22 @@ rule prepare:
         out_dir=subpath(output[0], parent=True),
         src=lambda w: config["datasets"][w.dataset]["src"],
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
-        opts=SCALE["prepare"],
+        opts=prepare_options,
+        lowercase=lambda w: "--lowercase" if prepare_options(w)["lowercase"] else "",
     priority: 1
     message:
-        "Tokenizing, learning joint BPE and binarizing {wildcards.dataset}"
+        "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset}"
     shell:
         "nmtrepro prepare --data-dir {params.data_dir} --out-dir {params.out_dir} "
         "--src-lang {params.src} --tgt-lang {params.tgt} --bpe-merges {params.opts[bpe_merges]} "
-        "--max-len {params.opts[max_len]} --max-ratio {params.opts[max_ratio]} 2> {log}"
+        "--max-len {params.opts[max_len]} --max-ratio {params.opts[max_ratio]} --min-count {params.opts[min_count]} "
+        "{params.lowercase} 2> {log}"
 
 
 rule prepare_test:
     input:
         codes="results/prepare/{dataset}/bpe.codes",
+        stats="results/prepare/{dataset}/stats.json",
         manifest="results/data/{dataset}/manifest.json",
     output:
         src_bpe="results/prepare/{dataset}/test/{split}.src.bpe",

@@ -85,21 +85,35 @@ def detokenize(lines: Iterable[str], lang: str) -> list[str]:
     return [_CJK_SPACES.sub("", line) for line in out] if lang == "zh" else out
 
 
+# The codes file of word-level data: subword-nmt's header with no merge after it.
+WORD_LEVEL_CODES = "#version: 0.2 (word level: no merges)\n"
+
+
 def learn_bpe(src: Iterable[str], tgt: Iterable[str], merges: int, codes_path: str | Path) -> None:
-    """Learn joint BPE codes on both tokenized sides together (Sennrich et al. 2016)."""
-    text = io.StringIO("\n".join(list(src) + list(tgt)) + "\n")
+    """Learn joint BPE codes on both tokenized sides together (Sennrich et al. 2016); 0 merges writes
+    codes that `BPE` applies as the identity (word-level data, paper C)."""
     with atomic_open(codes_path) as out:
-        _learn_bpe(text, out, merges)
+        if merges == 0:
+            out.write(WORD_LEVEL_CODES)
+            return
+        _learn_bpe(io.StringIO("\n".join(list(src) + list(tgt)) + "\n"), out, merges)
 
 
 class BPE:
-    """Apply learned codes to tokenized text, marking word-internal splits with '@@'."""
+    """Apply learned codes to tokenized text, marking word-internal splits with '@@'; word-level codes
+    (`learn_bpe` with 0 merges) leave the words whole (subword-nmt would split them into characters)."""
 
     def __init__(self, codes_path: str | Path):
-        with open(require_file(codes_path), encoding="utf-8") as codes:
+        path = require_file(codes_path)
+        if path.read_text(encoding="utf-8") == WORD_LEVEL_CODES:
+            self._bpe = None
+            return
+        with open(path, encoding="utf-8") as codes:
             self._bpe = _SubwordBPE(codes, separator=BPE_SEPARATOR)
 
     def __call__(self, lines: Iterable[str]) -> list[str]:
+        if self._bpe is None:
+            return [" ".join(line.split()) for line in lines]
         return [self._bpe.process_line(line) for line in lines]
 
 

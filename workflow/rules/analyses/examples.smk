@@ -4,21 +4,11 @@
 ANALYSIS_OUTPUTS["examples"] = TABLE
 
 
-def examples_test_input(wildcards, kind):
-    """The test file (`src.bpe`, `ref.tok`) that every system and baseline of the analysis translated."""
-    systems = ANALYSES[wildcards.analysis]["systems"]
-    paths = {test_input(e, kind) for s in systems for e in (s["experiment"], baseline_of(s))}
-    if len(paths) != 1:
-        raise WorkflowError(f"analyses.{wildcards.analysis}: its systems translate different test sets "
-                            f"({', '.join(sorted(paths))}); examples need one")
-    return paths.pop()
-
-
 rule examples:
     input:
         unpack(system_inputs(lambda a, s: [evaluated(e, "hyp.tok") for e in (s["experiment"], baseline_of(s))])),
-        src=lambda w: examples_test_input(w, "src.bpe"),
-        ref_tok=lambda w: examples_test_input(w, "ref.tok"),
+        src=lambda w: one_test_input(w, "src.bpe"),
+        ref_tok=lambda w: one_test_input(w, "ref.tok"),
     output:
         **report_outputs("Translation examples", "../../report/examples.rst", ANALYSIS_OUTPUTS["examples"]),
     log:

@@ -1,0 +1,74 @@
+"""`nmtrepro segments`: paper C's phrase analysis of segment models (NPMT): each system's average
+segment length (its footnote 4: output tokens, `$` excluded, over the non-empty segments) and segmented
+example outputs beside source and reference (its Table 2, segments split by " • ").
+
+The paper shows "randomly sampled examples"; here the sample is drawn with a fixed seed from the test
+sentences whose source has at most `max_len` tokens, the same lines for every system, so the table
+can be rebuilt and compared across systems.
+"""
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+
+from ..core.files import InputError, read_json, read_lines
+from ..core.text import strip_bpe
+from ..reporting.render import write_table
+
+COLUMNS = ["system", "line", "", "text"]
+
+
+def sample_lines(src_lengths: list[int], count: int, max_len: int, seed: int) -> list[int]:
+    """`count` line indices drawn with `seed` among sentences of at most `max_len` source tokens, in order."""
+    short = [i for i, length in enumerate(src_lengths) if length <= max_len]
+    return sorted(random.Random(seed).sample(short, min(count, len(short))))
+
+
+def segments_table(src: list[str], refs: list[str], systems: dict[str, dict], count: int, max_len: int,
+                   seed: int) -> pd.DataFrame:
+    """Per system (label -> its decode stats, which hold `segmented` lines and `avg_segment_length`):
+    one row with the average segment length, then each sampled line's source, reference and output."""
+    rows = []
+    lines = sample_lines([len(line.split()) for line in src], count, max_len, seed)
+    for label, stats in systems.items():
+        if "segmented" not in stats:
+            raise InputError(f"segments: {label}'s decoding kept no segments (not a segment model, e.g. NPMT)")
+        if not (len(src) == len(refs) == len(stats["segmented"])):
+            raise InputError(f"segments of {label} need aligned inputs: {len(src)} source, {len(refs)} reference "
+                             f"and {len(stats['segmented'])} output lines")
+        length = stats["avg_segment_length"]
+        rows.append([label, "", "average segment length", "n/a" if length is None else f"{length:.2f}"])
+        for i in lines:
+            rows += [["", str(i + 1), "Source", src[i]], ["", "", "Reference", refs[i]],
+                     ["", "", "Output", stats["segmented"][i]]]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def add_arguments_segments(parser) -> None:
+    parser.add_argument("--src-bpe", required=True, help="the (BPE'd) tokenized source the models translated")
+    parser.add_argument("--ref-tok", required=True, help="tokenized reference")
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=DECODE_JSON",
+                        help="a segment model's decode stats (`nmtrepro decode --stats`; repeat)")
+    parser.add_argument("--count", type=int, default=3, help="sampled example lines")
+    parser.add_argument("--max-len", type=int, default=40, help="longest source (tokens) an example may have")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the sample")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--note", default="", help="line under the table, before the sampling rule")
+    for name in ("md", "html", "tex"):
+        parser.add_argument(f"--out-{name}", required=True)
+
+
+def run_segments(args) -> None:
+    src = [strip_bpe(line) for line in read_lines(args.src_bpe)]
+    systems = {}
+    for item in args.system:
+        label, sep, path = item.rpartition("=")
+        if not sep or not label:
+            raise InputError(f"--system {item!r}: expected LABEL=DECODE_JSON")
+        systems[label] = read_json(path)
+    table = segments_table(src, read_lines(args.ref_tok), systems, args.count, args.max_len, args.seed)
+    rule = (f"Average segment length: output tokens over non-empty segments (paper C, footnote 4). Examples: "
+            f"{args.count} line(s) drawn with seed {args.seed} among the test sentences whose source has at most "
+            f"{args.max_len} tokens, the same for every system; \" • \" separates segments.")
+    write_table(table, args.title, " ".join(filter(None, [args.note, rule])), args.out_md, args.out_html, args.out_tex)
