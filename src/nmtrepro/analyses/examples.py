@@ -104,17 +104,23 @@ def picking_note(count: int, max_len: int, metric: BLEU) -> str:
             f"hypothesis n-grams.")
 
 
-def add_arguments_examples(parser) -> None:
+def add_example_table_arguments(parser) -> None:
+    """The flags of a table of example lines (this command's and `segments`'s): the test source and
+    reference, how many lines and how short, title, note and the three table files."""
     parser.add_argument("--src-bpe", required=True, help="the BPE'd tokenized source the models translated")
     parser.add_argument("--ref-tok", required=True, help="Moses-tokenized reference")
-    parser.add_argument("--system", action="append", required=True, metavar="LABEL=HYP_TOK=BASELINE_HYP_TOK",
-                        help="a system's and its baseline's Moses-tokenized hypotheses (repeat)")
     parser.add_argument("--count", type=int, default=3, help="examples per system")
     parser.add_argument("--max-len", type=int, default=40, help="longest source (tokens) an example may have")
     parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="", help="line under the table, before the picking rule")
+    parser.add_argument("--note", default="", help="line under the table, before the rule that picked the lines")
     for name in ("md", "html", "tex"):
         parser.add_argument(f"--out-{name}", required=True)
+
+
+def add_arguments_examples(parser) -> None:
+    add_example_table_arguments(parser)
+    parser.add_argument("--system", action="append", required=True, metavar="LABEL=HYP_TOK=BASELINE_HYP_TOK",
+                        help="a system's and its baseline's Moses-tokenized hypotheses (repeat)")
 
 
 def run_examples(args) -> None:

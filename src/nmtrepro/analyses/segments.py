@@ -15,6 +15,7 @@ import pandas as pd
 from ..core.files import InputError, read_json, read_lines
 from ..core.text import strip_bpe
 from ..reporting.render import write_table
+from .examples import add_example_table_arguments
 
 COLUMNS = ["system", "line", "", "text"]
 
@@ -46,17 +47,10 @@ def segments_table(src: list[str], refs: list[str], systems: dict[str, dict], co
 
 
 def add_arguments_segments(parser) -> None:
-    parser.add_argument("--src-bpe", required=True, help="the (BPE'd) tokenized source the models translated")
-    parser.add_argument("--ref-tok", required=True, help="tokenized reference")
+    add_example_table_arguments(parser)
     parser.add_argument("--system", action="append", required=True, metavar="LABEL=DECODE_JSON",
                         help="a segment model's decode stats (`nmtrepro decode --stats`; repeat)")
-    parser.add_argument("--count", type=int, default=3, help="sampled example lines")
-    parser.add_argument("--max-len", type=int, default=40, help="longest source (tokens) an example may have")
     parser.add_argument("--seed", type=int, default=1, help="seed of the sample")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="", help="line under the table, before the sampling rule")
-    for name in ("md", "html", "tex"):
-        parser.add_argument(f"--out-{name}", required=True)
 
 
 def run_segments(args) -> None:
