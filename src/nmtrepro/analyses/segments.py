@@ -15,6 +15,7 @@ import pandas as pd
 from ..core.files import InputError, read_json, read_lines
 from ..core.text import strip_bpe
 from ..reporting.render import write_table
+from ..reporting.report import parse_pairs
 from .examples import add_example_table_arguments
 
 COLUMNS = ["system", "line", "", "text"]
@@ -55,12 +56,7 @@ def add_arguments_segments(parser) -> None:
 
 def run_segments(args) -> None:
     src = [strip_bpe(line) for line in read_lines(args.src_bpe)]
-    systems = {}
-    for item in args.system:
-        label, sep, path = item.rpartition("=")
-        if not sep or not label:
-            raise InputError(f"--system {item!r}: expected LABEL=DECODE_JSON")
-        systems[label] = read_json(path)
+    systems = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     table = segments_table(src, read_lines(args.ref_tok), systems, args.count, args.max_len, args.seed)
     rule = (f"Average segment length: output tokens over non-empty segments (paper C, footnote 4). Examples: "
             f"{args.count} line(s) drawn with seed {args.seed} among the test sentences whose source has at most "

@@ -98,8 +98,7 @@ def search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_len_a
     SWAN's segments for a segment model (which takes beam, word_bonus and the LM; lenpen and the
     length limits are the token search's)."""
     if hasattr(model, "translate_segments"):
-        return [[list(seg) for seg in segs]
-                for segs in model.translate_segments(net_input["src"], beam, word_bonus, lm, lm_weight)]
+        return model.translate_segments(net_input["src"], beam, word_bonus, lm, lm_weight)
     return [[hyp] for hyp in beam_search(model, net_input, beam, lenpen, max_len_a, max_len_b, use_cache)]
 
 

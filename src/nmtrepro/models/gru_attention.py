@@ -16,7 +16,7 @@ from torch import nn
 
 from ..core.vocab import Vocab
 from . import register
-from .layers import masked_mean
+from .layers import masked_mean, reorder_cache, reorder_encoder
 from .rnn_encoder import RnnConfig, SourceEncoder
 
 
@@ -60,10 +60,5 @@ class AttentionGRU(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.out(hidden)
 
-    @staticmethod
-    def reorder_encoder(enc: dict, order: torch.Tensor) -> dict:
-        return {k: v.index_select(0, order) for k, v in enc.items()}
-
-    @staticmethod
-    def reorder_cache(cache: dict, order: torch.Tensor) -> None:
-        cache["state"] = cache["state"].index_select(0, order)
+    reorder_encoder = staticmethod(reorder_encoder)
+    reorder_cache = staticmethod(reorder_cache)                          # the cached state is batch first

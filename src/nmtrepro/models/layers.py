@@ -279,6 +279,11 @@ def xavier_init(module: nn.Module) -> None:
                 nn.init.zeros_(m.bias)
 
 
+def reorder_encoder(enc: dict, order: torch.Tensor) -> dict:
+    """Select batch rows `order` of every tensor of an encoder state (beam search's expansion)."""
+    return {k: v.index_select(0, order) for k, v in enc.items()}
+
+
 def reorder_cache(cache: dict, order: torch.Tensor) -> None:
     """Select batch rows `order` in every tensor of a nested decoding cache, in place."""
     for key, value in cache.items():

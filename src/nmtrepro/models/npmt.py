@@ -68,8 +68,6 @@ def swan_loss(log_lik: torch.Tensor, feasible: torch.Tensor) -> torch.Tensor:
     return torch.where(feasible, -log_lik, torch.zeros_like(log_lik)).sum()
 
 
-
-
 class SegmentDecoder(nn.Module):
     """A stack of GRU cells started afresh from each source state h_t that writes one segment and then
     `end_index` (`$`). Its first input is the embedding of `$` (a segment start, as fairseq starts
@@ -107,9 +105,9 @@ class SegmentDecoder(nn.Module):
         return state, F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
     def token_logprobs(self, x: torch.Tensor, tokens: torch.Tensor, normaliser: torch.Tensor) -> torch.Tensor:
-        """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...): the chosen
-        rows of the output layer only, so training never builds (or back-propagates through) a
-        full log-softmax of (B, S, T+1, V) values to read two of each row's V."""
+        """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...), from the
+        chosen rows of the output layer: reading two entries of each row of a full log-softmax instead
+        would back-propagate through zero-filled (B, S, T+1, V) gradients, one per entry read."""
         scores = (x * self.out.weight[tokens]).sum(-1) + self.out.bias[tokens]
         return scores.float() - normaliser
 
@@ -294,14 +292,14 @@ class NPMT(nn.Module):
         (Sec. 3; `lm` is a `KneserNeyLM` over target ids, its sentence end scored after the last position).
         """
         enc = self.encode(src)
-        h, lengths, L = enc["out"], (~enc["pad"]).sum(1).tolist(), self.config.max_segment
+        h, lengths, L = enc["out"], (~enc["pad"]).sum(1), self.config.max_segment
         if beam == 1:
-            return [[s for s in segs if s] for segs in self.decoder.greedy(h, torch.tensor(lengths), L)]
+            return [[s for s in segs if s] for segs in self.decoder.greedy(h, lengths, L)]
         lm_score = None
         if lm is not None:
             def lm_score(tokens, seg):                                     # the LM reads the last n-1 words
                 return lm.log10_prob_of(seg, ((lm.bos,) * (lm.order - 1) + tokens)[1 - lm.order:])
-        hyps: list[dict] = [{(): Hypothesis()} for _ in lengths]
+        hyps: list[dict] = [{(): Hypothesis()} for _ in range(h.size(0))]
 
         def rank(item):
             tokens, hyp = item
@@ -309,11 +307,11 @@ class NPMT(nn.Module):
 
         for t in range(h.size(1)):
             candidates = self.decoder.top_segments(h[:, t], beam, L, banned=(self.pad, Vocab.bos))
-            for b, n in enumerate(lengths):
+            for b, n in enumerate(lengths.tolist()):
                 if t < n:
                     hyps[b] = dict(sorted(extend(hyps[b], candidates[b], lm_score).items(), key=rank,
                                           reverse=True)[:beam])
         if lm is not None:                                                 # the sentence end, once
-            hyps = [{tokens: hyp._replace(lm_logp=hyp.lm_logp + lm_score(tokens, (Vocab.eos,)))
+            hyps = [{tokens: hyp._replace(lm_logp=hyp.lm_logp + lm_score(tokens, (lm.eos,)))
                      for tokens, hyp in sentence.items()} for sentence in hyps]
         return [list(max(sentence.items(), key=rank)[1].segments) for sentence in hyps]

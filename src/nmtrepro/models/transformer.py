@@ -8,7 +8,7 @@ from torch import nn
 from ..core.vocab import Vocab
 from . import register
 from .layers import (Embedding, FeedForward, ModelConfig, MultiheadAttention, Residual, reorder_cache,
-                     xavier_init)
+                     reorder_encoder, xavier_init)
 
 
 def attention(c: ModelConfig) -> Residual:
@@ -120,10 +120,5 @@ class Transformer(nn.Module):
         """Logits (B, T, V) for decoder inputs `prev` (B, T) given the source and the family's extra inputs."""
         return self.logits(self.decode(prev, self.encode(src, **extra)))
 
-    @staticmethod
-    def reorder_encoder(enc: dict, order: torch.Tensor) -> dict:
-        return {k: v.index_select(0, order) for k, v in enc.items()}
-
-    @staticmethod
-    def reorder_cache(cache: dict, order: torch.Tensor) -> None:
-        reorder_cache(cache, order)
+    reorder_encoder = staticmethod(reorder_encoder)
+    reorder_cache = staticmethod(reorder_cache)
