@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from nmtrepro.config import experiments
 from test_workflow import REPO, repo_config, workdir
 
 
@@ -23,11 +25,18 @@ def dry_run(tmp_path, *args: str) -> str:
 @pytest.mark.skipif(not importlib.util.find_spec("snakemake_executor_plugin_slurm"),
                     reason="pip install -e '.[slurm]'")
 def test_slurm_profile_dry_run_lists_paper_training_under_torchrun_with_its_gpus(tmp_path):
-    out = dry_run(tmp_path, "--profile", "profiles/slurm", "--set-resources", "train:gpu=8",
-                  "--config", "scale=paper")
-    experiments = repo_config()["experiments"]
-    assert out.count("torchrun --standalone --nproc-per-node 8 ") == len(experiments)  # the job's gpu resource
-    assert "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python nmtrepro train" in out
+    """Each training job runs one process per GPU of its model size: the Transformers on the scale's 4
+    under torchrun, paper C's GRU models on one, without it."""
+    out = dry_run(tmp_path, "--profile", "profiles/slurm", "--config", "scale=paper")
+    config = repo_config()
+    trained = [e for e in experiments({**config, "scale": "paper"}).values() if e.same_as is None]
+    on_one = [e for e in trained if e.resources["gpu"] == 1]
+    assert {e.model["family"] for e in on_one} == {"npmt", "gru_attention"}
+    trainings = re.findall(r"^Shell command: ((?:torchrun .*?--no-python )?nmtrepro train .*)$", out, re.M)
+    plain = [line for line in trainings if line.startswith("nmtrepro train")]
+    assert len(plain) == len(on_one) and len(trainings) == len(trained)
+    prefix = "torchrun --standalone --nproc-per-node 4 --signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python "
+    assert all(line.startswith(prefix) for line in trainings if line not in plain)
 
 
 def test_ci_scale_trains_without_torchrun(tmp_path):

@@ -107,6 +107,22 @@ def test_more_updates_or_other_threads_resume(copy_corpus, tmp_path):
                                                     for s, p in checkpoint.checkpoints(tmp_path / "a")]
 
 
+def test_another_schedule_is_another_run_but_a_checkpoint_older_than_the_setting_resumes(copy_corpus, tmp_path):
+    """A checkpoint saved before `schedule` existed ran the default schedule: it resumes under it, and
+    a run asking for another schedule moves it aside."""
+    run(copy_corpus, tmp_path / "a", max_updates=20)
+    newest = checkpoint.checkpoints(tmp_path / "a")[-1][1]
+    blob = torch.load(newest, weights_only=False)
+    del blob["settings"]["schedule"]
+    torch.save(blob, newest)
+    assert Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30}), tmp_path / "a").resume()
+    other = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30, "schedule": "constant"}),
+                    tmp_path / "a")
+    assert not other.resume() and checkpoint.checkpoints(tmp_path / "a") == []
+    with pytest.raises(InputError, match="schedule = 'cosine'"):
+        Settings.from_dict({**FAST, "schedule": "cosine"})
+
+
 def test_fewer_updates_than_the_newest_checkpoint_start_afresh(copy_corpus, tmp_path):
     run(copy_corpus, tmp_path / "a", max_updates=30)
     shorter = run(copy_corpus, tmp_path / "a", max_updates=20)

@@ -8,7 +8,7 @@ from nmtrepro.models.layers import recording_heads
 from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
 from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import label_smoothed_loss, model_loss, output_agreement
-from nmtrepro.training.schedule import inverse_sqrt
+from nmtrepro.training.schedule import constant, inverse_sqrt
 
 
 def test_label_smoothing_matches_torch_definition():
@@ -62,6 +62,10 @@ def test_inverse_sqrt_schedule_warms_up_then_decays():
     assert inverse_sqrt(400, 1.0, 100) == 0.5
     noam_peak = 512 ** -0.5 * 4000 ** -0.5   # Vaswani et al.: d^-0.5 * min(s^-0.5, s * w^-1.5)
     assert abs(inverse_sqrt(8000, noam_peak, 4000) - 512 ** -0.5 * 8000 ** -0.5) < 1e-12
+
+
+def test_constant_schedule_warms_up_then_stays():
+    assert [constant(s, 1.0, 100) for s in (0, 1, 50, 100, 5000)] == [0.01, 0.01, 0.5, 1.0, 1.0]
 
 
 def test_token_batches_respect_budget_and_cover_every_sentence():

@@ -103,6 +103,21 @@ def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continue
     assert resolved["pr_en_de"].init is None
 
 
+def test_a_model_size_may_set_its_own_training_resources_and_schedule():
+    """Paper C's GRU models train on one GPU with a constant learning rate at paper scale, the
+    Transformers on the scale's four with the inverse-sqrt decay; a size's unknown resource fails."""
+    config = repo_config()
+    validate(config, SCHEMA)
+    paper = experiments({**config, "scale": "paper"})
+    assert paper["npmt_greedy_de_en"].resources["gpu"] == paper["ll_greedy_de_en"].resources["gpu"] == 1
+    assert paper["npmt_greedy_de_en"].train["schedule"] == "constant"
+    assert paper["base_en_de"].resources["gpu"] == 4 and paper["base_en_de"].train["schedule"] == "inverse_sqrt"
+    assert paper["npmt_greedy_de_en"].resources["mem_mb"] == paper["base_en_de"].resources["mem_mb"]
+    config["scales"]["paper"]["by_size"]["npmt"]["resources"]["gpus"] = 1
+    with pytest.raises(Exception, match="gpus"):
+        validate(config, SCHEMA)
+
+
 def test_an_experiment_starts_from_one_model_at_most():
     config = repo_config()
     validate(config, SCHEMA)

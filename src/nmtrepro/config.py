@@ -43,6 +43,7 @@ class Experiment:
     model: dict             # model spec: family + options, sizes resolved for the scale
     train: dict             # training settings at the scale, with the model size's regime
     average: dict           # checkpoint averaging, likewise
+    resources: dict         # what its training job asks of the executor, likewise
     decode: dict            # decoding at the scale, with the experiment's own options over it
     init: str | None = None  # the experiment whose averaged model this one warm-starts from
     same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
@@ -201,6 +202,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
                                train={**scale["train"], **regime.get("train", {})},
                                average={**scale["average"], **regime.get("average", {})},
+                               resources={**scale["resources"], **regime.get("resources", {})},
                                decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})})
         _enough_checkpoints(config, name, out[name])
     _warm_starts(config, out)

@@ -4,7 +4,8 @@
 # a retry (pre-empted or out of time) resumes with a longer runtime. Under the scale's warm-start
 # protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py); an
 # experiment whose training is another's links that one's models (`SHARED`).
-TRAIN_RESOURCES = SCALE["resources"]
+# Resources per experiment: the scale's, with its model size's `by_size` over them; retries are a
+# rule's constant in Snakemake, so they stay the scale's.
 # The models others start from train first: on a few cores the scheduler would otherwise fill them with
 # short continuations and leave a long baseline (and everything waiting on it) for the end.
 STARTED_FROM = {e.init for e in EXPERIMENTS.values() if e.init}
@@ -42,11 +43,11 @@ rule train:
     threads: SCALE["train"].get("threads") or 1
     priority: lambda w: 1 if w.experiment in STARTED_FROM else 0
     resources:
-        gpu=TRAIN_RESOURCES["gpu"],
-        cpus_per_gpu=TRAIN_RESOURCES["cpus_per_gpu"],
-        mem_mb=TRAIN_RESOURCES["mem_mb"],
-        runtime=lambda wildcards, attempt: TRAIN_RESOURCES["runtime"] * attempt,
-    retries: TRAIN_RESOURCES["retries"]
+        gpu=lambda w: exp(w).resources["gpu"],
+        cpus_per_gpu=lambda w: exp(w).resources["cpus_per_gpu"],
+        mem_mb=lambda w: exp(w).resources["mem_mb"],
+        runtime=lambda w, attempt: exp(w).resources["runtime"] * attempt,
+    retries: SCALE["resources"]["retries"]
     message:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:

@@ -1,4 +1,4 @@
-"""Training: Adam + inverse-sqrt warmup, label smoothing, token batches with gradient accumulation,
+"""Training: Adam + warmup and an inverse-sqrt (or constant) schedule, label smoothing, token batches with gradient accumulation,
 rotating checkpoints and exact resume.
 
 A run is a pure function of (data, model spec, settings, the weights it warm-starts from): batches
@@ -40,7 +40,7 @@ from ..models.size import parameter_counts
 from . import checkpoint
 from .batching import collate, token_batches
 from .criterion import model_loss
-from .schedule import inverse_sqrt
+from .schedule import SCHEDULES
 
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
@@ -63,6 +63,7 @@ class Settings:
     update_tokens: int = 25_000     # accumulate batches until they hold at least this many target tokens
     lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
     warmup: int = 8000
+    schedule: str = "inverse_sqrt"  # after warmup: inverse_sqrt | constant (schedule.py)
     label_smoothing: float = 0.1
     clip_norm: float = 0.0          # 0: no clipping
     save_every: int = 1500
@@ -79,6 +80,8 @@ class Settings:
         unknown = sorted(set(values) - known)
         if unknown:
             raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
+        if values.get("schedule", cls.schedule) not in SCHEDULES:
+            raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
         return cls(**values)
 
 
@@ -250,7 +253,8 @@ class Trainer:
         old_init, new_init = blob.get("init") or {}, self.init or {}
         if old_init.get("sha256") != new_init.get("sha256"):
             changes.append(f"warm start: {old_init.get('path')} -> {new_init.get('path')} (other weights)")
-        old, new = blob["settings"], asdict(self.settings)
+        # A checkpoint from before a setting existed ran with that setting's default.
+        old, new = {**asdict(Settings()), **blob["settings"]}, asdict(self.settings)
         changes += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
                     if key not in RERUN_FREE and old.get(key) != value]
         if blob["step"] > self.settings.max_updates:
@@ -313,7 +317,7 @@ class Trainer:
         self.bad_in_row = 0
         self.step += 1
         for g in self.optimizer.param_groups:
-            g["lr"] = inverse_sqrt(self.step, s.lr, s.warmup)
+            g["lr"] = SCHEDULES[s.schedule](self.step, s.lr, s.warmup)
         self.optimizer.step()
         return loss_sum, nll_sum, tokens
 
