@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from nmtrepro.models.npmt import SegmentDecoder, swan_log_likelihood, swan_loss
+from nmtrepro.models.npmt import LogSumExp, SegmentDecoder, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
 END = 1  # `$` in the tiny vocabularies below
@@ -264,3 +264,20 @@ def test_npmt_config_rejects_bad_options():
         npmt(max_segment=0)
     with pytest.raises(ValueError, match="reorder_window"):
         npmt(reorder_window=-1)
+
+
+def test_the_normaliser_matches_torch_logsumexp_and_its_gradient():
+    """The SWAN normaliser's own backward against torch.logsumexp's (double precision), and a second
+    backward through the same graph refused rather than wrong (so gradcheck, which needs one, cannot run)."""
+    torch.manual_seed(0)
+    logits = torch.randn(3, 4, 7, dtype=torch.float64) * 5
+    weights = torch.randn(3, 4, dtype=torch.float64)
+    ours, ref = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    assert torch.allclose(LogSumExp.apply(ours), torch.logsumexp(ref, -1), atol=1e-12)
+    (LogSumExp.apply(ours) * weights).sum().backward()
+    (torch.logsumexp(ref, -1) * weights).sum().backward()
+    assert torch.allclose(ours.grad, ref.grad, atol=1e-12)
+    out = LogSumExp.apply(logits.clone().requires_grad_()).sum()
+    out.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()

@@ -68,6 +68,32 @@ def swan_loss(log_lik: torch.Tensor, feasible: torch.Tensor) -> torch.Tensor:
     return torch.where(feasible, -log_lik, torch.zeros_like(log_lik)).sum()
 
 
+class LogSumExp(torch.autograd.Function):
+    """logsumexp over the last axis in fp32 that keeps the softmax it computes on the way for backward.
+
+    SWAN takes a normaliser over the vocabulary for every (source position, target start, segment step),
+    so these (N, V) passes are a third of an NPMT update: torch.logsumexp recomputes exp(z - lse)
+    backwards (a subtraction and an exp over N x V); keeping exp(z - max) and its row sums makes the
+    backward one multiplication, done in place (bench/README.md): a second backward through the same
+    graph then fails on autograd's version check of the saved tensor instead of reading a product."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor) -> torch.Tensor:
+        z = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        top = z.amax(dim=-1, keepdim=True)
+        e = torch.sub(z, top).exp_()                                            # (..., V) in (0, 1]
+        total = e.sum(dim=-1, keepdim=True)
+        ctx.save_for_backward(e, total)
+        ctx.logits_dtype = logits.dtype
+        return (top + total.log()).squeeze(-1)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        e, total = ctx.saved_tensors
+        return e.mul_(grad[..., None] / total).to(ctx.logits_dtype)          # softmax * grad
+
+
 class SegmentDecoder(nn.Module):
     """A stack of GRU cells started afresh from each source state h_t that writes one segment and then
     `end_index` (`$`). Its first input is the embedding of `$` (a segment start, as fairseq starts
@@ -113,7 +139,7 @@ class SegmentDecoder(nn.Module):
 
     def normaliser(self, x: torch.Tensor) -> torch.Tensor:
         """log sum_v exp(out(x)_v), (..., d) -> (...), in fp32."""
-        return torch.logsumexp(self.out(x).float(), dim=-1)
+        return LogSumExp.apply(self.out(x))
 
     def segment_logprobs(self, h: torch.Tensor, y: torch.Tensor, tgt_lengths: torch.Tensor,
                          max_seg: int) -> torch.Tensor:
