@@ -30,6 +30,12 @@ def test_identical_systems_are_not_significantly_different():
     assert mark(result["score"], result["baseline"], result["p_value"], "dagger") == ""
 
 
+def test_two_different_systems_with_the_same_score_are_not_significantly_different():
+    """Two different outputs that both score BLEU 0 on every resample (as two untrained models can)."""
+    result = paired_bootstrap(["x y"] * 40, ["z"] * 40, REFS, "tok_bleu")
+    assert result["score"] == result["baseline"] == 0.0 and result["p_value"] == 1.0
+
+
 def test_reference_beats_garbage_at_p_below_001_with_its_ci():
     garbage = [" ".join(reversed(r.split()))[:20] for r in REFS]
     result = paired_bootstrap(REFS, garbage, REFS, "tok_bleu")

@@ -3,9 +3,10 @@
 We call sacreBLEU's own paired bootstrap (`sacrebleu.significance.PairedTest`, test type `bs`: 1000
 resamples, seed from SACREBLEU_SEED, default 12345, recorded in the signature) for both BLEUs we report.
 Its p-value is two-sided: how often the resampled |difference| (centred) exceeds the observed one.
-One degenerate case is handled here: for identical hypotheses every resampled difference is 0, and
-sacreBLEU's strict `>` count then returns its floor 1/(n+1) ~ 0.001, i.e. "significant"; identical
-outputs are by definition not different, so we report p = 1.
+One degenerate case is handled here: when the two systems score the same (identical hypotheses, or
+two untrained systems at BLEU 0 on every resample), every resampled difference is at least as large as
+the observed 0, but sacreBLEU's strict `>` count returns its floor 1/(n+1) ~ 0.001, i.e.
+"significant"; we report p = 1.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def paired_bootstrap(hyps: list[str], base_hyps: list[str], refs: list[str], met
                       [refs], test_type="bs", n_samples=samples)
     signatures, results = test()
     base, system = results["BLEU"]
-    p_value = 1.0 if hyps == base_hyps else system.p_value
+    p_value = 1.0 if system.score == base.score else system.p_value
     return {
         "score": system.score, "baseline": base.score, "p_value": p_value,
         "mean": system.mean, "ci": system.ci,                   # 95% CI: mean ± ci
