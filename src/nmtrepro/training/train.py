@@ -1,5 +1,5 @@
-"""Training: Adam + warmup and an inverse-sqrt (or constant) schedule, label smoothing, token batches with gradient accumulation,
-rotating checkpoints and exact resume.
+"""Training: Adam + warmup and an inverse-sqrt (or constant) schedule, label smoothing, token batches
+with gradient accumulation, rotating checkpoints and exact resume.
 
 A run is a pure function of (data, model spec, settings, the weights it warm-starts from): batches
 come from (seed, epoch), dropout from a saved RNG state, so killing a job and running it again gives
