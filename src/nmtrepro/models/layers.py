@@ -311,8 +311,13 @@ class BiRNN(nn.Module):
     def forward(self, x: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, S, d) -> (B, S, d) and the same padding mask; pads never reach a real state."""
         h0 = masked_mean(x, pad)[None].expand(2, -1, -1).contiguous()           # (2, B, d)
-        lengths = (~pad).sum(1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.gru(packed, h0)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))  # (B, S, 2d)
-        return self.out(out), pad
+        return self.out(run_packed(self.gru, x, pad, h0)), pad                   # (B, S, 2d) -> (B, S, d)
+
+
+def run_packed(rnn: nn.RNNBase, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
+    """A batch-first RNN over the real positions of x (B, S, d) only (pad (B, S) True at padding), so
+    that a backward direction starts at each sentence's last word; outputs are zero at pads."""
+    lengths = (~pad).sum(1).clamp(min=1).cpu()
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, _ = rnn(packed, h0)
+    return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]

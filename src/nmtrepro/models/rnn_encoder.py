@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .layers import ModelConfig
+from .layers import ModelConfig, run_packed
 
 
 @dataclass(frozen=True)
@@ -71,8 +70,4 @@ class SourceEncoder(nn.Module):
         x = F.dropout(self.embed(src), self.dropout, self.training)
         if self.reorder is not None:
             x = self.reorder(x, ~pad)
-        lengths = (~pad).sum(1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.gru(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
-        return F.dropout(out, self.dropout, self.training)
+        return F.dropout(run_packed(self.gru, x, pad), self.dropout, self.training)
