@@ -11,10 +11,12 @@ in bench/.venv-fairseq, which this script creates when absent (~5 min of compili
     nice -n 19 python bench/fairseq_compare.py --updates 10     # quick check
 
 Training tokens/s: target tokens of the timed updates / wall time from the end of the last warm-up update
-to the end of the last one (bench/timed_steps.py wraps each tool's update function). Decoding
-sentences/s: each tool's own timer over test_2016_flickr, beam 4; each decodes the model it has just
-trained (same number of updates, weights not converted), so hypotheses differ: their mean lengths are
-printed beside the speeds, and hypothesis tokens/s too.
+to the end of the last one (bench/timed_steps.py wraps each tool's update function). Decoding: the
+same weights in both, so the same hypotheses are written and speeds compare the searches: our trained
+model, decoded by ours (with and without the incremental cache) and, converted by
+bench/fairseq_weights.py, by fairseq-generate; each tool's own timer over test_2016_flickr, beam 4. The
+bench counts the hypotheses identical to ours. Everything printed goes to speeds.json too (ratios
+included).
 """
 from __future__ import annotations
 
@@ -44,10 +46,11 @@ Remaining differences (speed-relevant ones first):
   smoothed loss at every position, padding included (same loss value, more work).
 - fairseq's attention and FFN-output projections have biases; ours have none (Neutron-style), so fairseq
   has a few thousand more parameters.
-- fairseq starts the decoder with EOS and numbers positions from pad+1; ours uses BOS and 0 (no speed effect).
+- fairseq starts the decoder with EOS and numbers positions from pad+1; ours uses BOS and 0 (no speed
+  effect; the converted checkpoint maps both, see bench/fairseq_weights.py).
 - fairseq smooths over V-1 classes, ours over V (no speed effect).
-- each decodes its own model (trained for the same updates from different random initialisations and
-  batch orders); decode speed depends on hypothesis length, printed beside it. fairseq's timer covers
+- fairseq's search bans EOS at the first step and takes one length limit per batch (the longest source's),
+  ours one per sentence; a hypothesis that hits neither is the same in both. fairseq's timer covers
   inference_step only; ours covers batching and id<->symbol conversion as well (milliseconds here).
 - fairseq-generate batches the test set on max(source, reference) length, ours on source length.
 - both load data in the training process (fairseq --num-workers 0)."""
@@ -116,14 +119,21 @@ def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10)
         sys.exit(f"{steps_file}: only {len(steps)} updates recorded, expected {warmup + updates}")
 
     def speed(first: int, last: int) -> tuple[float, int, float]:  # updates first..last, 0-based, inclusive
-        tokens, seconds = sum(n for _, n in steps[first: last + 1]), steps[last][0] - steps[first - 1][0]
+        tokens, seconds = sum(step[1] for step in steps[first: last + 1]), steps[last][0] - steps[first - 1][0]
         return tokens / seconds, tokens, seconds
 
     tok_s, tokens, seconds = speed(warmup, warmup + updates - 1)
     chunks = [speed(i, min(i + chunk, warmup + updates) - 1)[0] for i in range(warmup, warmup + updates, chunk)]
     return {"train_tok_s": tok_s, "train_tokens": tokens, "train_s": seconds, "train_tok_s_median": statistics.median(chunks),
-            "train_tok_s_best": max(chunks),
-            "train_tok_s_chunks": chunks}
+            "train_tok_s_best": max(chunks), "train_tok_s_chunks": chunks, "rss_mib_last": steps[warmup + updates - 1][2]}
+
+
+def fairseq_hypotheses(generate_log: str, sentences: int) -> list[str]:
+    """fairseq-generate's best hypotheses (its H- lines, BPE removed, tokenized) in input order."""
+    found = dict((int(i), text) for i, text in re.findall(r"^H-(\d+)\t\S+\t(.*)$", generate_log, flags=re.M))
+    if len(found) != sentences:
+        sys.exit(f"fairseq-generate wrote {len(found)} hypotheses for {sentences} sentences")
+    return [found[i] for i in range(sentences)]
 
 
 def main() -> None:
@@ -132,6 +142,9 @@ def main() -> None:
     ap.add_argument("--warmup-updates", type=int, default=10, help="untimed updates before them (>= 1)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench/out/fairseq_compare")
+    ap.add_argument("--decode-model", help="a trained model of ours to decode, e.g. results/train/base_en_de/"
+                    "averaged.pt from the default run (default: the one this bench trains, which after a "
+                    "few hundred updates writes near-random text that runs into the length limits)")
     args = ap.parse_args()
     if args.warmup_updates < 1 or args.updates < 1:
         sys.exit("--warmup-updates and --updates must be at least 1: timing starts at the end of an update")
@@ -188,47 +201,63 @@ def main() -> None:
        "--cpu", "--disable-validation", "--no-epoch-checkpoints", "--save-dir", out / "fairseq",
        "--log-format", "simple", "--log-interval", "10", env=env, log=out / "fairseq.train.log")
 
-    # -- decoding: test_2016_flickr, beam 4, same length limits and max_tokens -------------------------
+    # -- decoding the same weights: our model, and the same model converted to a fairseq checkpoint ------
     search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
               "--max-len-b", decode["max_len_b"], "--max-tokens", decode["max_tokens"]]
-    sh(sys.executable, "-m", "nmtrepro.cli", "decode", "--model", ours / "final.pt", "--prepared", prepared,
-       "--src-bpe", f"{test}.src.bpe", "--tgt-lang", "de", *search, "--threads", threads,
-       "--out", ours / "hyp", "--out-tok", ours / "hyp.tok", "--stats", ours / "decode.json",
-       env=env, log=out / "ours.decode.log")
-    sh(fairseq_bin / "fairseq-generate", data_bin, "--path", out / "fairseq/checkpoint_last.pt",
-       "--gen-subset", "test", *search, "--cpu", "--num-workers", "0", "--required-batch-size-multiple", "1",
-       # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
-       "--remove-bpe", env={**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, log=out / "fairseq.generate.log")
+    decoded = Path(args.decode_model).resolve() if args.decode_model else ours / "final.pt"
+    for name, flags in (("cached", []), ("uncached", ["--no-cache"])):
+        sh(sys.executable, "-m", "nmtrepro.cli", "decode", "--model", decoded, "--prepared", prepared,
+           "--src-bpe", f"{test}.src.bpe", "--tgt-lang", "de", *search, "--threads", threads, *flags,
+           "--out", ours / f"hyp.{name}", "--out-tok", ours / f"hyp.{name}.tok", "--stats", ours / f"decode.{name}.json",
+           env=env, log=out / f"ours.decode.{name}.log")
+    # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
+    fairseq_env = {**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    converted = out / "fairseq/ours_converted.pt"
+    sh(fairseq_bin / "python", Path(__file__).with_name("fairseq_weights.py").resolve(), decoded,
+       out / "fairseq/checkpoint_last.pt", converted, env=fairseq_env, log=out / "fairseq.convert.log")
+    sh(fairseq_bin / "fairseq-generate", data_bin, "--path", converted, "--gen-subset", "test", *search,
+       "--cpu", "--num-workers", "0", "--required-batch-size-multiple", "1", "--remove-bpe",
+       env=fairseq_env, log=out / "fairseq.generate.log")
 
     # -- report -------------------------------------------------------------------------------------
-    rows = {}
-    for tool in ("ours", "fairseq"):
-        rows[tool] = training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates)
-    stats = json.loads((ours / "decode.json").read_text())
-    rows["ours"].update(decode_sent_s=stats["sentences_per_s"], decode_s=stats["seconds"],
-                        hyp_len=stats["target_tokens"] / stats["sentences"], sentences=stats["sentences"])
+    rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates)
+            for tool in ("ours", "fairseq")}
+    decoding = {f"ours_{name}": json.loads((ours / f"decode.{name}.json").read_text()) for name in ("cached", "uncached")}
+    generate_log = (out / "fairseq.generate.log").read_text()
     summary = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s",
-                        (out / "fairseq.generate.log").read_text())
-    sentences, tokens, seconds, per_s = (float(g.replace(",", "")) for g in summary.groups())
-    rows["fairseq"].update(decode_sent_s=per_s, decode_s=seconds, hyp_len=tokens / sentences,
-                           sentences=int(sentences))
+                        generate_log)
+    sentences, tokens, seconds, _ = (float(g.replace(",", "")) for g in summary.groups())
+    decoding["fairseq"] = {"sentences": int(sentences), "seconds": seconds, "target_tokens": tokens}
+    hypotheses = {name: (ours / f"hyp.{name[5:]}.tok").read_text(encoding="utf-8").splitlines()
+                  for name in ("ours_cached", "ours_uncached")}
+    hypotheses["fairseq"] = fairseq_hypotheses(generate_log, int(sentences))
+    for name, row in decoding.items():
+        row.update(sentences_per_s=row["sentences"] / row["seconds"], tokens_per_s=row["target_tokens"] / row["seconds"],
+                   same_as_ours_cached=sum(a == b for a, b in zip(hypotheses[name], hypotheses["ours_cached"])))
+    rows["decoding"] = decoding
+    rows["ratios"] = {"train_tok_s": rows["ours"]["train_tok_s"] / rows["fairseq"]["train_tok_s"],
+                      "train_tok_s_median": rows["ours"]["train_tok_s_median"] / rows["fairseq"]["train_tok_s_median"],
+                      "decode_sentences_per_s": decoding["ours_cached"]["sentences_per_s"] / decoding["fairseq"]["sentences_per_s"],
+                      "decode_tokens_per_s": decoding["ours_cached"]["tokens_per_s"] / decoding["fairseq"]["tokens_per_s"],
+                      "cached_over_uncached": decoding["ours_cached"]["sentences_per_s"] / decoding["ours_uncached"]["sentences_per_s"]}
 
     print(f"\nTiny baseline vs fairseq-fixed 0.12.3.1: d={d}, ffn={ffn}, {heads} heads, "
           f"{size['encoder_layers']}+{size['decoder_layers']} layers, max_tokens {train['max_tokens']}, "
-          f"{args.threads} threads, fp32; training over updates {args.warmup_updates + 1}..{total}; "
-          f"decoding {SPLIT} beam {decode['beam']}")
+          f"{args.threads} threads, fp32; training over updates {args.warmup_updates + 1}..{total}")
     print(f"{'':28}{'ours':>12}{'fairseq':>12}{'ours/fairseq':>14}")
-    for row in rows.values():
-        row["decode_tok_s"] = row["decode_sent_s"] * row["hyp_len"]  # hypothesis tokens (BPE, with EOS) / s
     for key, label in (("train_tok_s", "training target tok/s"), ("train_tok_s_median", "  median of 10-update runs"),
-                       ("train_tok_s_best", "  fastest 10-update run"),
-                       ("decode_sent_s", "decoding sentences/s"),
-                       ("decode_tok_s", "decoding hyp. tokens/s")):
+                       ("train_tok_s_best", "  fastest 10-update run")):
         a, b = rows["ours"][key], rows["fairseq"][key]
         print(f"{label:28}{a:12.1f}{b:12.1f}{a / b:14.2f}")
     print(f"{'(timed target tokens)':28}{rows['ours']['train_tokens']:12d}{rows['fairseq']['train_tokens']:12d}")
-    print(f"{'(mean hypothesis length)':28}{rows['ours']['hyp_len']:12.1f}{rows['fairseq']['hyp_len']:12.1f}")
-    print(f"{'(decoded sentences)':28}{rows['ours']['sentences']:12d}{rows['fairseq']['sentences']:12d}")
+    print(f"{'RSS after the last (MiB)':28}{rows['ours']['rss_mib_last']:12.0f}{rows['fairseq']['rss_mib_last']:12.0f}")
+    print(f"\nDecoding {decoded} ({SPLIT}, beam {decode['beam']}, lenpen {decode['lenpen']}); fairseq "
+          f"decodes them converted (bench/fairseq_weights.py):")
+    print(f"{'':28}{'sentences/s':>12}{'tokens/s':>12}{'same hyps':>14}")
+    for name, row in decoding.items():
+        print(f"{name:28}{row['sentences_per_s']:12.1f}{row['tokens_per_s']:12.1f}"
+              f"{row['same_as_ours_cached']:>8}/{row['sentences']}")
+    print("ratios: " + ", ".join(f"{key} {value:.2f}" for key, value in rows["ratios"].items()))
     print(DIFFERENCES)
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
 

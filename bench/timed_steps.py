@@ -1,4 +1,5 @@
-"""Run a training CLI (ours or fairseq's) and record when each update ends and how many target tokens it had.
+"""Run a training CLI (ours or fairseq's) and record when each update ends, how many target tokens it had
+and the process's resident memory (RSS) after it.
 
 Used by bench/fairseq_compare.py so that both tools' training speed has the same definition: target
 tokens (non-pad, EOS included) of updates W+1..W+N divided by the wall time from the end of update W to
@@ -10,17 +11,24 @@ logging), not just forward/backward. Runs under either venv: it imports only the
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
 
+def rss_mb() -> float:
+    """This process's resident set size now, in MiB (Linux: /proc/self/statm counts pages)."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def patch(cls, name: str, tokens_of, steps: list) -> None:
-    """Wrap cls.name so that every call appends (end time, target tokens) to `steps`."""
+    """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB) to `steps`."""
     original = getattr(cls, name)
 
     def timed(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        steps.append((time.perf_counter(), tokens_of(args, result)))
+        steps.append((time.perf_counter(), tokens_of(args, result), rss_mb()))
         return result
 
     setattr(cls, name, timed)
@@ -29,7 +37,7 @@ def patch(cls, name: str, tokens_of, steps: list) -> None:
 def main() -> int:
     tool, out, sep, *argv = sys.argv[1:]
     assert sep == "--", __doc__
-    steps: list[tuple[float, int]] = []
+    steps: list[tuple[float, int, float]] = []
     if tool == "ours":
         from nmtrepro import cli
         from nmtrepro.training import train
