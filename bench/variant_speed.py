@@ -2,32 +2,41 @@
 
 Paper A, Table 2: +Max+Attn+TA trains 1.75x and decodes 1.53x slower than Transformer Base; paper B,
 Table 1: a 1-layer BiARN trains at 1.24 steps/s where Base does 1.28 (1.03x), 6-layer BiRNN / BiARN
-at 1.10 / 1.09 (1.16x / 1.17x). All models are built at one size of config.yaml (default: the `tiny`
+at 1.10 / 1.09 (1.16x / 1.17x); paper D, Table V: +Rec / +Loc / +Syn / +Fusing_Diverse train at 9839 /
+9866 / 9900 / 9811 source tokens/s where Base does 9910 (1.01x / 1.00x / 1.00x / 1.01x) and decode at
+176 / 179 / 181 / 175 where Base does 181 (1.03x / 1.01x / 1.00x / 1.03x). All models are built at one size of config.yaml (default: the `tiny`
 scale's `base`) and timed in one run on the same synthetic batches (lengths like Multi30k's),
 interleaved batch by batch so that load on a shared machine hits them alike.
 
-Training: forward + backward + Adam step per batch. Decoding: encode, then `--steps` incremental
+Training: forward + backward of the trainer's loss (label smoothing; DisReg's agreement term) + Adam step
+per batch; random POS tags go to the models that read them (paper D's syntax group). Decoding: encode, then `--steps` incremental
 steps with a beam of 4 (decode, output layer, log-softmax, top-k, cache reorder), a fixed number of
 steps so that untrained models' random EOS do not change the work. Run from the repo root:
 
     python bench/variant_speed.py --batches 20 --variant phrase_mean --variant phrase_max_attn_ta
     python bench/variant_speed.py --variant biarn --variant biarn_6_layers --variant birnn_6_layers
+    python bench/variant_speed.py --variant rec_diverse --variant loc_diverse --variant syn_diverse \
+        --variant fusing_diverse --variant transformer_disreg --variant linguistic_features
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
 
 from nmtrepro.config import load, model_options
-from nmtrepro.core.vocab import Vocab
+from nmtrepro.core.pos import POS_VOCAB
+from nmtrepro.core.vocab import SPECIALS, Vocab
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
+from nmtrepro.training.criterion import model_loss
 
 
 def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> list[tuple]:
-    """(src, prev, target) batches of random tokens, sentences 8..40 tokens, one length per batch."""
+    """(src, prev, target, pos) batches of random tokens and source POS tags (paper D's syntax group
+    reads them), sentences 8..40 tokens, one length per batch."""
     gen = torch.Generator().manual_seed(seed)
     batches = []
     for _ in range(n):
@@ -37,20 +46,30 @@ def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> lis
         tgt = torch.randint(4, vocab, (rows, length), generator=gen)
         src[:, -1] = tgt[:, -1] = Vocab.eos
         prev = torch.cat([torch.full((rows, 1), Vocab.bos), tgt[:, :-1]], dim=1)
-        batches.append((src, prev, tgt))
+        pos = torch.randint(len(SPECIALS), len(POS_VOCAB), (rows, length), generator=gen)
+        batches.append((src, prev, tgt, pos))
     return batches
 
 
-def train_step(model, optimizer, src, prev, tgt) -> None:
+def extra_inputs(model, pos) -> dict:
+    """What the model's encoder reads besides the tokens (`config.extra_inputs`)."""
+    unknown = set(model.config.extra_inputs) - {"pos"}
+    if unknown:
+        sys.exit(f"{model.config.__class__.__name__} reads {sorted(unknown)}, which this bench does not synthesise")
+    return {"pos": pos} if "pos" in model.config.extra_inputs else {}
+
+
+def train_step(model, optimizer, src, prev, tgt, pos) -> None:
+    """One update with the trainer's loss (label smoothing, DisReg's agreement term where asked for)."""
     optimizer.zero_grad(set_to_none=True)
-    logits = model(src, prev)
-    torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten(), label_smoothing=0.1).backward()
+    loss, _ = model_loss(model, {"src": src, **extra_inputs(model, pos)}, prev, tgt, 0.1)
+    loss.backward()
     optimizer.step()
 
 
 @torch.no_grad()
-def decode_steps(model, src, beam: int, steps: int) -> None:
-    enc = model.encode(src)
+def decode_steps(model, src, pos, beam: int, steps: int) -> None:
+    enc = model.encode(src, **extra_inputs(model, pos))
     rows = src.size(0) * beam
     enc = model.reorder_encoder(enc, torch.arange(src.size(0)).repeat_interleave(beam))
     cache, prev = {}, torch.full((rows, 1), Vocab.bos)
@@ -99,11 +118,12 @@ def main() -> None:
             seconds = timed(train_step, model, optimizers[name], *batch)
             train[name] += seconds if i else 0.0
     decode = {name: 0.0 for name in models}
-    for i, (src, _, _) in enumerate(batches[:args.decode_batches + 1]):
-        src = src[: max(1, args.max_tokens // (4 * src.size(1)))]
+    for i, (src, _, _, pos) in enumerate(batches[:args.decode_batches + 1]):
+        rows = max(1, args.max_tokens // (4 * src.size(1)))
+        src, pos = src[:rows], pos[:rows]
         for name, model in models.items():
             model.eval()
-            seconds = timed(decode_steps, model, src, 4, args.steps)
+            seconds = timed(decode_steps, model, src, pos, 4, args.steps)
             decode[name] += seconds if i else 0.0
     base = args.baseline
     for name in models:
