@@ -17,6 +17,7 @@ Runs under bench/.venv-fairseq (fairseq checkpoints pickle its configuration obj
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ import torch
 OUR_ROW_OF_FAIRSEQ = {0: 1, 1: 0}  # fairseq bos <- our bos, fairseq pad <- our pad; the rest identical
 
 
+@functools.cache
 def our_layers():
     """Our models/layers.py, loaded by path: it imports only torch, while the package needs modules
     (sacremoses, ...) that the fairseq venv lacks."""
@@ -81,20 +83,18 @@ def convert(ours: dict, spec: dict, template: dict) -> dict:
     for side in ("encoder", "decoder"):
         out[f"{side}.embed_positions.weight"] = positions(template[f"{side}.embed_positions.weight"], pad)
         layer_norm(ours, f"{side}_norm", f"{side}.layer_norm", out)
-    for i in range(spec["encoder_layers"]):
-        ours_i, into = f"encoder.{i}", f"encoder.layers.{i}"
-        attention(ours, f"{ours_i}.self_attn.sublayer", f"{into}.self_attn", out, d)
-        layer_norm(ours, f"{ours_i}.self_attn.norm", f"{into}.self_attn_layer_norm", out)
-        feed_forward(ours, f"{ours_i}.ffn.sublayer", into, out, d)
-        layer_norm(ours, f"{ours_i}.ffn.norm", f"{into}.final_layer_norm", out)
-    for i in range(spec["decoder_layers"]):
-        ours_i, into = f"decoder.{i}", f"decoder.layers.{i}"
-        attention(ours, f"{ours_i}.self_attn.sublayer", f"{into}.self_attn", out, d)
-        layer_norm(ours, f"{ours_i}.self_attn.norm", f"{into}.self_attn_layer_norm", out)
-        attention(ours, f"{ours_i}.cross_attn.sublayer", f"{into}.encoder_attn", out, d)
-        layer_norm(ours, f"{ours_i}.cross_attn.norm", f"{into}.encoder_attn_layer_norm", out)
-        feed_forward(ours, f"{ours_i}.ffn.sublayer", into, out, d)
-        layer_norm(ours, f"{ours_i}.ffn.norm", f"{into}.final_layer_norm", out)
+    # (our sublayer, fairseq's attention, fairseq's norm before it); decoder layers add cross-attention.
+    attentions = {"encoder": [("self_attn", "self_attn", "self_attn_layer_norm")],
+                  "decoder": [("self_attn", "self_attn", "self_attn_layer_norm"),
+                              ("cross_attn", "encoder_attn", "encoder_attn_layer_norm")]}
+    for side, sublayers in attentions.items():
+        for i in range(spec[f"{side}_layers"]):
+            ours_i, into = f"{side}.{i}", f"{side}.layers.{i}"
+            for ours_name, name, norm in sublayers:
+                attention(ours, f"{ours_i}.{ours_name}.sublayer", f"{into}.{name}", out, d)
+                layer_norm(ours, f"{ours_i}.{ours_name}.norm", f"{into}.{norm}", out)
+            feed_forward(ours, f"{ours_i}.ffn.sublayer", into, out, d)
+            layer_norm(ours, f"{ours_i}.ffn.norm", f"{into}.final_layer_norm", out)
     for name, value in template.items():  # fairseq's version buffers and the like
         out.setdefault(name, value)
     return out

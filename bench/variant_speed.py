@@ -2,16 +2,18 @@
 
 Paper A, Table 2: +Max+Attn+TA trains 1.75x and decodes 1.53x slower than Transformer Base; paper B,
 Table 1: a 1-layer BiARN trains at 1.24 steps/s where Base does 1.28 (1.03x), 6-layer BiRNN / BiARN
-at 1.10 / 1.09 (1.16x / 1.17x); paper D, Table V: +Rec / +Loc / +Syn / +Fusing_Diverse train at 9839 /
-9866 / 9900 / 9811 source tokens/s where Base does 9910 (1.01x / 1.00x / 1.00x / 1.01x) and decode at
-176 / 179 / 181 / 175 where Base does 181 (1.03x / 1.01x / 1.00x / 1.03x). All models are built at one size of config.yaml (default: the `tiny`
-scale's `base`) and timed in one run on the same synthetic batches (lengths like Multi30k's),
-interleaved batch by batch so that load on a shared machine hits them alike.
+at 1.10 / 1.09 (1.16x / 1.17x); paper D, Table V: +Rec / +Loc / +Syn / +Fusing_Diverse train at 9839
+/ 9866 / 9900 / 9811 source tokens/s where Base does 9910 (1.01x / 1.00x / 1.00x / 1.01x) and decode
+at 176 / 179 / 181 / 175 where Base does 181 (1.03x / 1.01x / 1.00x / 1.03x). All models are built
+at one size of config.yaml (default: the `tiny` scale's `base`) and timed in one run on the same
+synthetic batches (lengths like Multi30k's), interleaved batch by batch so that load on a shared
+machine hits them alike.
 
-Training: forward + backward of the trainer's loss (label smoothing; DisReg's agreement term) + Adam step
-per batch; random POS tags go to the models that read them (paper D's syntax group). Decoding: encode, then `--steps` incremental
-steps with a beam of 4 (decode, output layer, log-softmax, top-k, cache reorder), a fixed number of
-steps so that untrained models' random EOS do not change the work. Run from the repo root:
+Training: forward + backward of the trainer's loss (label smoothing; DisReg's agreement term) + Adam
+step per batch; random POS tags go to the models that read them (paper D's syntax group). Decoding:
+encode, then `--steps` incremental steps with a beam of 4 (decode, output layer, log-softmax, top-k,
+cache reorder), a fixed number of steps so that untrained models' random EOS do not change the work.
+Run from the repo root:
 
     python bench/variant_speed.py --batches 20 --variant phrase_mean --variant phrase_max_attn_ta
     python bench/variant_speed.py --variant biarn --variant biarn_6_layers --variant birnn_6_layers

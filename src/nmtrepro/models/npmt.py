@@ -68,6 +68,11 @@ def swan_loss(log_lik: torch.Tensor, feasible: torch.Tensor) -> torch.Tensor:
     return torch.where(feasible, -log_lik, torch.zeros_like(log_lik)).sum()
 
 
+def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
+    """x in fp32 when it is in a narrower float type (bf16 autocast), else as it is (fp64 stays)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
 class LogSumExp(torch.autograd.Function):
     """logsumexp over the last axis in fp32 that keeps the softmax it computes on the way for backward.
 
@@ -79,7 +84,7 @@ class LogSumExp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor) -> torch.Tensor:
-        z = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        z = at_least_fp32(logits)
         top = z.amax(dim=-1, keepdim=True)
         e = torch.sub(z, top).exp_()                                            # (..., V) in (0, 1]
         total = e.sum(dim=-1, keepdim=True)
@@ -128,7 +133,7 @@ class SegmentDecoder(nn.Module):
         """`advance`, then log-probabilities over the vocabulary (..., V) (fp32 at least, under bf16 too)."""
         state, x = self.advance(inputs, state)
         logits = self.out(x)
-        return state, F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+        return state, F.log_softmax(at_least_fp32(logits), dim=-1)
 
     def token_logprobs(self, x: torch.Tensor, tokens: torch.Tensor, normaliser: torch.Tensor) -> torch.Tensor:
         """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...), from the
