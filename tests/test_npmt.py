@@ -180,6 +180,15 @@ def test_greedy_segments_never_exceed_max_length(end_bias):
         assert set(lengths) == {0}
 
 
+def test_greedy_never_emits_banned_tokens():
+    decoder, banned = tiny_decoder(seed=3), (0, 2)
+    with torch.no_grad():
+        decoder.out.bias[list(banned)] = 1e4                              # the argmax unless banned
+    segments = decoder.greedy(torch.randn(2, 4, 6, dtype=torch.float64), torch.tensor([4, 3]), 2, banned)
+    emitted = {tok for sentence in segments for seg in sentence for tok in seg}
+    assert emitted and not emitted & set(banned)
+
+
 # -- the `npmt` family: training loss, greedy and beam search over segments --------------------------
 
 from nmtrepro.core.vocab import Vocab  # noqa: E402

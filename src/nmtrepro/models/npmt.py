@@ -182,10 +182,12 @@ class SegmentDecoder(nn.Module):
         return seg.masked_fill(beyond[:, None], float("-inf"))
 
     @torch.no_grad()
-    def greedy(self, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int) -> list[list[tuple[int, ...]]]:
+    def greedy(self, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int,
+               banned: tuple[int, ...] = ()) -> list[list[tuple[int, ...]]]:
         """Greedy decoding (Sec. 3): at each source position, the most likely token until `$` or
-        max_seg tokens, whichever comes first. h: (B, S, d_source). Returns each sentence's
-        segments (one per real source position, possibly empty); the translation is their concatenation."""
+        max_seg tokens, whichever comes first; `banned` tokens (padding, BOS) are never emitted.
+        h: (B, S, d_source). Returns each sentence's segments (one per real source position, possibly
+        empty); the translation is their concatenation."""
         B, S, _ = h.shape
         segments = [[] for _ in range(B)]
         for t in range(S):
@@ -195,6 +197,7 @@ class SegmentDecoder(nn.Module):
             emitted = []
             for _ in range(max_seg):                                       # at most L tokens, then `$`
                 state, logp = self.step(inputs, state)
+                logp[:, list(banned)] = float("-inf")
                 inputs = logp.argmax(-1)
                 open_ &= inputs != self.end_index
                 emitted.append(torch.where(open_, inputs, -1))
@@ -324,8 +327,9 @@ class NPMT(nn.Module):
         """
         enc = self.encode(src)
         h, lengths, L = enc["out"], (~enc["pad"]).sum(1), self.config.max_segment
+        banned = (self.pad, Vocab.bos)
         if beam == 1:
-            return [[s for s in segs if s] for segs in self.decoder.greedy(h, lengths, L)]
+            return [[s for s in segs if s] for segs in self.decoder.greedy(h, lengths, L, banned)]
         lm_score = None
         if lm is not None:
             def lm_score(tokens, seg):                                     # the LM reads the last n-1 words
@@ -337,7 +341,7 @@ class NPMT(nn.Module):
             return hyp.logp + word_bonus * len(tokens) + lm_weight * hyp.lm_logp
 
         for t in range(h.size(1)):
-            candidates = self.decoder.top_segments(h[:, t], beam, L, banned=(self.pad, Vocab.bos))
+            candidates = self.decoder.top_segments(h[:, t], beam, L, banned)
             for b, n in enumerate(lengths.tolist()):
                 if t < n:
                     hyps[b] = dict(sorted(extend(hyps[b], candidates[b], lm_score).items(), key=rank,
