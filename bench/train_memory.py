@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ def main() -> None:
     settings = {**config["scales"]["tiny"]["train"], "max_updates": args.updates}
     out, prepared = Path(args.out).resolve(), Path(f"results/prepare/{DATASET}")
     subprocess.run(["snakemake", "--cores", "1", f"{prepared}/stats.json"], check=True)
-    subprocess.run(["rm", "-rf", out], check=True)
+    shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     timer = Path(__file__).with_name("timed_steps.py").resolve()
     with open(out / "train.log", "w") as log:
