@@ -7,7 +7,10 @@ import hashlib
 import http.server
 import io
 import json
+import logging
 import os
+import re
+import shutil
 import stat
 import tarfile
 import threading
@@ -148,6 +151,35 @@ def test_missing_file_is_a_clear_error_naming_the_url(server, tmp_path):
     assert not (tmp_path / "cache/gone").exists() or not any((tmp_path / "cache/gone").iterdir())
 
 
+def test_a_local_mirror_is_verified_and_a_missing_file_in_it_is_not_retried(tmp_path):
+    (tmp_path / "mirror").mkdir()
+    (tmp_path / "mirror/task.txt").write_bytes(b"test content\n")
+    blob = "d670460b4b4aece5915caf5c68d12f560a9fe3e4"  # `echo 'test content' | git hash-object --stdin`
+    res = download.Resource("task", (tmp_path / "mirror/task.txt").as_uri(), git_blob=blob)
+    assert download.fetch(res, tmp_path / "cache").read_bytes() == b"test content\n"
+    gone = download.Resource("gone", (tmp_path / "mirror/gone.txt").as_uri(), git_blob=blob)
+    with pytest.raises(InputError, match=r"download of gone failed: .*No such file.* for file:///"):
+        download.fetch(gone, tmp_path / "cache", attempts=3)  # retried, it would end 'interrupted 3 times'
+
+
+def test_a_relative_file_url_is_relative_to_the_manifest_and_its_first_use_record_survives_a_move(
+        tmp_path, monkeypatch):
+    checkout = tmp_path / "checkout"
+    (checkout / "mirror").mkdir(parents=True)
+    (checkout / "mirror/de-en.tgz").write_bytes(CORPUS)
+    (checkout / "workflow").mkdir()
+    (checkout / "workflow/downloads.yaml").write_text(
+        "iwslt:\n  url: file:../mirror/de-en.tgz\n  trust_on_first_use: true\n")
+    monkeypatch.chdir(tmp_path)  # where ../mirror/de-en.tgz does not exist
+    res = download.load_manifest(checkout / "workflow/downloads.yaml")["iwslt"]
+    assert (download.ensure(res, tmp_path / "cache") / "corpus/train.en").is_file()
+    moved = checkout.rename(tmp_path / "moved")
+    shutil.rmtree(tmp_path / "cache/iwslt")
+    res = download.load_manifest(moved / "workflow/downloads.yaml")["iwslt"]
+    assert (download.ensure(res, tmp_path / "cache") / "corpus/train.en").is_file()  # checked, not refused
+    assert read_json(tmp_path / "cache/first-use/iwslt.json")["url"] == "file:../mirror/de-en.tgz"
+
+
 def test_offline_fails_fast_naming_every_missing_file(server, tmp_path, monkeypatch):
     manifest = {r.name: r for r in (resource(server, "/a.tgz", CORPUS), resource(server, "/b.tgz", CORPUS))}
     download.ensure(manifest["a_tgz"], tmp_path / "cache")
@@ -167,6 +199,65 @@ def test_file_without_a_published_checksum_needs_allow_unverified(server, tmp_pa
         download.ensure(res, tmp_path / "cache")
     assert server.requests == []  # refused before any byte is fetched
     assert (download.ensure(res, tmp_path / "cache", allow_unverified=True) / "corpus/train.en").is_file()
+
+
+def test_every_manifest_entry_has_a_checksum_or_records_one_at_first_use():
+    manifest = download.load_manifest("workflow/downloads.yaml")
+    unchecked = [name for name, r in manifest.items() if r.checksum is None and not r.trust_on_first_use]
+    assert unchecked == []
+    for name, r in manifest.items():  # a blob id holds only for the bytes at one commit, not a branch
+        if r.git_blob:
+            assert re.match(r"https://raw.githubusercontent.com/[^/]+/[^/]+/[0-9a-f]{40}/", r.url), name
+
+
+def test_git_blob_id_verifies_the_file_and_refuses_a_tampered_one(server, tmp_path):
+    # `echo 'test content' | git hash-object --stdin` (Pro Git, 10.2 Git Objects)
+    res = resource(server, "/task.txt", b"test content\n", git_blob="d670460b4b4aece5915caf5c68d12f560a9fe3e4")
+    assert download.fetch(res, tmp_path / "cache").read_bytes() == b"test content\n"
+    tampered = resource(server, "/tampered.txt", b"test content!\n", git_blob=res.git_blob)
+    with pytest.raises(InputError, match=r"checksum mismatch .*/tampered.txt: git_blob [0-9a-f]{40}, manifest says "
+                                         r"d670460b.*removed"):
+        download.fetch(tampered, tmp_path / "cache")
+
+
+def download_cli(tmp_path, name, url) -> int:
+    """`nmtrepro download` of one trust-on-first-use entry into tmp_path/<name>.json; its exit status."""
+    (tmp_path / "downloads.yaml").write_text(json.dumps({name: {"url": url, "trust_on_first_use": True}}))
+    return cli.main(["download", "--name", name, "--out", str(tmp_path / f"{name}.json"),
+                     "--manifest", str(tmp_path / "downloads.yaml"), "--cache", str(tmp_path / "cache")])
+
+
+def test_trust_on_first_use_records_the_first_download_and_refuses_changed_bytes(server, tmp_path, capsys, caplog):
+    server.files["/de-en.tgz"] = CORPUS
+    assert download_cli(tmp_path, "iwslt", server.url("/de-en.tgz")) == 0
+    first, ledger = read_json(tmp_path / "iwslt.json"), read_json(tmp_path / "cache/first-use/iwslt.json")
+    assert ledger["sha256"] == hashlib.sha256(CORPUS).hexdigest() and first["checksum"] == ["sha256", ledger["sha256"]]
+    assert first["checksum_source"] == ("no published checksum; SHA-256 recorded at first download on "
+                                        + ledger["recorded"])
+
+    shutil.rmtree(tmp_path / "cache/iwslt")  # a fresh download of the same bytes is checked, not recorded again
+    assert download_cli(tmp_path, "iwslt", server.url("/de-en.tgz")) == 0
+    assert read_json(tmp_path / "iwslt.json") == first and len(server.requests) == 2
+    caplog.set_level(logging.INFO, logger=download.log.name)  # a cache hit logs where its checksum came from too
+    assert download_cli(tmp_path, "iwslt", server.url("/de-en.tgz")) == 0 and len(server.requests) == 2
+    assert f"iwslt: checksum: {first['checksum_source']}" in caplog.text
+
+    shutil.rmtree(tmp_path / "cache/iwslt")
+    server.files["/de-en.tgz"] = tgz({"corpus/train.en": "changed upstream\n"})
+    capsys.readouterr()
+    assert download_cli(tmp_path, "iwslt", server.url("/de-en.tgz")) == 2
+    assert re.search(rf"checksum mismatch .*/de-en.tgz: sha256 [0-9a-f]{{64}}, the first download's record "
+                     rf".*iwslt.json says {ledger['sha256']}", capsys.readouterr().err)
+    assert read_json(tmp_path / "cache/first-use/iwslt.json") == ledger
+    assert not (tmp_path / "cache/iwslt/de-en.tgz").exists()
+
+
+def test_a_first_use_record_of_another_url_is_refused(server, tmp_path, capsys):
+    server.files["/a.tgz"] = server.files["/b.tgz"] = CORPUS
+    assert download_cli(tmp_path, "iwslt", server.url("/a.tgz")) == 0
+    shutil.rmtree(tmp_path / "cache/iwslt")
+    assert download_cli(tmp_path, "iwslt", server.url("/b.tgz")) == 2
+    assert re.search(r"recorded for http://127.0.0.1:\d+/a.tgz, but the manifest now names", capsys.readouterr().err)
 
 
 def test_licensed_corpus_without_a_local_path_is_a_clear_error(tmp_path):
@@ -254,3 +345,14 @@ def test_a_checksum_that_yaml_read_as_a_number_is_refused_by_entry(tmp_path):
         download.load_manifest(manifest)
     manifest.write_text("corpus:\n  url: https://example.org/c.tgz\n  sha256: '" + "1" * 64 + "'\n  size: 10\n")
     assert download.load_manifest(manifest)["corpus"].sha256 == "1" * 64
+
+
+@pytest.mark.parametrize("entry, error", [
+    ("  git_blob: '" + "1" * 64 + "'\n", r"git_blob must be 40 lower-case hex digits"),
+    ("  sha256: '" + "1" * 64 + "'\n  trust_on_first_use: true\n", r"has a published checksum, so trust_on_first_use"),
+])
+def test_a_malformed_checksum_entry_is_refused_by_entry(tmp_path, entry, error):
+    manifest = tmp_path / "downloads.yaml"
+    manifest.write_text("corpus:\n  url: https://example.org/c.tgz\n" + entry)
+    with pytest.raises(InputError, match=rf"entry 'corpus'.*{error}"):
+        download.load_manifest(manifest)

@@ -151,3 +151,17 @@ def test_probing_table_puts_ours_beside_the_paper(tmp_path):
     assert list(table.columns) == ["system", "TrDep", "BShif"]
     assert table.iloc[0].tolist() == ["exp (ours)", 50.0, 61.23]
     assert table.iloc[1].tolist() == ["Base (paper B Table 5)", 44.74, 71.24]
+
+
+@pytest.mark.parametrize("tasks_from, says", [("senteval", "SentEval's own probing data"), ("ptb", "3,914 PTB trees")])
+def test_probing_table_shows_its_tasks_only_and_says_where_ours_came_from(tmp_path, tasks_from, says):
+    from nmtrepro import cli
+    from nmtrepro.core.files import write_json
+
+    write_json(tmp_path / "base.json", {"sentence_length": {"test": 0.9}, "tree_depth": {"test": 0.5}})
+    assert cli.main(["probing-table", "--system", f"Base={tmp_path / 'base.json'}", "--tasks", "tree_depth",
+                     "--tasks-from", tasks_from, "--out-md", str(tmp_path / "t.md"),
+                     "--out-html", str(tmp_path / "t.html")]) == 0
+    text = (tmp_path / "t.md").read_text()
+    assert "TrDep" in text and "SeLen" not in text  # paper D Table VII has no SeLen column
+    assert says in text

@@ -1,16 +1,36 @@
 # probing: SentEval-protocol probing of frozen encoders (paper B Table 5, paper D Table VII) --
-# nmtrepro.analyses.probing. Config `probing` says where the tasks come from and caps the classifier.
+# nmtrepro.analyses.probing. Config `probing.tasks_from` says per scale where the task files come from:
+# SentEval's own (the senteval_* downloads, as the papers) or stand-ins derived from the PTB sample.
+from nmtrepro.analyses.probing.tasks import TASKS
+
 ANALYSIS_OUTPUTS["probing"] = ["md", "html"]
 PROBING = config["probing"]
-PROBING_TASKS = [
-    "sentence_length", "word_content", "tree_depth", "top_constituents", "bigram_shift",
-    "past_present", "subj_number", "obj_number", "odd_man_out", "coordination_inversion",
-]
+PROBING_FROM = PROBING["tasks_from"].get(config["scale"], "ptb")
 
 
-def probing_task_files(wildcards=None):
-    folder = PROBING["senteval_dir"] or "results/probing/tasks"
-    return [f"{folder}/{task}.txt" for task in PROBING_TASKS]
+def table_tasks(analysis):
+    """The tasks a probing table shows: its `tasks`, by default all ten (paper B Table 5); a misspelt
+    one fails the dry run, naming the key."""
+    tasks = ANALYSES[analysis].get("tasks", list(TASKS))
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise InputError(f"analyses.{analysis}.tasks: {unknown} are not SentEval probing tasks ({', '.join(TASKS)})")
+    return tasks
+
+
+def probing_task_files(wildcards):
+    """What an experiment's probe reads: the tasks of every probing table listing it (all ten if none
+    does), as SentEval's download records or the PTB-derived task files."""
+    wanted = {task for name, spec in ANALYSES.items() if spec["kind"] == "probing"
+              and any(s["experiment"] == wildcards.experiment for s in spec["systems"]) for task in table_tasks(name)}
+    tasks = [task for task in TASKS if task in wanted] or list(TASKS)
+    if PROBING_FROM == "senteval":
+        return [f"results/downloads/senteval_{task}.json" for task in tasks]
+    return [f"results/probing/tasks/{task}.txt" for task in tasks]
+
+
+def probing_task_args(wildcards, input):
+    return shlex.join(["--task-downloads" if PROBING_FROM == "senteval" else "--tasks", *input.tasks])
 
 
 def probing_classifier_args(wildcards):
@@ -29,7 +49,7 @@ rule probing_data:
     input:
         lambda w: PROBING["treebank"],
     output:
-        [f"results/probing/tasks/{task}.txt" for task in PROBING_TASKS],
+        [f"results/probing/tasks/{task}.txt" for task in TASKS],
     log:
         "results/logs/probing/tasks.log",
     params:
@@ -51,12 +71,13 @@ rule probe:
     params:
         prepared=lambda w: f"results/prepare/{exp(w).dataset}",
         lang=lambda w: exp(w).src_lang,
+        tasks=probing_task_args,
         classifier=probing_classifier_args,
         parser=parser_args,
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
-        "--lang {params.lang} --tasks {input.tasks} {params.classifier} {params.parser} --out {output} 2> {log}"
+        "--lang {params.lang} {params.tasks} {params.classifier} {params.parser} --out {output} 2> {log}"
 
 
 rule probing_table:
@@ -72,6 +93,7 @@ rule probing_table:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,
         title=lambda w: ANALYSES[w.analysis]["title"],
+        tasks=lambda w: shlex.join(["--tasks", *table_tasks(w.analysis), "--tasks-from", PROBING_FROM]),
     shell:
-        "nmtrepro probing-table {params.systems} {params.numbers} --title {params.title:q} "
+        "nmtrepro probing-table {params.systems} {params.numbers} {params.tasks} --title {params.title:q} "
         "--out-md {output.md} --out-html {output.html} 2> {log}"

@@ -1,5 +1,6 @@
-"""CLIs of the probing suite: `probing-data` (PTB trees -> task files), `probe` (model + task files ->
-accuracies JSON) and `probing-table` (experiments x tasks beside a paper's probing table)."""
+"""CLIs of the probing suite: `probing-data` (PTB trees -> task files), `probe` (model + task files, or
+the download records of SentEval's own files -> accuracies JSON) and `probing-table` (experiments x tasks
+beside a paper's probing table)."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +12,7 @@ from ...core.files import InputError, read_json, write_json
 from ...reporting.papers import read_paper_numbers
 from ...reporting.render import write_table
 from ...reporting.report import parse_pairs
-from .tasks import SPLITS, derive, read_task, write_task
+from .tasks import SPLITS, TASKS, derive, read_task, write_task
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,13 @@ PAPER_NAMES = {"sentence_length": "SeLen", "word_content": "WC", "tree_depth": "
                "top_constituents": "ToCo", "bigram_shift": "BShif", "past_present": "Tense",
                "subj_number": "SubN", "obj_number": "ObjN", "odd_man_out": "SoMo",
                "coordination_inversion": "CoIn"}
+# config `probing.tasks_from` -> the note under a probing table
+SOURCE_NOTES = {
+    "senteval": "Ours: SentEval protocol on SentEval's own probing data (Conneau et al. 2018), the files the "
+                "papers probed on, pinned by git blob id.",
+    "ptb": "Ours: SentEval protocol on stand-in tasks derived from 3,914 PTB trees, so not comparable in "
+           "absolute terms to the papers' 120k-sentence SentEval sets.",
+}
 
 
 def add_arguments_probing_data(parser) -> None:
@@ -44,7 +52,10 @@ def add_arguments_probe(parser) -> None:
     parser.add_argument("--model", required=True, help="model file or checkpoint")
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (bpe.codes, dict.src.txt)")
     parser.add_argument("--lang", required=True, help="source language of the model (Moses tokenizer)")
-    parser.add_argument("--tasks", required=True, nargs="+", help="task files in SentEval's probing format")
+    tasks = parser.add_mutually_exclusive_group(required=True)
+    tasks.add_argument("--tasks", nargs="+", help="task files in SentEval's probing format, named <task>.txt")
+    tasks.add_argument("--task-downloads", nargs="+", metavar="RECORD",
+                       help="download records (results/downloads/senteval_<task>.json) of SentEval's own task files")
     parser.add_argument("--out", required=True, help="JSON of accuracies per task")
     parser.add_argument("--nhid", type=int, nargs="+", default=[50, 100, 200])
     parser.add_argument("--dropout", type=float, nargs="+", default=[0.0, 0.1, 0.2])
@@ -73,8 +84,9 @@ def run_probe(args) -> None:
     vocab, bpe = Vocab.load(prepared / "dict.src.txt"), BPE(prepared / "bpe.codes")
     grid = Grid(nhid=tuple(args.nhid), dropout=tuple(args.dropout), weight_decay=tuple(args.weight_decay),
                 max_epochs=args.max_epochs)
+    paths = args.tasks or [read_json(record)["archive"] for record in args.task_downloads]
     results = {}
-    for path in args.tasks:
+    for path in paths:
         name = Path(path).stem
         examples = read_task(path)
         by_split = {s: [e for e in examples if e.split == s] for s in SPLITS}
@@ -94,14 +106,18 @@ def add_arguments_probing_table(parser) -> None:
                         help="a system's row label = its probe JSON (repeat)")
     parser.add_argument("--paper-numbers", metavar="TSV",
                         help="the paper's probing table (row, column, value, note; columns as PAPER_NAMES)")
+    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS),
+                        help="the tasks the table shows, as SentEval's file names (default: all)")
+    parser.add_argument("--tasks-from", choices=list(SOURCE_NOTES), required=True,
+                        help="where our task files came from, for the note under the table")
     parser.add_argument("--title", default="Probing accuracies (%)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
 
 
-def build_probing_table(results: dict[str, dict], papers: list[pd.DataFrame]) -> pd.DataFrame:
-    """One row per system (ours, then each paper's), one column per task in the papers' order."""
-    columns = list(PAPER_NAMES.values())
+def build_probing_table(results: dict[str, dict], papers: list[pd.DataFrame], tasks=tuple(TASKS)) -> pd.DataFrame:
+    """One row per system (ours, then each paper's), one column per task of `tasks` in the papers' order."""
+    columns = [PAPER_NAMES[t] for t in PAPER_NAMES if t in tasks]
     rows = []
     for name, scores in results.items():
         rows.append({"system": f"{name} (ours)",
@@ -120,8 +136,7 @@ def run_probing_table(args) -> None:
         if not isinstance(res, dict) or not all(isinstance(v, dict) and "test" in v for v in res.values()):
             raise InputError(f"--system {name}: not a probe JSON (task -> {{test: ...}})")
     papers = [read_paper_numbers(args.paper_numbers)] if args.paper_numbers else []
-    table = build_probing_table(results, papers)
-    note = ("Ours: SentEval protocol on the tasks named in the config (offline: derived from 3,914 PTB trees, "
-            "so not comparable in absolute terms to the papers' 120k-sentence SentEval sets).")
-    write_table(table.fillna("–"), args.title, note, args.out_md, args.out_html, numparse=True, fragment=True)
+    table = build_probing_table(results, papers, args.tasks)
+    write_table(table.fillna("–"), args.title, SOURCE_NOTES[args.tasks_from], args.out_md, args.out_html,
+                numparse=True, fragment=True)
 

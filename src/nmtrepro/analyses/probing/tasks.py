@@ -267,6 +267,7 @@ def word_content(trees: list[Tree], vocabulary: int = 30) -> list[tuple[str, str
 
 TASKS = {
     "sentence_length": sentlen,
+    "word_content": word_content,
     "tree_depth": tree_depth,
     "top_constituents": top_constituents,
     "bigram_shift": bigram_shift,
@@ -275,8 +276,7 @@ TASKS = {
     "obj_number": obj_num,
     "odd_man_out": odd_man_out,
     "coordination_inversion": coordination_inversion,
-    "word_content": word_content,
-}  # file names as SentEval's data/probing/<name>.txt
+}  # file names as SentEval's data/probing/<name>.txt (the senteval_<name> downloads), in paper B Table 5's order
 BALANCED = {"past_present", "subj_number", "obj_number"}
 
 
@@ -296,20 +296,24 @@ def write_task(path: str | Path, examples: list[Example]) -> None:
 
 
 def read_task(path: str | Path) -> list[Example]:
-    """Read SentEval's probing format; malformed lines raise InputError naming file and line."""
+    """Read SentEval's probing format; malformed lines raise InputError naming file and line.
+
+    SentEval's README promises "(at least)" split, label and sentence, the sentence last, and its loader
+    reads fields 0, 1 and -1, so fields between label and sentence are skipped the same way here.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"missing probing task file: {path}")
     out = []
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
+            line = line.rstrip("\r\n")
             if not line.strip():
                 continue
             parts = line.split("\t")
-            if len(parts) != 3 or parts[0] not in SPLITS:
+            if len(parts) < 3 or parts[0] not in SPLITS or not parts[-1].strip():
                 raise InputError(f"{path}:{lineno}: expected 'tr|va|te<TAB>label<TAB>sentence', got {line[:80]!r}")
-            out.append(Example(*parts))
+            out.append(Example(parts[0], parts[1], parts[-1]))
     for split in SPLITS:
         if not any(ex.split == split for ex in out):
             raise InputError(f"{path}: no examples in split {split!r}")
