@@ -25,10 +25,13 @@ SETTINGS = dict(max_tokens=64, update_tokens=200, lr=0.01, warmup=4, save_every=
                 log_every=1, threads=1, device="cpu", max_updates=8)
 
 
-def train_command(corpus: Path, out: Path, processes: int, **settings) -> list[str]:
+def train_command(corpus: Path, out: Path, processes: int, entry: tuple = ("-m", "nmtrepro.cli"),
+                  **settings) -> list[str]:
+    """`nmtrepro train` in `processes` processes (torchrun when more than one); `entry`: what runs the
+    CLI (a module, or a script that prepares the process first)."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
-                "--signals-to-handle=SIGTERM,SIGINT,SIGUSR1", "-m"] if processes > 1 else [sys.executable, "-m"]
-    return launcher + ["nmtrepro.cli", "train", "--prepared", str(corpus), "--model", json.dumps(TINY),
+                "--signals-to-handle=SIGTERM,SIGINT,SIGUSR1"] if processes > 1 else [sys.executable]
+    return launcher + [*entry, "train", "--prepared", str(corpus), "--model", json.dumps(TINY),
                        "--settings", json.dumps({**SETTINGS, **settings}), "--checkpoint-dir", str(out / "ckpt"),
                        "--out", str(out / "final.pt"), "--curve", str(out / "curve.tsv")]
 
@@ -138,3 +141,32 @@ def test_sigusr1_saves_a_checkpoint_and_the_next_run_resumes(tmp_path, processes
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"resuming from {saved}" in again.stderr
     assert checkpoint.load(out / "final.pt")["step"] == step + 2
+
+
+# Each rank joins a default group that carries CUDA tensors only, as NCCL does, before the trainer
+# starts: any CPU tensor sent through it fails with "No backend type associated with device type cpu".
+# The trainer then runs on CPU, so its gradients (DDP) and totals go through a gloo group of their own
+# (runtime.Distributed.device), as on GPUs they go through NCCL.
+CUDA_ONLY_DEFAULT_GROUP = """
+import sys
+
+import torch.distributed
+
+torch.distributed.init_process_group("cuda:gloo")
+from nmtrepro.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_training_never_sends_a_cpu_tensor_through_a_cuda_only_default_group(tmp_path):
+    script = tmp_path / "cuda_only_group.py"
+    script.write_text(CUDA_ONLY_DEFAULT_GROUP)
+    corpus = write_copy_corpus(tmp_path / "data", n_train=96)
+    # checkpoints (RNG states gathered from every rank), validation, the stop vote and the totals all run
+    run = subprocess.run(train_command(corpus, tmp_path / "run", 2, entry=(str(script),), max_updates=6,
+                                       save_every=3),
+                         env=environment(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert checkpoint.load(tmp_path / "run/final.pt")["step"] == 6
+    assert [step for step, _ in checkpoint.resumable(tmp_path / "run/ckpt")][-2:] == [3, 6]

@@ -97,3 +97,13 @@ def test_post_norm_normalises_every_layer_output_and_decodes_incrementally():
     prev = torch.randint(4, 24, (3, 5))
     enc = model.encode(src)
     assert torch.allclose(model.decode(prev, enc), decode_step_by_step(model, prev, enc), atol=1e-5)
+
+
+def test_cached_position_encodings_equal_fresh_ones_at_every_offset():
+    from nmtrepro.models.layers import _sinusoid_table, sinusoidal_positions
+
+    fresh = _sinusoid_table(1200, 15)
+    for length, offset in ((3, 0), (1, 7), (300, 900), (5, 1195)):  # the last two grow the cached table
+        assert torch.equal(sinusoidal_positions(length, 15, offset), fresh[offset:offset + length])
+    a, b = sinusoidal_positions(4, 15, 2), sinusoidal_positions(9, 15, 0)
+    assert a.data_ptr() == b[2:].data_ptr()  # slices of one table, not a new computation per call

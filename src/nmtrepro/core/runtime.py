@@ -7,8 +7,11 @@ import ctypes.util
 import logging
 import os
 import sys
+from dataclasses import dataclass
 
 import torch
+
+from .files import InputError
 
 log = logging.getLogger("nmtrepro.core.runtime")
 
@@ -36,7 +39,9 @@ def tune_malloc() -> None:
 def setup(threads: int | None, device: str = "auto") -> torch.device:
     """Fix the thread count and pick the device (`auto`: CUDA when present, else CPU).
 
-    Under torchrun each process takes the GPU of its LOCAL_RANK.
+    Under torchrun each process takes the GPU of its LOCAL_RANK. On CUDA, fp32 matmuls and
+    convolutions run as TF32 (Ampere and newer; a no-op before): the papers' fp32 numbers came from
+    GPUs without it, and at 10 bits of mantissa it changes no result that a BLEU point can see.
     """
     if threads:
         torch.set_num_threads(threads)
@@ -46,37 +51,84 @@ def setup(threads: int | None, device: str = "auto") -> torch.device:
     if device == "cuda" and "LOCAL_RANK" in os.environ:
         device = f"cuda:{os.environ['LOCAL_RANK']}"
         torch.cuda.set_device(device)
+    if device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     return torch.device(device)
 
 
-def distributed(device: torch.device) -> tuple[int, int]:
-    """(rank, world size) from torchrun's environment, joining the process group when world > 1.
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place in a torchrun job and the process groups its collectives use.
 
-    NCCL for GPUs, gloo on CPU (the tests run two CPU processes).
+    NCCL reduces CUDA tensors only: a CPU tensor sent through an NCCL group fails with "No backend
+    type associated with device type cpu". So every collective names its group: `device` for
+    tensors on the training device (gradients, the update's totals; the default group, NCCL on
+    GPUs), `host` for CPU-side bookkeeping (step times, stop signals, RNG states for a checkpoint;
+    always gloo). On CPU both are gloo. With one process both are None and nothing is reduced.
+    """
+    rank: int = 0
+    world: int = 1
+    device: object = None
+    host: object = None
+
+
+def distributed(device: torch.device) -> Distributed:
+    """The torchrun environment's rank and world size, joining the process group when world > 1.
+
+    The default group is `cpu:gloo,cuda:nccl` on GPUs (gloo alone on CPU; the tests run two CPU
+    processes); a group joined before (a test's simulation of an NCCL-only group) is kept as is.
+    The host group is a gloo group of its own, so CPU collectives never depend on what the default
+    group can carry.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
-        return 0, 1
+        return Distributed()
     if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return torch.distributed.get_rank(), world
+        torch.distributed.init_process_group("cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo")
+    host = torch.distributed.new_group(backend="gloo")
+    return Distributed(torch.distributed.get_rank(), world, None if device.type == "cuda" else host, host)
 
 
 def bf16_is_fast(device: torch.device) -> bool:
-    """bf16 pays on CUDA and on CPUs with AVX-512; on AVX2-only CPUs its matmuls run ~20x slower."""
-    return device.type == "cuda" or torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    """bf16 pays on Ampere and newer GPUs and on CPUs with AVX-512; on AVX2-only CPUs its matmuls run
+    ~20x slower, and the papers' P100s and V100s have no bf16 units at all."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_capability(device) >= (8, 0)
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 def resolve_precision(device: torch.device, precision: str) -> str:
+    """The precision to run: bf16 where it is fast; where it is not, fp16 with a gradient scaler on
+    a GPU (P100, V100: fast fp16, no bf16) and fp32 on a CPU. fp16 asked for by name is kept."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision {precision!r}; known: {list(PRECISIONS)}")
     if precision == "bf16" and not bf16_is_fast(device):
-        log.warning("bf16 asked for, but this CPU (%s) has no fast bf16 matmul: using fp32",
-                    torch.backends.cpu.get_cpu_capability())
-        return "fp32"
+        fallback = "fp16" if device.type == "cuda" else "fp32"
+        log.warning("bf16 asked for, but %s has no fast bf16: using %s", _device_name(device), fallback)
+        return fallback
     return precision
 
 
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (compute capability {torch.cuda.get_device_capability(device)})"
+    return f"this CPU ({torch.backends.cpu.get_cpu_capability()})"
+
+
 def autocast(device: torch.device, precision: str):
-    """bf16 autocast when `precision` is bf16 (pass it through resolve_precision first); else fp32."""
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
+    """bf16 or fp16 autocast as `precision` says (pass it through resolve_precision first); else fp32."""
+    if precision in ("bf16", "fp16"):
+        return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
     return contextlib.nullcontext()
+
+
+def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
+    """fp16's loss scaler (a pass-through for fp32 and bf16, whose range needs none).
+
+    It starts at fairseq's 2^7, not torch's 2^16: the loss is summed over an update's tokens, so at
+    2^16 the first updates of every run overflow until the scale has backed off."""
+    return torch.amp.GradScaler(device.type, init_scale=2.0 ** 7, enabled=precision == "fp16")

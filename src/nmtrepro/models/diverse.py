@@ -133,13 +133,13 @@ class DiverseTransformer(Transformer):
         x = self.src_embed.table(src) * self.src_embed.scale                            # X (B, S, d)
         if self.config.pos_factor:                                                       # LinguisticFeatures
             x = torch.cat([x[..., :-self.config.pos_factor], self.pos_embed(pos)], dim=-1)
-            x = x + sinusoidal_positions(src.size(1), x.size(-1)).to(x)
+            x = x + sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)
             return F.dropout(x, self.config.dropout, self.training)
         features = []
         for name, project in self.groups.items():
             group = project(x)                                                           # X_g (B, S, d_g)
             if name in ("global", "syn"):                                                # Func_pe, Eq. 12
-                group = group + sinusoidal_positions(src.size(1), group.size(-1)).to(group)
+                group = group + sinusoidal_positions(src.size(1), group.size(-1), device=group.device).to(group)
             if name == "syn":
                 group = group + self.pos_embed(pos)
             elif name == "rec":

@@ -240,13 +240,32 @@ class Residual(nn.Module):
         return self.norm(x + F.dropout(self.sublayer(x, *args, **kwargs), self.dropout, self.training))
 
 
-def sinusoidal_positions(length: int, d_model: int, offset: int = 0) -> torch.Tensor:
+def _sinusoid_table(length: int, d_model: int) -> torch.Tensor:
     """(length, d) sinusoidal position encodings, sin in the first half and cos in the second."""
     half = d_model // 2
     freqs = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
-    pos = torch.arange(offset, offset + length, dtype=torch.float32)[:, None] * freqs[None, :]
+    pos = torch.arange(length, dtype=torch.float32)[:, None] * freqs[None, :]
     enc = torch.cat([pos.sin(), pos.cos()], dim=1)
     return F.pad(enc, (0, d_model % 2))
+
+
+_TABLES: dict[tuple[int, torch.device], torch.Tensor] = {}  # (d, device) -> the longest table built
+
+
+def sinusoidal_positions(length: int, d_model: int, offset: int = 0, device=None) -> torch.Tensor:
+    """(length, d) sinusoidal encodings of positions offset .. offset + length - 1, on `device`.
+
+    A table per (width, device) is built once and grown by doubling, so a forward pass slices a
+    tensor already on the GPU instead of computing the encodings on the host and copying them over
+    (every layer of every step of incremental decoding asks). A row does not depend on the table's
+    length, so the slice equals a fresh computation bit for bit.
+    """
+    key, end = (d_model, torch.device(device or "cpu")), offset + length
+    table = _TABLES.get(key)
+    if table is None or len(table) < end:
+        table = _sinusoid_table(max(end, 2 * len(table) if table is not None else 256), d_model).to(key[1])
+        _TABLES[key] = table
+    return table[offset:end]
 
 
 class Embedding(nn.Module):
@@ -266,7 +285,7 @@ class Embedding(nn.Module):
 
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         x = self.table(tokens) * self.scale
-        x = x + sinusoidal_positions(tokens.size(1), x.size(-1), offset).to(x)
+        x = x + sinusoidal_positions(tokens.size(1), x.size(-1), offset, x.device).to(x)
         return F.dropout(x, self.dropout, self.training)
 
 

@@ -52,6 +52,7 @@ CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
 # the weights or the checkpoints kept, so a run with another value is another run.
 RERUN_FREE = ("threads", "device", "max_minutes", "max_updates")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
+MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
 
 
 @dataclass
@@ -86,7 +87,8 @@ class Settings:
 
 
 class Corpus:
-    """The binarized training and validation data of a prepared dataset."""
+    """The binarized training and validation data of a prepared dataset, memory-mapped (`IndexedData`):
+    every training rank on a host shares one copy of the tokens through the page cache."""
 
     def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None,
                  pos_dir: str | Path | None = None):
@@ -151,7 +153,8 @@ class Trainer:
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
         self.device = runtime.setup(settings.threads, settings.device)
         self.precision = runtime.resolve_precision(self.device, settings.precision)
-        self.rank, self.world = runtime.distributed(self.device)
+        self.dist = runtime.distributed(self.device)
+        self.rank, self.world = self.dist.rank, self.dist.world
         self.shards = shards or self.world
         if self.world > 1 and self.shards != self.world:
             raise InputError(f"{self.world} processes need {self.world} shards per update, not {self.shards}")
@@ -169,24 +172,28 @@ class Trainer:
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
-                self.loss, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+                self.loss, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                process_group=self.dist.device)
         # fused: one kernel over all parameters (measured on the tiny base on CPU: 1.6 ms a step, 6.8 ms
         # for the per-tensor loop that torch picks on CPU by default).
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9,
                                           fused=True)
+        self.scaler = runtime.grad_scaler(self.device, self.precision)
         self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
         self.curve: list[dict] = []
         self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}  # sums since the last log line
         self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
+        self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
         self.stop_signal = None
 
     # -- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
         """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
         return {"model_spec": self.spec, "init": self.init, "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings),
+                "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
+                "settings": asdict(self.settings),
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
-                "curve": self.curve, "window": self.window, "skipped": self.skipped,
+                "curve": self.curve, "window": self.window, "skipped": self.skipped, "overflows": self.overflows,
                 "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
 
     def _rng(self) -> dict:
@@ -197,12 +204,12 @@ class Trainer:
         if self.world == 1:
             return [obj]
         gathered = [None] * self.world
-        torch.distributed.all_gather_object(gathered, obj)
+        torch.distributed.all_gather_object(gathered, obj, group=self.dist.host)
         return gathered
 
     def _barrier(self) -> None:
         if self.world > 1:
-            torch.distributed.barrier()
+            torch.distributed.barrier(group=self.dist.host)
 
     def resume(self) -> bool:
         """Continue from the newest readable checkpoint of this same run; False if there is none.
@@ -224,9 +231,11 @@ class Trainer:
             return False
         self.model.load_state_dict(blob["model"])
         self.optimizer.load_state_dict(blob["optimizer"])
+        if blob.get("scaler"):  # empty when saved without fp16 (on a GPU with bf16, say)
+            self.scaler.load_state_dict(blob["scaler"])
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
         self.wall, self.curve, self.window = blob["wall_s"], blob["curve"], blob["window"]
-        self.skipped = blob["skipped"]
+        self.skipped, self.overflows = blob["skipped"], blob.get("overflows", 0)
         torch.set_rng_state(blob["rng"])
         rank_rng = blob.get("rank_rng") or []
         if len(rank_rng) == self.world:
@@ -277,24 +286,29 @@ class Trainer:
     # -- loop -----------------------------------------------------------------------------------
     def validate(self) -> tuple[float, float]:
         self.model.eval()
-        loss = nll = tokens = 0.0
+        sums, tokens = torch.zeros(2, dtype=torch.float64, device=self.device), 0  # loss, nll
         with torch.no_grad(), runtime.autocast(self.device, self.precision):
             for indices in self.corpus.batches("valid", self.settings.max_tokens):
                 batch = self.corpus.collate("valid", indices).to(self.device)
-                l, n = model_loss(self.model, batch.net_input, batch.prev, batch.target,
-                                  self.settings.label_smoothing)
-                loss, nll, tokens = loss + l.item(), nll + n.item(), tokens + batch.tgt_tokens
+                sums += torch.stack(model_loss(self.model, batch.net_input, batch.prev, batch.target,
+                                               self.settings.label_smoothing)).double()
+                tokens += batch.tgt_tokens
         self.model.train()
+        loss, nll = sums.tolist()
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
 
     def update(self, group: list) -> tuple[float, float, int] | None:
         """One optimizer step over this rank's batches; gradients are normalised by the target tokens
         of all ranks. Returns the loss, NLL and target tokens summed over all ranks, or None when the
         loss or gradient was not finite and the update was skipped (the same on every rank: both are
-        reduced over the ranks)."""
+        reduced over the ranks).
+
+        The totals stay on the device until the update's end: one host sync an update, not one a
+        micro-batch (each `.item()` waits for the GPU to drain its queue).
+        """
         s = self.settings
         self.optimizer.zero_grad(set_to_none=True)
-        totals = torch.zeros(3, dtype=torch.float64)  # loss, nll, target tokens
+        totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # loss, nll, target tokens
         for i, indices in enumerate(group):
             batch = self.corpus.collate("train", indices).to(self.device)
             # DDP all-reduces the gradients on the last backward of the update only.
@@ -302,11 +316,14 @@ class Trainer:
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
-                loss.backward()
-            totals += torch.tensor([loss.item(), nll.item(), batch.tgt_tokens], dtype=torch.float64)
+                self.scaler.scale(loss).backward()
+            totals[:2] += torch.stack((loss.detach(), nll.detach())).double()
+            totals[2] += batch.tgt_tokens
         if self.world > 1:
-            torch.distributed.all_reduce(totals)
-        loss_sum, nll_sum, tokens = totals[0].item(), totals[1].item(), int(totals[2].item())
+            torch.distributed.all_reduce(totals, group=self.dist.device)
+        loss_sum, nll_sum, tokens = totals.tolist()
+        tokens = int(tokens)
+        self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
         for p in self.model.parameters():
             if p.grad is not None:
                 p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
@@ -321,11 +338,22 @@ class Trainer:
         self.step += 1
         for g in self.optimizer.param_groups:
             g["lr"] = SCHEDULES[s.schedule](self.step, s.lr, s.warmup)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         return loss_sum, nll_sum, tokens
 
     def _skip(self, loss_sum: float, norm) -> None:
+        """Drop this update's gradients. Under fp16 a finite loss with an infinite gradient is the loss
+        scale overflowing: the scaler halves it and the update is retried on the next batches, as
+        fairseq does, counted apart from divergence until the scale falls below MIN_LOSS_SCALE."""
         self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler.is_enabled():
+            self.scaler.update()  # backs off after the overflow that unscale_ found
+            if math.isfinite(loss_sum) and self.scaler.get_scale() >= MIN_LOSS_SCALE:
+                self.overflows += 1
+                log.info("after step %d: fp16 gradient overflow, loss scale lowered to %g (%d overflows)",
+                         self.step, self.scaler.get_scale(), self.overflows)
+                return
         self.skipped, self.bad_in_row = self.skipped + 1, self.bad_in_row + 1
         log.warning("after step %d: loss %s, gradient norm %s: update skipped (%d in a row, %d in all)",
                     self.step, loss_sum, float(norm), self.bad_in_row, self.skipped)
@@ -346,13 +374,12 @@ class Trainer:
         """
         s = self.settings
         budget = math.ceil(s.update_tokens / self.shards)
-        tgt_sizes = self.corpus.splits["train"][1].sizes
         group, tokens = [], 0
         while True:
             batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
-                tokens += sum(tgt_sizes[i] for i in batches[bi])
+                tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
                 if tokens >= budget:
                     yield group, bi + 1
                     group, tokens = [], 0
@@ -387,7 +414,7 @@ class Trainer:
             group, next_position = next(updates)
             start = time.perf_counter()
             result = self.update(group)
-            elapsed = self._agree(time.perf_counter() - start)
+            elapsed, stop = self._vote(time.perf_counter() - start)
             self.position = next_position
             self.wall += elapsed
             applied = result is not None  # skipped updates leave the step, window and schedule as they were
@@ -407,33 +434,28 @@ class Trainer:
                     log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
                              self.step, valid_loss, valid_nll, perplexity(valid_nll))
                 self.save()
-            if self._stopping():
+            if stop:
                 if not scheduled:
                     self.save(interrupted=True)
                 raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
 
-    def _agree(self, elapsed: float) -> float:
-        """The slowest rank's step time, so that every rank's max_minutes clock stops together."""
-        if self.world == 1:
-            return elapsed
-        value = torch.tensor([elapsed], dtype=torch.float64)
-        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
-        return value.item()
+    def _vote(self, elapsed: float) -> tuple[float, bool]:
+        """(the slowest rank's step time, whether any rank got a stop signal): one host collective an
+        update. Every rank's max_minutes clock stops together, and all ranks save and stop at the
+        same step.
 
-    def _stopping(self) -> bool:
-        """Whether any rank got a stop signal (all ranks then save and stop at the same step).
-
-        Every rank decides from the reduced flag alone. A signal that lands while the flag is being
-        reduced stays in `stop_signal` for the next update's vote: overwriting it with the vote's
-        "no" lost signals that reached every rank during the all_reduce (seen under load).
+        Every rank decides from the reduced values alone. A signal that lands after the vote stays
+        in `stop_signal` for the next update's vote: overwriting it with the vote's "no" lost
+        signals that reached every rank during the all_reduce (seen under load).
         """
         if self.world == 1:
-            return self.stop_signal is not None
-        flag = torch.tensor([self.stop_signal or 0])
-        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-        if flag.item():
-            self.stop_signal = int(flag.item())
-        return bool(flag.item())
+            return elapsed, self.stop_signal is not None
+        votes = torch.tensor([elapsed, self.stop_signal or 0], dtype=torch.float64)
+        torch.distributed.all_reduce(votes, op=torch.distributed.ReduceOp.MAX, group=self.dist.host)
+        elapsed, signum = votes.tolist()
+        if signum:
+            self.stop_signal = int(signum)
+        return elapsed, bool(signum)
 
     def finished(self) -> bool:
         s = self.settings
@@ -455,6 +477,20 @@ class Trainer:
                  "%.0f s trained, ~%.0f s left%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left,
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "")
+
+    def close(self) -> None:
+        """Leave the process groups, every rank together.
+
+        The barrier comes first because of how a gloo group dies: when DDP is freed it frees its group,
+        which joins the group's worker threads while holding the GIL, and a worker still freeing the
+        last collective's Python tensors waits for the GIL: the rank hangs at exit (seen: rank 1 of 2
+        after the final checkpoint's all_gather_object, while rank 0 wrote the model). The barrier
+        waits, GIL released, until every rank is past its last collective and the workers are idle.
+        """
+        if self.world == 1:
+            return
+        torch.distributed.barrier(group=self.dist.host)
+        torch.distributed.destroy_process_group()
 
     def write_outputs(self, model_path: str | Path, curve_path: str | Path) -> None:
         checkpoint.save({"model_spec": self.spec, "model": self.model.state_dict(), "step": self.step,
@@ -491,11 +527,13 @@ def run_train(args) -> None:
         log.info("starting %s in %s", f"from {args.init}" if args.init else "from scratch", args.checkpoint_dir)
     try:
         trainer.train()
-    except (Interrupted, Diverged) as err:
+    except (Interrupted, Diverged) as err:  # every rank stops at the same step: all of them get here
+        trainer.close()
         raise SystemExit(f"nmtrepro train: {err}") from None
     if trainer.skipped:
         log.warning("%d updates were skipped for a non-finite loss or gradient", trainer.skipped)
+    if trainer.overflows:
+        log.info("%d fp16 updates were skipped while the loss scale backed off", trainer.overflows)
     if trainer.rank == 0:
         trainer.write_outputs(args.out, args.curve)
-    if trainer.world > 1:
-        torch.distributed.destroy_process_group()
+    trainer.close()
