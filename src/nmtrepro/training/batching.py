@@ -6,9 +6,10 @@ shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the b
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
+import numpy as np
 import torch
 
 from ..core.vocab import IndexedData, Vocab
@@ -24,39 +25,84 @@ class Batch:
     tgt_tokens: int        # number of real target tokens
 
     def to(self, device) -> "Batch":
-        return Batch({name: value.to(device) for name, value in self.net_input.items()},
-                     self.prev.to(device), self.target.to(device), self.ids, self.tgt_tokens)
+        """The batch on `device`. To a GPU the tensors go through pinned (page-locked) host memory and
+        copy without blocking, so the host collates the next batch while this one is in flight."""
+        device = torch.device(device)
+        pinned = device.type == "cuda"
+
+        def move(tensor):
+            return tensor.pin_memory().to(device, non_blocking=True) if pinned else tensor.to(device)
+
+        return Batch({name: move(value) for name, value in self.net_input.items()},
+                     move(self.prev), move(self.target), self.ids, self.tgt_tokens)
 
 
-def token_batches(src_sizes: list[int], tgt_sizes: list[int] | None, max_tokens: int,
-                  seed: int | None = None, epoch: int = 0) -> list[list[int]]:
+class TokenBatches(Sequence):
+    """One epoch's batches, held as arrays rather than lists of lists (a WMT14 En-Fr epoch is ~36M
+    indices): batch j is `order[start[j]:end[j]]`, read as a list of sentence indices."""
+
+    def __init__(self, order: np.ndarray, start: np.ndarray, end: np.ndarray, tgt_tokens: np.ndarray):
+        self.order = order            # (sentences,) indices sorted by length
+        self.start, self.end = start, end   # (batches,) each batch's span of `order`, in epoch order
+        self.tgt_tokens = tgt_tokens  # (batches,) real target tokens of each batch (source without targets)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def __getitem__(self, j: int) -> list[int]:
+        return self.order[self.start[j]:self.end[j]].tolist()
+
+
+def stable_by(keys: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """`items` reordered by `keys[items]`, ties kept in order; 16-bit keys sort in linear time (numpy
+    radix-sorts them), which is why lengths are sorted one at a time rather than as one combined key."""
+    k = keys[items]
+    if len(k) and k.max() < 2 ** 16:
+        k = k.astype(np.uint16)
+    return items[np.argsort(k, kind="stable")]
+
+
+def token_batches(src_sizes: Sequence[int], tgt_sizes: Sequence[int] | None, max_tokens: int,
+                  seed: int | None = None, epoch: int = 0) -> TokenBatches:
     """Group sentence indices into batches of at most `max_tokens` padded tokens on either side.
 
-    With a seed, ties in length are broken randomly and the batch order is shuffled (training);
-    without, batches keep sorted order (decoding, validation).
+    Sentences are sorted by (target length, source length), and a batch takes sentences in that order
+    while (its longest sentence) x (its sentences) stays within `max_tokens` (a longer sentence makes a
+    batch of its own). With a seed, ties in length are broken randomly and the batch order is shuffled
+    (training); without, batches keep sorted order (decoding, validation). The work is in numpy, one
+    Python step per batch, not per sentence.
     """
-    n = len(src_sizes)
-    tgt_sizes = tgt_sizes if tgt_sizes is not None else src_sizes
+    src = np.asarray(src_sizes)    # IndexedData.sizes stay int32, no copy
+    tgt = src if tgt_sizes is None else np.asarray(tgt_sizes)
+    n = len(src)
+    int32 = n < 2 ** 31  # indices in half the memory; randperm draws the same permutation in either type
     if seed is not None:
         gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
-        tiebreak = torch.randperm(n, generator=gen).tolist()
+        tiebreak = torch.randperm(n, generator=gen, dtype=torch.int32 if int32 else torch.int64).numpy()
+        order = np.empty_like(tiebreak)
+        order[tiebreak] = np.arange(n, dtype=tiebreak.dtype)  # sentences in tiebreak order (tiebreak[i]: i's rank)
+        del tiebreak
     else:
-        tiebreak = list(range(n))
-    order = sorted(range(n), key=lambda i: (tgt_sizes[i], src_sizes[i], tiebreak[i]))
-    batches, current, longest = [], [], 0
-    for i in order:
-        size = max(src_sizes[i], tgt_sizes[i])
-        if current and max(longest, size) * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, size)
-    if current:
-        batches.append(current)
+        order = np.arange(n, dtype=np.int32 if int32 else np.int64)
+    order = stable_by(tgt, stable_by(src, order))                          # by (tgt, src, tiebreak)
+
+    longest = np.maximum(src, tgt)[order]                                  # (n,) in batching order
+    steps = np.arange(1, max_tokens + 2)
+    starts, p = [], 0
+    while p < n:
+        # A batch holds at most max_tokens // longest[p] sentences; among those, it takes the prefix
+        # whose running maximum x count fits (that product only grows along the prefix).
+        running = np.maximum.accumulate(longest[p: p + max_tokens // max(int(longest[p]), 1) + 1])
+        starts.append(p)
+        p += max(1, int(np.searchsorted(running * steps[:len(running)], max_tokens, side="right")))
+    del longest
+    start = np.array(starts, dtype=np.int64)
+    end = np.append(start[1:], n)
+    tokens = np.add.reduceat(tgt[order], start, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
     if seed is not None:
-        perm = torch.randperm(len(batches), generator=gen).tolist()
-        batches = [batches[j] for j in perm]
-    return batches
+        perm = torch.randperm(len(start), generator=gen).numpy()
+        start, end, tokens = start[perm], end[perm], tokens[perm]
+    return TokenBatches(order, start, end, tokens)
 
 
 def pad_sequences(seqs: list[torch.Tensor], pad: int = Vocab.pad) -> torch.Tensor:
