@@ -170,3 +170,37 @@ def test_word_level_lowercased_preparation_maps_rare_words_to_unk(tmp_path):
                                        src_lang="de", tgt_lang="en", out_prefix=str(tmp_path / "t")))
     assert read_lines(tmp_path / "t.src.bpe") == ["der hund läuft ."]
     assert read_lines(tmp_path / "t.ref") == ["the dog runs."] and read_lines(tmp_path / "t.ref.tok") == ["the dog runs ."]
+
+
+def in_memory_preparation(data, merges, max_len, max_ratio, codes):
+    """Tokenization, BPE and filtering as prepare did them before it streamed: whole lists in memory."""
+    src, tgt = read_lines(data / "train.src"), read_lines(data / "train.tgt")
+    src, tgt = tokenize(src, "en"), tokenize(tgt, "de")
+    learn_bpe(src, tgt, merges, codes)
+    bpe = BPE(codes)
+    pairs = zip(bpe(src), bpe(tgt))
+    return [s for s, t in pairs if prepare.keep_pair(s, t, max_len, max_ratio) is None]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_streamed_preparation_in_chunks_and_processes_matches_the_in_memory_one(tmp_path, monkeypatch, workers):
+    monkeypatch.setattr(prepare, "_CHUNK", 5)  # several chunks, several tasks per worker
+    data = tmp_path / "fetched"
+    train_src = [f"{s} ({i})" for i in range(6) for s in EN] + ["a very long sentence " * 10]
+    train_tgt = [f"{t} ({i})" for i in range(6) for t in DE] + ["lang"]
+    write_lines(data / "train.src", train_src)
+    write_lines(data / "train.tgt", train_tgt)
+    write_lines(data / "valid.src", EN)
+    write_lines(data / "valid.tgt", DE)
+    prepare.prepare(data, tmp_path / "prep", "en", "de", bpe_merges=60, max_len=30, max_ratio=3.0, workers=workers)
+    expected = in_memory_preparation(data, 60, 30, 3.0, tmp_path / "codes")
+    assert (tmp_path / "prep/bpe.codes").read_text() == (tmp_path / "codes").read_text()
+    assert read_lines(tmp_path / "prep/train.src.bpe") == expected and len(expected) == 18
+    assert not [p for p in (tmp_path / "prep").iterdir() if p.name.startswith(".")]  # the tokenized text is gone
+
+
+def test_parallel_files_of_different_lengths_are_refused_naming_the_shorter(tmp_path):
+    write_lines(tmp_path / "train.src", EN)
+    write_lines(tmp_path / "train.tgt", DE[:2])
+    with pytest.raises(InputError, match=r"train\.tgt ends after 2 lines"):
+        list(prepare.iter_parallel(tmp_path / "train.src", tmp_path / "train.tgt"))

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.data.nlp import Token, analyse, constituency, dependency_tree, projective_heads
-from nmtrepro.data.parse import (extract_phrases, format_spans, parse_file, read_spans, sentence_spans,
-                                 to_pieces, tokens_per_phrase, word_pieces)
+from nmtrepro.data.parse import (extract_phrases, format_spans, merge_stats, parse_file, read_spans,
+                                 sentence_spans, to_pieces, tokens_per_phrase, word_pieces)
+from nmtrepro.data.shards import gather, shard_range
 from nmtrepro.data.trees import Tree, read_bracketed
 
 TREEBANK = Path(__file__).resolve().parents[1] / "data" / "ptb-sample" / "treebank.zip"
@@ -150,8 +153,8 @@ def test_spacy_backend_tags_and_parses_the_given_words():
 def test_parse_file_writes_spans_aligned_with_bpe(tmp_path):
     bpe = tmp_path / "train.src.bpe"
     bpe.write_text("Two young gu@@ ys with sha@@ gg@@ y hair look at their hands .\n\nA man sleeps .\n")
-    spans, stats = parse_file(bpe, "spacy")
-    assert [s[-1] for s in spans] == [(14, 15), (0, 1), (4, 5)]
+    stats = parse_file(bpe, tmp_path / "train.spans", "spacy")
+    assert [s[-1] for s in read_spans(tmp_path / "train.spans")] == [(14, 15), (0, 1), (4, 5)]
     assert stats["backend"] == "spacy" and stats["sentences"] == 3
 
 
@@ -159,7 +162,7 @@ def test_parse_file_writes_spans_aligned_with_bpe(tmp_path):
 def test_parse_stats_record_that_auto_fell_back_to_the_spacy_stand_in(tmp_path):
     bpe = tmp_path / "test.src.bpe"
     bpe.write_text("A man sleeps .\n")
-    _, stats = parse_file(bpe, "auto", stanza_models=str(tmp_path / "no-stanza-here"))
+    stats = parse_file(bpe, tmp_path / "test.spans", "auto", stanza_models=str(tmp_path / "no-stanza-here"))
     assert stats["requested_backend"] == "auto" and stats["backend"] == "spacy"
     assert stats["parser"].startswith("spacy (stand-in)") and "dependency parse" in stats["parser"]
 
@@ -199,3 +202,45 @@ def test_spans_must_match_the_sentences_they_belong_to(tmp_path):
         read_spans(path, [3, 4])
     with pytest.raises(InputError, match="2 lines of spans for 3 sentences"):
         read_spans(path, [3, 1, 5])
+
+
+@needs_spacy
+@pytest.mark.parametrize("shards", [2, 3])
+def test_parse_shards_gather_into_the_file_one_job_writes(tmp_path, shards):
+    bpe = tmp_path / "train.src.bpe"
+    bpe.write_text("Two young gu@@ ys with sha@@ gg@@ y hair look at their hands .\n\nA man sleeps .\n"
+                   "A dog runs in the park .\nThe children play .\n")
+    run = ["parse", "--src-bpe", str(bpe), "--backend", "spacy"]
+    assert cli.main(run + ["--out", str(tmp_path / "one.spans"), "--stats", str(tmp_path / "one.json")]) == 0
+    parts = [tmp_path / f"train.{k}-of-{shards}" for k in range(1, shards + 1)]
+    for k, part in enumerate(parts, 1):
+        assert cli.main(run + ["--shard", str(k), "--shards", str(shards), "--out", f"{part}.spans",
+                               "--stats", f"{part}.json"]) == 0
+    assert cli.main(["gather-parse", "--parts", *(f"{p}.spans" for p in parts), "--part-stats",
+                     *(f"{p}.json" for p in parts), "--out", str(tmp_path / "all.spans"),
+                     "--stats", str(tmp_path / "all.json")]) == 0
+    assert (tmp_path / "all.spans").read_text() == (tmp_path / "one.spans").read_text()
+    one, gathered = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "all.json"))
+    timing = ("parse_seconds", "sentences_per_second")
+    assert {k: v for k, v in gathered.items() if k not in timing} == {k: v for k, v in one.items() if k not in timing}
+
+
+def test_gathering_refuses_a_shard_whose_stats_count_other_lines(tmp_path):
+    (tmp_path / "a.spans").write_text("0-1\n0-1\n")
+    stats = {"requested_backend": "spacy", "backend": "spacy", "parser": "p", "sentences": 1, "phrases": 0,
+             "tokens": 0, "parse_seconds": 1.0}
+    (tmp_path / "a.json").write_text(json.dumps(stats))
+    with pytest.raises(InputError, match="a.spans: 2 lines, its stats count 1 sentences"):
+        gather([tmp_path / "a.spans"], tmp_path / "out.spans", [tmp_path / "a.json"], tmp_path / "out.json", merge_stats)
+    assert not (tmp_path / "out.spans").exists()
+
+
+def test_shards_cover_every_line_once_in_order():
+    for lines in (0, 1, 7, 100):
+        for shards in (1, 2, 3, 8):
+            ranges = [shard_range(lines, k, shards) for k in range(1, shards + 1)]
+            assert ranges[0][0] == 0 and ranges[-1][1] == lines
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+            assert max(e - s for s, e in ranges) - min(e - s for s, e in ranges) <= 1
+    with pytest.raises(InputError, match="numbered 1..2"):
+        shard_range(10, 3, 2)

@@ -124,6 +124,31 @@ def test_chinese_tags_come_from_jieba_on_the_segmented_words_copied_to_pieces():
         tag_lines(["Hund"], "de")
 
 
+def test_pos_shards_gather_into_the_file_one_job_writes(tmp_path):
+    bpe = tmp_path / "train.src.bpe"
+    bpe.write_text("\n".join(ZH * 2) + "\n")
+    run = ["pos", "--src-bpe", str(bpe), "--lang", "zh"]
+    assert cli.main(run + ["--out", str(tmp_path / "one.pos"), "--stats", str(tmp_path / "one.json")]) == 0
+    parts = [tmp_path / f"train.{k}-of-4" for k in range(1, 5)]
+    for k, part in enumerate(parts, 1):
+        assert cli.main(run + ["--shard", str(k), "--shards", "4", "--out", f"{part}.pos", "--stats", f"{part}.json"]) == 0
+    assert cli.main(["gather-pos", "--parts", *(f"{p}.pos" for p in parts), "--part-stats",
+                     *(f"{p}.json" for p in parts), "--out", str(tmp_path / "all.pos"),
+                     "--stats", str(tmp_path / "all.json")]) == 0
+    assert (tmp_path / "all.pos").read_text() == (tmp_path / "one.pos").read_text()
+    one, gathered = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "all.json"))
+    timing = ("tag_seconds", "words_per_second")
+    assert {k: v for k, v in gathered.items() if k not in timing} == {k: v for k, v in one.items() if k not in timing}
+    assert gathered["sentences"] == 6 and gathered["pieces"] == 2 * sum(map(len, ZH_TAGS))
+
+
+def test_shards_tagged_by_different_taggers_are_not_gathered(tmp_path):
+    stats = [{"lang": "en", "requested_backend": "auto", "tagger": tagger, "tagger_name": tagger, "sentences": 0,
+              "pieces": 0, "words": 0, "tag_seconds": 0.0, "tags": {}} for tagger in ("stanza", "spacy")]
+    with pytest.raises(InputError, match="the shards disagree on tagger: spacy, stanza"):
+        pos_module.merge_stats(stats)
+
+
 def test_a_wrong_number_of_tags_names_the_file_and_line(tmp_path):
     path = tmp_path / "valid.pos"
     path.write_text("DET NOUN\nDET NOUN VERB\n")

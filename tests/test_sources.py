@@ -14,7 +14,7 @@ from nmtrepro.analyses.heads import similarity
 from nmtrepro.analyses.probing.vectors import encode_sentences
 from nmtrepro.core.text import BPE
 from nmtrepro.core.vocab import Vocab
-from nmtrepro.data.parse import format_spans, parse_file
+from nmtrepro.data.parse import parse_file, read_spans
 from nmtrepro.evaluation.sources import Sources
 from nmtrepro.models import build_model
 
@@ -56,8 +56,8 @@ def test_a_plain_transformer_reads_the_ids_only():
 def test_spans_come_from_the_parse_stage_file_or_the_same_parser_on_the_fly(tmp_path):
     bpe = tmp_path / "test.src.bpe"
     bpe.write_text("\n".join(LINES) + "\n")
-    spans, _ = parse_file(bpe, "spacy")                       # what the parse stage writes
-    (tmp_path / "test.spans").write_text("\n".join(format_spans(s) for s in spans) + "\n")
+    parse_file(bpe, tmp_path / "test.spans", "spacy")         # what the parse stage writes
+    spans = read_spans(tmp_path / "test.spans")
     model, vocab = parse_model(), Vocab(WORDS)
     from_file = Sources.of_lines(model, LINES, vocab, spans=str(tmp_path / "test.spans"))
     on_the_fly = Sources.of_lines(model, LINES, vocab, parse_backend="spacy")

@@ -1,11 +1,16 @@
-"""`nmtrepro plan`: what a run will cost before it is paid for: training jobs, GPU-hours, disk per table.
+"""`nmtrepro plan`: what a run will cost before it is paid for: training jobs, GPU-hours, disk per table,
+and the CPU-hours of the preprocessing jobs.
 
 The jobs come from Snakemake's own dry run (`--detailed-summary`), so the plan counts exactly what
 `snakemake` would run, skips what is already done, and needs no data on disk. Time comes from a
 throughput table: measured numbers from the GPU benchmark's JSON when present, otherwise the config's
 `plan` table, whose default figures are derived from the Transformer paper's own training times and
-labelled as such. Disk is the model's size from its parameter count (built on the meta device, so
-nothing is allocated) and the download manifest's archive sizes.
+labelled as such, with other GPUs (`plan.speedup`) costed beside it. Each experiment is sized by its
+own model spec (paper A's +PR Big counts its phrase layers). Disk is the model's size from its
+parameter count (built on the meta device, so nothing is allocated) and the download manifest's
+archive sizes. The preprocessing jobs (prepare, and each shard of parse and pos) cost their lines times
+the config's per-line CPU seconds (`plan.cpu_seconds_per_line`, estimates), the lines counted from the
+repository's files or taken from `plan.lines`.
 
 `nmtrepro param-count` prints the parameter counts of every model variant in config.yaml at a scale.
 Paper A's vocabulary. Its totals, 88.1M (Base) and 264.1M (Big), fix the vocabulary only together
@@ -21,6 +26,7 @@ totals to 0.1M.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -29,33 +35,41 @@ import sys
 from pathlib import Path
 
 from .config import experiments, load, model_options, tables_at_scale, validate
-from .core.files import InputError, write_json
+from .core.files import InputError, iter_lines, write_json
 from .data.download import load_manifest
+from .data.shards import shard_range
 from .models.size import spec_parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
 DOWNLOAD_OUTPUT = re.compile(r"^results/downloads/(?P<resource>[^/]+)\.json$")
+# One output per preprocessing job: prepare's stats, each parse or pos shard's annotations.
+PREPROCESS_OUTPUT = re.compile(r"^results/(?:(?P<prepare>prepare)/(?P<dataset>[^/]+)/stats\.json"
+                               r"|(?P<stage>parse|pos)/(?P<annotated>[^/]+)/shards/(?P<part>.+)\.(?P<shard>\d+)"
+                               r"-of-(?P<shards>\d+)\.(?:spans|pos))$")
 WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments
 PAPER_A_VOCAB = {"src_vocab": 45_767, "tgt_vocab": 40_000}
 
 
-def dry_run_jobs(snakefile: str, overrides: list[str]) -> tuple[set[str], set[str]]:
-    """(experiments to train, resources to download) that a run would execute now, from the dry-run DAG."""
+def dry_run_summary(snakefile: str, overrides: list[str]) -> str:
+    """`snakemake --detailed-summary` of everything a run would build now (the dry-run DAG)."""
     command = [sys.executable, "-m", "snakemake", "--snakefile", snakefile, "--detailed-summary", "--nolock",
                "--quiet", "all"] + (["--config", *overrides] if overrides else [])
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise InputError(f"snakemake dry run failed ({' '.join(command[2:])}):\n{result.stderr[-2000:]}")
-    return parse_summary(result.stdout)
+    return result.stdout
+
+
+def _pending_rows(text: str):
+    """The rows of a detailed summary (tab-separated) whose output a run would still make."""
+    lines = text[text.index("output_file\t"):] if "output_file\t" in text else ""
+    return (row for row in csv.DictReader(io.StringIO(lines), delimiter="\t") if row.get("plan") != "no update")
 
 
 def parse_summary(text: str) -> tuple[set[str], set[str]]:
-    """Pending training and download jobs from `snakemake --detailed-summary` (tab-separated)."""
-    lines = text[text.index("output_file\t"):] if "output_file\t" in text else ""
+    """Pending training and download jobs from `snakemake --detailed-summary`."""
     train, downloads = set(), set()
-    for row in csv.DictReader(io.StringIO(lines), delimiter="\t"):
-        if row.get("plan") == "no update":
-            continue
+    for row in _pending_rows(text):
         if row.get("rule") == "train" and (m := TRAIN_OUTPUT.match(row["output_file"])):
             train.add(m["experiment"])
         elif row.get("rule") == "download" and (m := DOWNLOAD_OUTPUT.match(row["output_file"])):
@@ -63,15 +77,32 @@ def parse_summary(text: str) -> tuple[set[str], set[str]]:
     return train, downloads
 
 
-def throughput(config: dict, bench: Path | None) -> tuple[dict, str]:
-    """Target tokens/s per GPU by model size, and where the numbers come from."""
+def preprocessing_jobs(text: str) -> list[dict]:
+    """Pending preprocessing jobs from `snakemake --detailed-summary`: prepare per dataset, and parse
+    and pos per shard ({stage, dataset, part, shard, shards})."""
+    jobs = []
+    for row in _pending_rows(text):
+        if not (m := PREPROCESS_OUTPUT.match(row["output_file"])):
+            continue
+        if m["prepare"]:
+            jobs.append({"stage": "prepare", "dataset": m["dataset"], "part": "train", "shard": 1, "shards": 1})
+        else:
+            jobs.append({"stage": m["stage"], "dataset": m["annotated"], "part": m["part"],
+                         "shard": int(m["shard"]), "shards": int(m["shards"])})
+    order = {"prepare": 0, "parse": 1, "pos": 2}  # the pipeline's order
+    return sorted(jobs, key=lambda j: (order[j["stage"]], j["dataset"], j["part"], j["shard"]))
+
+
+def throughput(config: dict, bench: Path | None) -> tuple[dict, str, dict]:
+    """Target tokens/s per GPU by model size, where the numbers come from, and the other GPUs costed
+    beside them as multiples of them (the config's estimates, for its assumed table only)."""
     if bench is not None and bench.is_file():
         measured = json.loads(bench.read_text(encoding="utf-8"))
-        return measured["tokens_per_s"], f"measured: {bench} ({measured.get('gpu', 'GPU not named')})"
+        return measured["tokens_per_s"], f"measured: {bench} ({measured.get('gpu', 'GPU not named')})", {}
     if "plan" not in config:
         raise InputError(f"no measured throughput ({bench}) and no `plan` table in the config")
     table = config["plan"]
-    return table["tokens_per_s"], f"assumed: {table['source']}"
+    return table["tokens_per_s"], f"assumed: {table['source']}", table.get("speedup", {})
 
 
 def update_tokens(train: dict) -> int:
@@ -80,11 +111,68 @@ def update_tokens(train: dict) -> int:
     return max(train["update_tokens"], train["max_tokens"])
 
 
-def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict) -> dict:
-    """Per table: training jobs still to run, GPU-hours and disk (checkpoints, models, downloads)."""
+@functools.lru_cache(maxsize=None)
+def _count_lines(path: str) -> int:
+    return sum(1 for _ in iter_lines(path))
+
+
+def part_lines(config: dict, dataset: str, part: str) -> int | None:
+    """Lines of a dataset part (train, valid, test/<split>) that preprocessing reads: `plan.lines` for
+    a download set's training pairs, else counted in the repository's file (at most the scale's
+    max_lines); None where neither is known (a download set's valid and test sets, a few thousand lines)."""
+    split = part.removeprefix("test/")
+    known = config.get("plan", {}).get("lines", {})
+    if split == "train" and dataset in known:
+        return known[dataset]
+    src = config["datasets"][dataset]["splits"].get(split, {}).get("src")
+    if not isinstance(src, str) or not Path(src).is_file():
+        return None
+    cap = config["scales"][config["scale"]]["prepare"].get("max_lines")
+    return min(_count_lines(src), cap) if cap else _count_lines(src)
+
+
+def line_seconds(config: dict, stage: str, dataset: str) -> float | None:
+    """CPU seconds per line of a stage (`plan.cpu_seconds_per_line`): prepare's one figure, parse's by
+    the scale's parser, pos's by its tagger (jieba for a Chinese source); None where none is given."""
+    rates = config.get("plan", {}).get("cpu_seconds_per_line", {})
+    if stage == "prepare":
+        return rates.get("prepare")
+    tool = "jieba" if stage == "pos" and config["datasets"][dataset]["src"] == "zh" else \
+        config["scales"][config["scale"]]["parse_backend"]
+    return rates.get(stage, {}).get(tool)
+
+
+def preprocessing(config: dict, jobs: list[dict]) -> dict:
+    """CPU-hours of the pending preprocessing jobs by stage (estimates: lines x seconds per line), the
+    longest job's beside what the scale gives it (cores, runtime), and the jobs whose cost is unknown."""
+    resources = config["scales"][config["scale"]].get("preprocess", {})
+    stages = {}
+    for job in jobs:
+        row = stages.setdefault(job["stage"], {"jobs": 0, "lines": 0, "cpu_hours": 0.0, "longest_job_cpu_hours": 0.0,
+                                               "resources": resources.get(job["stage"], {}),
+                                               "jobs_of_unknown_cost": []})
+        row["jobs"] += 1
+        lines, seconds = part_lines(config, job["dataset"], job["part"]), line_seconds(config, job["stage"], job["dataset"])
+        name = f"{job['dataset']}/{job['part']}" + (f" {job['shard']}-of-{job['shards']}" if job["shards"] > 1 else "")
+        if lines is None or seconds is None:
+            row["jobs_of_unknown_cost"].append(name)
+            continue
+        start, end = shard_range(lines, job["shard"], job["shards"])
+        hours = (end - start) * seconds / 3600
+        row["lines"] += end - start
+        row["cpu_hours"] += hours
+        row["longest_job_cpu_hours"] = max(row["longest_job_cpu_hours"], hours)
+    return {"stages": stages, "cpu_hours": sum(row["cpu_hours"] for row in stages.values())}
+
+
+def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict,
+         speedup: dict | None = None, preprocess_jobs: list[dict] | None = None) -> dict:
+    """Per table: training jobs still to run, GPU-hours (on the throughput table's GPU, and on each GPU
+    of `speedup`) and disk (checkpoints, models, downloads); and the preprocessing jobs' CPU-hours."""
     scale = config["scales"][config["scale"]]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
+    speedup = speedup or {}
 
     def trained_as(name: str) -> str:  # the experiment whose training job makes this one's model
         return resolved[name].same_as or name
@@ -94,10 +182,12 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         size = config["models"][resolved[name].variant].get("size")
         params = spec_parameter_counts({**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab})["total"]
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
+        gpu_hours = train["max_updates"] * update_tokens(train) / rates[size] / 3600 if size in rates else None
+        gpus = max(resolved[name].resources["gpu"], 1)
         jobs[name] = {
-            "size": size, "parameters": params,
-            # None: no throughput is known for the size (paper C's GRU models): shown as unknown
-            "gpu_hours": train["max_updates"] * update_tokens(train) / rates[size] / 3600 if size in rates else None,
+            "size": size, "parameters": params, "gpus": gpus,
+            # None: no throughput is known for the size: shown as unknown
+            "gpu_hours": gpu_hours, "hours": None if gpu_hours is None else gpu_hours / gpus,
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
@@ -107,29 +197,40 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         names = sorted((cells | {trained_as(resolved[n].init) for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in cells}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
+        gpu_hours = sum(jobs[n]["gpu_hours"] or 0 for n in names)
         tables[table] = {
             "training_jobs": len(names), "experiments": names,
-            "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
+            "gpu_hours": gpu_hours, "gpu_hours_on": {gpu: gpu_hours / factor for gpu, factor in speedup.items()},
             "jobs_of_unknown_speed": sorted(n for n in names if jobs[n]["gpu_hours"] is None),
             "checkpoint_bytes": sum(jobs[n]["disk_bytes"] for n in names),
             "download_bytes": sum(download_bytes.get(r) or 0 for r in needed),
             "downloads_of_unknown_size": sorted(r for r in needed if not download_bytes.get(r)),
         }
-    return {"scale": config["scale"], "jobs": jobs, "tables": tables,
-            "total": {"training_jobs": len(jobs), "gpu_hours": sum(j["gpu_hours"] or 0 for j in jobs.values()),
+    gpu_hours = sum(j["gpu_hours"] or 0 for j in jobs.values())
+    prep = preprocessing(config, preprocess_jobs or [])
+    return {"scale": config["scale"], "jobs": jobs, "tables": tables, "preprocessing": prep,
+            "total": {"training_jobs": len(jobs), "gpu_hours": gpu_hours,
+                      "gpu_hours_on": {gpu: gpu_hours / factor for gpu, factor in speedup.items()},
+                      "cpu_hours": prep["cpu_hours"],
                       "jobs_of_unknown_speed": sorted(n for n, j in jobs.items() if j["gpu_hours"] is None),
                       "checkpoint_bytes": sum(j["disk_bytes"] for j in jobs.values()),
                       "download_bytes": sum(b or 0 for b in download_bytes.values())}}
 
 
-def render(result: dict, source: str) -> str:
+def render(result: dict, source: str, gpu: str = "GPU") -> str:
+    """The plan as text: per table, the total, per training job, the preprocessing, and the totals."""
     gb = 1e9
-    lines = [f"Plan for scale={result['scale']} (throughput {source})", "",
-             f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} {'checkpoints GB':>15} {'downloads GB':>13}"]
+    others = list(result["total"]["gpu_hours_on"])
+    lines = [f"Plan for scale={result['scale']} (throughput {source})", ""]
+    if others:
+        lines += [f"GPU-hours on {gpu}, and on {', '.join(others)} from the config's speedups (estimates).", ""]
+    lines.append(f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} " + "".join(f"{g:>13}" for g in others)
+                 + f" {'checkpoints GB':>15} {'downloads GB':>13}")
     rows = list(result["tables"].items()) + [("total (unique jobs)", result["total"])]
     for name, row in rows:
         lines.append(f"{name:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
-                     f"{row['checkpoint_bytes'] / gb:>15.1f} {row['download_bytes'] / gb:>13.1f}")
+                     + "".join(f"{row['gpu_hours_on'][g]:>13.1f}" for g in others)
+                     + f" {row['checkpoint_bytes'] / gb:>15.1f} {row['download_bytes'] / gb:>13.1f}")
         if row.get("jobs_of_unknown_speed"):
             lines.append(f"{'':<24} (plus {len(row['jobs_of_unknown_speed'])} job(s) of a size with no throughput "
                          f"figure, not counted: {', '.join(row['jobs_of_unknown_speed'])})")
@@ -137,10 +238,28 @@ def render(result: dict, source: str) -> str:
             lines.append(f"{'':<24} (plus downloads of unknown size: {', '.join(row['downloads_of_unknown_size'])})")
     lines += ["", "Per training job:"]
     for name, job in result["jobs"].items():
-        hours = "GPU-hours unknown" if job["gpu_hours"] is None else f"{job['gpu_hours']:.1f} GPU-hours"
+        hours = ("GPU-hours unknown" if job["gpu_hours"] is None else
+                 f"{job['gpu_hours']:.1f} GPU-hours ({job['hours']:.1f} h on {job['gpus']} GPU{'s' * (job['gpus'] > 1)})")
         lines.append(f"  {name}: {job['size']}, {job['parameters'] / 1e6:.0f}M parameters, "
                      f"{hours}, {job['disk_bytes'] / gb:.1f} GB of checkpoints")
     lines.append("Downloads count archives only; extraction and prepared data need more.")
+    stages = result["preprocessing"]["stages"]
+    if stages:
+        lines += ["", "Preprocessing (CPU-hours estimated from lines x the config's seconds per line):",
+                  f"{'stage':<10} {'jobs':>6} {'lines':>12} {'CPU-hours':>10}  longest job"]
+        for stage, row in stages.items():
+            limit = row["resources"]
+            lines.append(f"{stage:<10} {row['jobs']:>6} {row['lines']:>12,} {row['cpu_hours']:>10.1f}  "
+                         f"{row['longest_job_cpu_hours']:.1f} CPU-hours; a job gets {limit.get('cpus', 1)} core(s), "
+                         f"{limit.get('runtime', 60) / 60:.0f} h")
+            if row["jobs_of_unknown_cost"]:
+                lines.append(f"{'':<10} (plus {len(row['jobs_of_unknown_cost'])} job(s) of unknown lines or rate, "
+                             f"not counted: {', '.join(row['jobs_of_unknown_cost'])})")
+    total = result["total"]
+    on_others = "".join(f", {total['gpu_hours_on'][g]:.0f} on {g}" for g in others)
+    lines += ["", f"Total: {total['training_jobs']} training jobs, {total['gpu_hours']:.0f} GPU-hours on {gpu}"
+              f"{on_others}; {total['cpu_hours']:.0f} CPU-hours of preprocessing (estimate); "
+              f"{total['checkpoint_bytes'] / gb:.0f} GB of checkpoints, {total['download_bytes'] / gb:.1f} GB of downloads."]
     return "\n".join(lines)
 
 
@@ -159,10 +278,12 @@ def add_arguments_plan(parser) -> None:
 def run_plan(args) -> None:
     config, _ = load(args.configfile, args.config)
     validate(config, args.schema)
-    pending, downloads = dry_run_jobs(args.snakefile, args.config)
-    rates, source = throughput(config, Path(args.bench) if args.bench else None)
-    result = plan(config, pending, downloads, rates, load_manifest(args.manifest))
-    print(render(result, source))
+    summary = dry_run_summary(args.snakefile, args.config)
+    pending, downloads = parse_summary(summary)
+    rates, source, speedup = throughput(config, Path(args.bench) if args.bench else None)
+    result = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, preprocessing_jobs(summary))
+    gpu = "the measured GPU" if source.startswith("measured") else config["plan"].get("gpu", "the table's GPU")
+    print(render(result, source, gpu))
     if args.out:
         write_json(args.out, {**result, "throughput": rates, "throughput_source": source})
 

@@ -13,24 +13,67 @@ rule stanza_models:
         "nmtrepro stanza-models --dir {params.dir:q} --out {output} {params.offline} 2> {log}"
 
 
+# A dataset part that the parse and pos stages annotate: train, valid or test/<split>.
+ANNOTATED_PART = "(test/)?[A-Za-z0-9_.-]+"
+
+
+def shard_count(part):
+    """Jobs that annotate a part: the scale's `preprocess.shards` for the training source, one for the
+    valid and test sets (a few thousand lines, not worth loading a parser for each piece)."""
+    return PREPROCESS["shards"] if part == "train" else 1
+
+
+def shard_files(stage, ext):
+    """Input function of a gather rule: the stage's shard files of the part, in line order."""
+    def files(wildcards):
+        n = shard_count(wildcards.part)
+        return [f"results/{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}" for k in range(1, n + 1)]
+    return files
+
+
 rule parse:
     input:
         bpe="results/prepare/{dataset}/{part}.src.bpe",
         stanza=stanza_record,
     output:
-        spans="results/parse/{dataset}/{part}.spans",
-        stats="results/parse/{dataset}/{part}.stats.json",
+        spans=temp("results/parse/{dataset}/shards/{part}.{shard}-of-{shards}.spans"),
+        stats=temp("results/parse/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json"),
     log:
-        "results/logs/parse/{dataset}/{part}.log",
+        "results/logs/parse/{dataset}/{part}.{shard}-of-{shards}.log",
     params:
         opts=config["parse"],
         backend=PARSE_BACKEND,
         stanza_dir=STANZA_DIR,
     wildcard_constraints:
-        part="(test/)?[A-Za-z0-9_.-]+",
+        part=ANNOTATED_PART,
+        shard=r"\d+",
+        shards=r"\d+",
+    threads: PREPROCESS["parse"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["parse"]["mem_mb"],
+        runtime=PREPROCESS["parse"]["runtime"],
     message:
-        "Parsing the source of {wildcards.dataset} {wildcards.part} into phrases (paper A, Algorithm 1)"
+        "Parsing shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
+        "{wildcards.part} into phrases (paper A, Algorithm 1)"
     shell:
-        "nmtrepro parse --src-bpe {input.bpe} --out {output.spans} --stats {output.stats} "
-        "--backend {params.backend} --stanza-dir {params.stanza_dir:q} "
+        "nmtrepro parse --src-bpe {input.bpe} --shard {wildcards.shard} --shards {wildcards.shards} "
+        "--out {output.spans} --stats {output.stats} --backend {params.backend} --stanza-dir {params.stanza_dir:q} "
         "--batch-size {params.opts[batch_size]} 2> {log}"
+
+
+rule gather_parse:
+    input:
+        spans=shard_files("parse", "spans"),
+        stats=shard_files("parse", "stats.json"),
+    output:
+        spans="results/parse/{dataset}/{part}.spans",
+        stats="results/parse/{dataset}/{part}.stats.json",
+    log:
+        "results/logs/parse/{dataset}/{part}.log",
+    wildcard_constraints:
+        part=ANNOTATED_PART,
+    message:
+        "Gathering the parse shards of {wildcards.dataset} {wildcards.part} in line order"
+    shell:
+        "nmtrepro gather-parse --parts {input.spans} --part-stats {input.stats} "
+        "--out {output.spans} --stats {output.stats} 2> {log}"

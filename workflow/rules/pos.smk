@@ -1,5 +1,6 @@
 # POS tags of the source side for paper D's syntax group (nmtrepro.data.pos): English with the scale's
 # `parse_backend` tagger (stanza at paper scale, spaCy at ci and tiny), Chinese with jieba's posseg.
+# Sharded and gathered as the parse stage is (parse.smk).
 
 
 rule pos:
@@ -7,20 +8,45 @@ rule pos:
         bpe="results/prepare/{dataset}/{part}.src.bpe",
         stanza=lambda w: stanza_record(w) if config["datasets"][w.dataset]["src"] == "en" else [],
     output:
-        pos="results/pos/{dataset}/{part}.pos",
-        stats="results/pos/{dataset}/{part}.stats.json",
+        pos=temp("results/pos/{dataset}/shards/{part}.{shard}-of-{shards}.pos"),
+        stats=temp("results/pos/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json"),
     log:
-        "results/logs/pos/{dataset}/{part}.log",
+        "results/logs/pos/{dataset}/{part}.{shard}-of-{shards}.log",
     params:
         opts=config["parse"],
         lang=lambda w: config["datasets"][w.dataset]["src"],
         backend=PARSE_BACKEND,
         stanza_dir=STANZA_DIR,
     wildcard_constraints:
-        part="(test/)?[A-Za-z0-9_.-]+",
+        part=ANNOTATED_PART,
+        shard=r"\d+",
+        shards=r"\d+",
+    threads: PREPROCESS["pos"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["pos"]["mem_mb"],
+        runtime=PREPROCESS["pos"]["runtime"],
     message:
-        "Tagging the source of {wildcards.dataset} {wildcards.part} with POS tags, one per BPE piece (paper D)"
+        "Tagging shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
+        "{wildcards.part} with POS tags, one per BPE piece (paper D)"
     shell:
-        "nmtrepro pos --src-bpe {input.bpe} --lang {params.lang} --out {output.pos} --stats {output.stats} "
-        "--backend {params.backend} --stanza-dir {params.stanza_dir:q} "
+        "nmtrepro pos --src-bpe {input.bpe} --lang {params.lang} --shard {wildcards.shard} --shards {wildcards.shards} "
+        "--out {output.pos} --stats {output.stats} --backend {params.backend} --stanza-dir {params.stanza_dir:q} "
         "--batch-size {params.opts[batch_size]} 2> {log}"
+
+
+rule gather_pos:
+    input:
+        pos=shard_files("pos", "pos"),
+        stats=shard_files("pos", "stats.json"),
+    output:
+        pos="results/pos/{dataset}/{part}.pos",
+        stats="results/pos/{dataset}/{part}.stats.json",
+    log:
+        "results/logs/pos/{dataset}/{part}.log",
+    wildcard_constraints:
+        part=ANNOTATED_PART,
+    message:
+        "Gathering the POS shards of {wildcards.dataset} {wildcards.part} in line order"
+    shell:
+        "nmtrepro gather-pos --parts {input.pos} --part-stats {input.stats} "
+        "--out {output.pos} --stats {output.stats} 2> {log}"

@@ -1,3 +1,8 @@
+# How the CPU stages run at this scale (scales.<scale>.preprocess): prepare's cores, memory and time,
+# and the parse and pos stages' shards (parse.smk) and resources per shard.
+PREPROCESS = SCALE["preprocess"]
+
+
 rule prepare:
     input:
         "results/data/{dataset}/manifest.json",
@@ -12,6 +17,10 @@ rule prepare:
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
         opts=prepare_options,
         lowercase=lambda w: "--lowercase" if prepare_options(w)["lowercase"] else "",
+    threads: PREPROCESS["prepare"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["prepare"]["mem_mb"],
+        runtime=PREPROCESS["prepare"]["runtime"],
     priority: 1
     message:
         "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset}"
@@ -19,7 +28,7 @@ rule prepare:
         "nmtrepro prepare --data-dir {params.data_dir} --out-dir {params.out_dir} "
         "--src-lang {params.src} --tgt-lang {params.tgt} --bpe-merges {params.opts[bpe_merges]} "
         "--max-len {params.opts[max_len]} --max-ratio {params.opts[max_ratio]} --min-count {params.opts[min_count]} "
-        "{params.lowercase} 2> {log}"
+        "{params.lowercase} --workers {threads} 2> {log}"
 
 
 rule prepare_test:

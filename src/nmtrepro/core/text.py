@@ -3,7 +3,7 @@ segmentation (jieba) and BPE (subword-nmt)."""
 from __future__ import annotations
 
 import functools
-import io
+import itertools
 import logging
 import re
 import time
@@ -91,12 +91,13 @@ WORD_LEVEL_CODES = "#version: 0.2 (word level: no merges)\n"
 
 def learn_bpe(src: Iterable[str], tgt: Iterable[str], merges: int, codes_path: str | Path) -> None:
     """Learn joint BPE codes on both tokenized sides together (Sennrich et al. 2016); 0 merges writes
-    codes that `BPE` applies as the identity (word-level data, paper C)."""
+    codes that `BPE` applies as the identity (word-level data, paper C). The lines stream through
+    (subword-nmt keeps only the word counts), so `src` and `tgt` may read files as large as En-Fr's."""
     with atomic_open(codes_path) as out:
         if merges == 0:
             out.write(WORD_LEVEL_CODES)
             return
-        _learn_bpe(io.StringIO("\n".join(list(src) + list(tgt)) + "\n"), out, merges)
+        _learn_bpe(itertools.chain(src, tgt), out, merges)
 
 
 class BPE:

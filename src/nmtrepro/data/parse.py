@@ -7,6 +7,7 @@ The spans file has one line per sentence, line-aligned with the binarized source
 (half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
 `batching.pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
 Sentences outside the parse stage's files are parsed on the fly by the same path (`parse_lines`).
+A large source is parsed in line-range shards, one job each, and gathered (`data.shards`).
 """
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..core.files import InputError, read_lines, write_json, write_lines
+from ..core.files import InputError, atomic_open, read_lines, write_json
 from ..core.text import BPE_SEPARATOR, strip_bpe
 from .nlp import BACKENDS, PARSERS, constituency, resolve_backend
+from .shards import (add_gather_arguments, add_shard_arguments, chunks, gather, merge_counts,
+                     shard_lines)
 from .trees import Tree
 
 log = logging.getLogger("nmtrepro.data.parse")
 
 Span = tuple[int, int]  # [start, end) over words or BPE positions
+_CHUNK = 2000  # sentences parsed, then written, at a time by `parse_file`: never a corpus's trees in memory
 
 
 def tokens_per_phrase(seql: int) -> int:
@@ -164,22 +168,39 @@ def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
     return [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
 
 
-def parse_file(bpe_path: str | Path, backend: str, batch_size: int = 64,
-               stanza_models: str | None = None) -> tuple[list[list[Span]], dict]:
-    """Spans for every line of a BPE'd source file, and statistics for the log and the report: the
+def summarise(stats: dict) -> dict:
+    """The parse statistics' rates and averages, from their counts (one job's or the gathered shards')."""
+    sentences, phrases, seconds = stats["sentences"], stats["phrases"], stats["parse_seconds"]
+    return {**stats, "parse_seconds": round(seconds, 2),
+            "sentences_per_second": round(sentences / max(seconds, 1e-9), 1),
+            "phrases_per_sentence": round(phrases / max(sentences, 1), 2),
+            "tokens_per_phrase": round(stats["tokens"] / max(phrases, 1), 2)}
+
+
+def parse_file(bpe_path: str | Path, out: str | Path, backend: str, batch_size: int = 64,
+               stanza_models: str | None = None, shard: int = 1, shards: int = 1) -> dict:
+    """Write the spans of every line of a BPE'd source file (or of one of its line-range shards) to
+    `out`, a chunk of sentences at a time, and return statistics for the log and the report: the
     backend asked for, the one that made the trees (`auto` resolved) and how the report names it."""
-    lines = read_lines(bpe_path)
     resolved = resolve_backend(backend, stanza_models)
+    counts = {"sentences": 0, "phrases": 0, "tokens": 0}  # phrases and tokens without the EOS span
     started = time.perf_counter()
-    spans = parse_lines(lines, resolved, batch_size, stanza_models)
-    seconds = time.perf_counter() - started
-    n_phrases = sum(len(s) - 1 for s in spans)  # without the EOS span
-    stats = {"requested_backend": backend, "backend": resolved, "parser": PARSERS[resolved],
-             "sentences": len(lines), "parse_seconds": round(seconds, 2),
-             "sentences_per_second": round(len(lines) / max(seconds, 1e-9), 1),
-             "phrases": n_phrases, "phrases_per_sentence": round(n_phrases / max(len(lines), 1), 2),
-             "tokens_per_phrase": round(sum(s[-1][0] for s in spans) / max(n_phrases, 1), 2)}
-    return spans, stats
+    with atomic_open(out) as handle:
+        for chunk in chunks(shard_lines(bpe_path, shard, shards), _CHUNK):
+            for spans in parse_lines(chunk, resolved, batch_size, stanza_models):
+                handle.write(format_spans(spans) + "\n")
+                counts["phrases"] += len(spans) - 1
+                counts["tokens"] += spans[-1][0]
+            counts["sentences"] += len(chunk)
+            log.info("parsed %d sentences", counts["sentences"])
+    return summarise({"requested_backend": backend, "backend": resolved, "parser": PARSERS[resolved], **counts,
+                      "parse_seconds": time.perf_counter() - started})
+
+
+def merge_stats(stats: list[dict]) -> dict:
+    """The statistics of the shards of one file as one job over it would give them (seconds summed)."""
+    return summarise(merge_counts(stats, ("requested_backend", "backend", "parser"),
+                                  ("sentences", "phrases", "tokens", "parse_seconds")))
 
 
 def add_arguments_parse(parser) -> None:
@@ -187,6 +208,7 @@ def add_arguments_parse(parser) -> None:
     parser.add_argument("--out", required=True, help="spans file: one line per sentence, 'a-b c-d ...'")
     parser.add_argument("--stats", help="also write parse statistics (JSON) here")
     add_backend_arguments(parser)
+    add_shard_arguments(parser)
 
 
 def add_backend_arguments(parser) -> None:
@@ -198,8 +220,15 @@ def add_backend_arguments(parser) -> None:
 
 
 def run_parse(args) -> None:
-    spans, stats = parse_file(args.src_bpe, args.backend, args.batch_size, args.stanza_dir)
-    write_lines(args.out, [format_spans(s) for s in spans])
+    stats = parse_file(args.src_bpe, args.out, args.backend, args.batch_size, args.stanza_dir, args.shard, args.shards)
     if args.stats:
         write_json(args.stats, stats)
     log.info("%s", stats)
+
+
+def add_arguments_gather_parse(parser) -> None:
+    add_gather_arguments(parser, "spans")
+
+
+def run_gather_parse(args) -> None:
+    log.info("%s", gather(args.parts, args.out, args.part_stats, args.stats, merge_stats))

@@ -13,6 +13,7 @@ The .pos file has one line per sentence and one tag of `core.pos.UPOS` per BPE p
 stats). EOS has no tag in the file: `POS_VOCAB.encode` appends the EOS tag as `Vocab.encode` appends
 EOS to the ids, and `read_pos` checks that each line has one tag per piece.
 Sentences outside the stage's files are tagged on the fly by the same path (`tag_lines`).
+A large source is tagged in line-range shards, one job each, and gathered (`data.shards`).
 """
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..core.files import InputError, iter_lines, read_lines, write_json, write_lines
+from ..core.files import InputError, atomic_open, iter_lines, write_json
 from ..core.pos import POS_VOCAB, UPOS
 from ..core.text import strip_bpe
 from ..core.vocab import UNK, IndexedData
 from .nlp import pos_tags, resolve_backend
 from .parse import add_backend_arguments, word_pieces
+from .shards import add_gather_arguments, add_shard_arguments, chunks, gather, merge_counts, shard_lines
 
 log = logging.getLogger("nmtrepro.data.pos")
 
@@ -55,7 +57,7 @@ JIEBA_UPOS = {
 
 
 _INVENTORY = {tag: tag for tag in UPOS}
-_CHUNK = 10_000  # sentences tagged at a time by `tag_file`: a corpus's analyses never all in memory
+_CHUNK = 10_000  # sentences tagged, then written, at a time by `tag_file`: a corpus's tags never all in memory
 
 
 def tagger_name(lang: str, backend: str, stanza_dir: str | None = None) -> str:
@@ -146,26 +148,41 @@ def read_pos(path: str | Path, lengths: Sequence[int] | None = None) -> IndexedD
     return ids
 
 
-def tag_file(bpe_path: str | Path, lang: str, backend: str, batch_size: int = 64,
-             stanza_dir: str | None = None) -> tuple[list[list[str]], dict]:
-    """Tags for every line of a BPE'd source file, and statistics for the log and the report: the
-    tagger that made them (`auto` resolved) and how the report names it, and how often each tag occurs."""
-    lines = read_lines(bpe_path)
+def summarise(stats: dict) -> dict:
+    """The tagging statistics' rate, tag ranking and unknown tags, from their counts (one job's or the
+    gathered shards')."""
+    tags = collections.Counter(stats["tags"])
+    return {**stats, "tag_seconds": round(stats["tag_seconds"], 2),
+            "words_per_second": round(stats["words"] / max(stats["tag_seconds"], 1e-9), 1),
+            "tags": dict(tags.most_common()),
+            "unknown_tags": {t: n for t, n in tags.most_common() if inventory_tag(t, stats["lang"]) == UNK}}
+
+
+def tag_file(bpe_path: str | Path, out: str | Path, lang: str, backend: str, batch_size: int = 64,
+             stanza_dir: str | None = None, shard: int = 1, shards: int = 1) -> dict:
+    """Write the tags of every line of a BPE'd source file (or of one of its line-range shards) to
+    `out`, a chunk of sentences at a time, and return statistics for the log and the report: the tagger
+    that made them (`auto` resolved) and how the report names it, and how often each tag occurs."""
     tagger = tagger_name(lang, backend, stanza_dir)
     raw = collections.Counter()
+    counts = {"sentences": 0, "pieces": 0}
     started = time.perf_counter()
-    tags = []
-    for start in range(0, len(lines), _CHUNK):
-        tags += tag_lines(lines[start:start + _CHUNK], lang, backend, batch_size, stanza_dir, raw)
-        log.info("tagged %d/%d sentences", len(tags), len(lines))
-    seconds = time.perf_counter() - started
-    words = sum(raw.values())
-    stats = {"lang": lang, "requested_backend": backend, "tagger": tagger, "tagger_name": TAGGERS[tagger],
-             "sentences": len(lines), "words": words, "pieces": sum(map(len, tags)),
-             "tag_seconds": round(seconds, 2), "words_per_second": round(words / max(seconds, 1e-9), 1),
-             "tags": dict(raw.most_common()),
-             "unknown_tags": {t: n for t, n in raw.most_common() if inventory_tag(t, lang) == UNK}}
-    return tags, stats
+    with atomic_open(out) as handle:
+        for chunk in chunks(shard_lines(bpe_path, shard, shards), _CHUNK):
+            for tags in tag_lines(chunk, lang, backend, batch_size, stanza_dir, raw):
+                handle.write(" ".join(tags) + "\n")
+                counts["pieces"] += len(tags)
+            counts["sentences"] += len(chunk)
+            log.info("tagged %d sentences", counts["sentences"])
+    return summarise({"lang": lang, "requested_backend": backend, "tagger": tagger, "tagger_name": TAGGERS[tagger],
+                      **counts, "words": sum(raw.values()), "tag_seconds": time.perf_counter() - started,
+                      "tags": dict(raw)})
+
+
+def merge_stats(stats: list[dict]) -> dict:
+    """The statistics of the shards of one file as one job over it would give them (seconds summed)."""
+    return summarise(merge_counts(stats, ("lang", "requested_backend", "tagger", "tagger_name"),
+                                  ("sentences", "pieces", "words", "tag_seconds", "tags")))
 
 
 def add_arguments_pos(parser) -> None:
@@ -174,11 +191,21 @@ def add_arguments_pos(parser) -> None:
     parser.add_argument("--out", required=True, help="tags file: one line per sentence, one tag per BPE piece")
     parser.add_argument("--stats", help="also write tagging statistics (JSON) here")
     add_backend_arguments(parser)                    # the English tagger's, as `parse`'s
+    add_shard_arguments(parser)
 
 
 def run_pos(args) -> None:
-    tags, stats = tag_file(args.src_bpe, args.lang, args.backend, args.batch_size, args.stanza_dir)
-    write_lines(args.out, [" ".join(t) for t in tags])
+    stats = tag_file(args.src_bpe, args.out, args.lang, args.backend, args.batch_size, args.stanza_dir,
+                     args.shard, args.shards)
     if args.stats:
         write_json(args.stats, stats)
+    log.info("%s", {k: v for k, v in stats.items() if k not in ("tags", "unknown_tags")})
+
+
+def add_arguments_gather_pos(parser) -> None:
+    add_gather_arguments(parser, "tags")
+
+
+def run_gather_pos(args) -> None:
+    stats = gather(args.parts, args.out, args.part_stats, args.stats, merge_stats)
     log.info("%s", {k: v for k, v in stats.items() if k not in ("tags", "unknown_tags")})

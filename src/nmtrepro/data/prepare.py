@@ -8,12 +8,20 @@ Outputs use side names (src, tgt), not language codes, so rules need not know th
 """
 from __future__ import annotations
 
+import collections
+import contextlib
+import functools
+import itertools
 import logging
+import multiprocessing
+import tempfile
 from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
-from ..core.files import read_json, read_parallel, write_json, write_lines
+from ..core.files import InputError, atomic_open, iter_lines, read_json, read_parallel, write_json, write_lines
 from ..core.text import BPE, learn_bpe, tokenize
 from ..core.vocab import Vocab, save_indexed
+from .shards import chunks
 
 log = logging.getLogger("nmtrepro.data.prepare")
 
@@ -35,42 +43,137 @@ def tokenize_side(lines: list[str], lang: str, lowercase: bool) -> list[str]:
     return [line.lower() for line in out] if lowercase else out
 
 
-def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_merges: int,
-            max_len: int, max_ratio: float, lowercase: bool = False, min_count: int = 1) -> dict:
-    tokenized = {}
-    for split in ("train", "valid"):
-        src, tgt = read_parallel(data_dir / f"{split}.src", data_dir / f"{split}.tgt")
-        tokenized[split] = (tokenize_side(src, src_lang, lowercase), tokenize_side(tgt, tgt_lang, lowercase))
-        log.info("tokenized %s: %d pairs", split, len(src))
-    learn_bpe(*tokenized["train"], bpe_merges, out_dir / "bpe.codes")
-    bpe = BPE(out_dir / "bpe.codes")
-    stats = {"src_lang": src_lang, "tgt_lang": tgt_lang, "bpe_merges": bpe_merges, "lowercase": lowercase,
-             "min_count": min_count, "splits": {}}
-    pieces = {split: (bpe(src), bpe(tgt)) for split, (src, tgt) in tokenized.items()}
+# Tokenization and BPE stream through the corpus in chunks of this many pairs, each chunk one task
+# of the worker pool: En-Fr's 36M pairs are never in memory at once, on any number of workers.
+_CHUNK = 10_000
+
+
+def iter_parallel(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    """The pairs of two line-aligned files, read as they are used; files of different lengths are
+    refused (at the first line one of them lacks)."""
+    for number, (src, tgt) in enumerate(itertools.zip_longest(iter_lines(src_path), iter_lines(tgt_path)), 1):
+        if src is None or tgt is None:
+            short = src_path if src is None else tgt_path
+            raise InputError(f"parallel files differ in length: {short} ends after {number - 1} lines, "
+                             f"{tgt_path if src is None else src_path} goes on")
+        yield src, tgt
+
+
+def _bounded_map(pool, func: Callable, items: Iterable, ahead: int) -> Iterator:
+    """`pool.imap` in order, with at most `ahead` tasks in flight: imap's feeder would read the whole
+    input ahead of the workers, the corpus into memory."""
+    pending = collections.deque()
+    for item in items:
+        pending.append(pool.apply_async(func, (item,)))
+        if len(pending) >= ahead:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+@contextlib.contextmanager
+def worker_map(workers: int, initializer: Callable | None = None, initargs: tuple = ()) -> Iterator[Callable]:
+    """An ordered `map` over chunks in `workers` processes (1: in this one, no pool to start).
+    forkserver, not fork: the parent has imported torch, whose threads a fork would copy mid-state."""
+    if workers <= 1:
+        if initializer is not None:
+            initializer(*initargs)
+        yield map
+        return
+    context = multiprocessing.get_context("forkserver")
+    with context.Pool(workers, initializer, initargs) as pool:
+        yield functools.partial(_bounded_map, pool, ahead=2 * workers)
+
+
+def _tokenize_chunk(task: tuple[list[tuple[str, str]], str, str, bool]) -> tuple[list[str], list[str]]:
+    pairs, src_lang, tgt_lang, lowercase = task
+    return (tokenize_side([s for s, _ in pairs], src_lang, lowercase),
+            tokenize_side([t for _, t in pairs], tgt_lang, lowercase))
+
+
+_worker_bpe: BPE | None = None  # a pool worker's codes, loaded once by `_load_bpe`, not once per chunk
+
+
+def _load_bpe(codes: Path) -> None:
+    global _worker_bpe
+    _worker_bpe = BPE(codes)
+
+
+def _bpe_chunk(pairs: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    return _worker_bpe([s for s, _ in pairs]), _worker_bpe([t for _, t in pairs])
+
+
+def _write_pairs(chunked_pairs: Iterable[tuple[list[str], list[str]]], src_path: Path, tgt_path: Path) -> None:
+    """Write chunks of (source lines, target lines) to two line-aligned files as they come."""
+    with atomic_open(src_path) as src_out, atomic_open(tgt_path) as tgt_out:
+        for src, tgt in chunked_pairs:
+            src_out.writelines(line + "\n" for line in src)
+            tgt_out.writelines(line + "\n" for line in tgt)
+
+
+def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: str, tgt_lang: str,
+                     bpe_merges: int, max_len: int, max_ratio: float, lowercase: bool,
+                     workers: int) -> tuple[dict[str, tuple[Path, Path]], dict]:
+    """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes) and apply them,
+    filtering training pairs (`keep_pair`): each split's BPE'd (source, target) files and the counts of
+    dropped pairs. Streams: tokenized text goes to `work_dir`, the codes are learned from those files,
+    BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
+    not depend on their number). The BPE'd source is written to out_dir/<split>.src.bpe, which the
+    parse and pos stages read; the target beside the tokenized text in `work_dir`."""
+    tokenized = {split: (work_dir / f"{split}.tok.src", work_dir / f"{split}.tok.tgt") for split in ("train", "valid")}
+    with worker_map(workers) as pmap:
+        for split, paths in tokenized.items():
+            tasks = ((chunk, src_lang, tgt_lang, lowercase)
+                     for chunk in chunks(iter_parallel(data_dir / f"{split}.src", data_dir / f"{split}.tgt"), _CHUNK))
+            _write_pairs(pmap(_tokenize_chunk, tasks), *paths)
+            log.info("tokenized %s", split)
+    learn_bpe(iter_lines(tokenized["train"][0]), iter_lines(tokenized["train"][1]), bpe_merges, out_dir / "bpe.codes")
 
     dropped = {"empty": 0, "too_long": 0, "ratio": 0}
-    train_pairs = []
-    for pair in zip(*pieces["train"]):
-        reason = keep_pair(*pair, max_len, max_ratio)
-        if reason is None:
-            train_pairs.append(pair)
-        else:
-            dropped[reason] += 1
-    pieces["train"] = ([s for s, _ in train_pairs], [t for _, t in train_pairs])
-    src_vocab, tgt_vocab = (Vocab.build(side, min_count) for side in pieces["train"])
-    src_vocab.save(out_dir / "dict.src.txt")
-    tgt_vocab.save(out_dir / "dict.tgt.txt")
-    for split, (src, tgt) in pieces.items():
-        src_ids, tgt_ids = [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
-        save_indexed(out_dir / f"{split}.src.bin", src_ids)
-        save_indexed(out_dir / f"{split}.tgt.bin", tgt_ids)
-        write_lines(out_dir / f"{split}.src.bpe", src)  # aligned with .bin: the parse stage reads it
-        stats["splits"][split] = {"pairs": len(src), "src_tokens": sum(map(len, src_ids)),
-                                  "tgt_tokens": sum(map(len, tgt_ids))}
+
+    def kept(chunked_pieces):
+        for src, tgt in chunked_pieces:
+            pairs = []
+            for pair in zip(src, tgt):
+                reason = keep_pair(*pair, max_len, max_ratio)
+                if reason is None:
+                    pairs.append(pair)
+                else:
+                    dropped[reason] += 1
+            yield [s for s, _ in pairs], [t for _, t in pairs]
+
+    pieces = {split: (out_dir / f"{split}.src.bpe", work_dir / f"{split}.tgt.bpe") for split in tokenized}
+    with worker_map(workers, _load_bpe, (out_dir / "bpe.codes",)) as pmap:
+        for split, (src, tgt) in tokenized.items():
+            bped = pmap(_bpe_chunk, chunks(zip(iter_lines(src), iter_lines(tgt)), _CHUNK))
+            _write_pairs(kept(bped) if split == "train" else bped, *pieces[split])
+            log.info("applied BPE to %s", split)
+    return pieces, dropped
+
+
+def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_merges: int,
+            max_len: int, max_ratio: float, lowercase: bool = False, min_count: int = 1,
+            workers: int = 1) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stats = {"src_lang": src_lang, "tgt_lang": tgt_lang, "bpe_merges": bpe_merges, "lowercase": lowercase,
+             "min_count": min_count, "splits": {}}
+    with tempfile.TemporaryDirectory(prefix=".tokenized.", dir=out_dir) as work_dir:
+        pieces, dropped = tokenize_and_bpe(data_dir, out_dir, Path(work_dir), src_lang, tgt_lang, bpe_merges,
+                                           max_len, max_ratio, lowercase, workers)
+        src_vocab, tgt_vocab = (Vocab.build(iter_lines(side), min_count) for side in pieces["train"])
+        src_vocab.save(out_dir / "dict.src.txt")
+        tgt_vocab.save(out_dir / "dict.tgt.txt")
+        for split, (src, tgt) in pieces.items():
+            src_ids = [src_vocab.encode(s) for s in iter_lines(src)]
+            tgt_ids = [tgt_vocab.encode(t) for t in iter_lines(tgt)]
+            save_indexed(out_dir / f"{split}.src.bin", src_ids)
+            save_indexed(out_dir / f"{split}.tgt.bin", tgt_ids)
+            stats["splits"][split] = {"pairs": len(src_ids), "src_tokens": sum(map(len, src_ids)),
+                                      "tgt_tokens": sum(map(len, tgt_ids))}
     stats["splits"]["train"]["dropped"] = dropped
     stats["vocab"] = {"src": len(src_vocab), "tgt": len(tgt_vocab)}
     log.info("kept %d training pairs (dropped %s); vocabularies: src %d, tgt %d",
-             len(train_pairs), dropped, len(src_vocab), len(tgt_vocab))
+             stats["splits"]["train"]["pairs"], dropped, len(src_vocab), len(tgt_vocab))
     write_json(out_dir / "stats.json", stats)
     return stats
 
@@ -85,11 +188,13 @@ def add_arguments_prepare(parser) -> None:
     parser.add_argument("--max-ratio", type=float, required=True, help="drop training pairs with a larger length ratio")
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides after tokenizing")
     parser.add_argument("--min-count", type=int, default=1, help="rarer training symbols become <unk>")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes that tokenize and apply BPE (the output is the same for any number)")
 
 
 def run_prepare(args) -> None:
     prepare(Path(args.data_dir), Path(args.out_dir), args.src_lang, args.tgt_lang, args.bpe_merges,
-            args.max_len, args.max_ratio, args.lowercase, args.min_count)
+            args.max_len, args.max_ratio, args.lowercase, args.min_count, args.workers)
 
 
 def add_arguments_prepare_test(parser) -> None:

@@ -1,0 +1,101 @@
+"""`nmtrepro plan`'s costs: the preprocessing jobs' CPU-hours, each variant's own size, paper C's GRU
+jobs, and the GPUs costed beside the throughput table's (no dry run: the jobs are given)."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from nmtrepro.config import load, validate
+from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput
+
+ROOT = Path(__file__).resolve().parents[1]
+SUMMARY = """output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
+results/prepare/wmt14_en_de/stats.json\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
+results/prepare/wmt14_en_de/bpe.codes\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
+results/prepare/multi30k_en_de/stats.json\tMon\tprepare\t-\t-\t-\tok\tno update
+results/parse/wmt14_en_de/shards/train.2-of-32.spans\t-\tparse\t-\t-\t-\tmissing\tupdate pending
+results/parse/wmt14_en_de/shards/train.2-of-32.stats.json\t-\tparse\t-\t-\t-\tmissing\tupdate pending
+results/parse/wmt14_en_de/train.spans\t-\tgather_parse\t-\t-\t-\tmissing\tupdate pending
+results/pos/nist_zh_en/shards/test/nist03.1-of-1.pos\t-\tpos\t-\t-\t-\tmissing\tupdate pending
+"""
+
+
+@pytest.fixture(scope="module")
+def paper():
+    config, _ = load(str(ROOT / "config.yaml"), ["scale=paper"])
+    validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+    return config
+
+
+def test_summary_gives_one_job_per_prepare_and_per_shard_and_skips_done_ones():
+    assert preprocessing_jobs(SUMMARY) == [
+        {"stage": "prepare", "dataset": "wmt14_en_de", "part": "train", "shard": 1, "shards": 1},
+        {"stage": "parse", "dataset": "wmt14_en_de", "part": "train", "shard": 2, "shards": 32},
+        {"stage": "pos", "dataset": "nist_zh_en", "part": "test/nist03", "shard": 1, "shards": 1}]
+
+
+def test_cpu_hours_are_lines_times_the_stages_rate_split_over_shards(paper, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    shards = [{"stage": "parse", "dataset": "wmt14_en_de", "part": "train", "shard": k, "shards": 32}
+              for k in range(1, 33)]
+    prepare = [{"stage": "prepare", "dataset": "wmt14_en_fr", "part": "train", "shard": 1, "shards": 1}]
+    result = preprocessing(paper, shards + prepare)["stages"]
+    lines, rates = paper["plan"]["lines"], paper["plan"]["cpu_seconds_per_line"]
+    assert result["parse"]["lines"] == lines["wmt14_en_de"]  # the shards cover every line once
+    assert result["parse"]["cpu_hours"] == pytest.approx(lines["wmt14_en_de"] * rates["parse"]["stanza"] / 3600)
+    assert result["parse"]["longest_job_cpu_hours"] == pytest.approx(result["parse"]["cpu_hours"] / 32, rel=1e-4)
+    assert result["prepare"]["cpu_hours"] == pytest.approx(lines["wmt14_en_fr"] * rates["prepare"] / 3600)
+    assert result["parse"]["resources"] == paper["scales"]["paper"]["preprocess"]["parse"]
+
+
+def test_a_chinese_source_is_tagged_at_jiebas_rate_and_unknown_lines_are_listed(paper, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    jobs = [{"stage": "pos", "dataset": "nist_zh_en", "part": part, "shard": 1, "shards": 1}
+            for part in ("train", "test/nist03")]
+    row = preprocessing(paper, jobs)["stages"]["pos"]
+    rate = paper["plan"]["cpu_seconds_per_line"]["pos"]["jieba"]
+    assert row["cpu_hours"] == pytest.approx(paper["plan"]["lines"]["nist_zh_en"] * rate / 3600)
+    assert row["jobs_of_unknown_cost"] == ["nist_zh_en/test/nist03"]  # licensed data: no file to count
+
+
+def test_embedded_data_is_counted_from_its_files_capped_by_max_lines(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    config, _ = load("config.yaml", ["scale=ci"])
+    assert part_lines(config, "multi30k_en_de", "train") == config["scales"]["ci"]["prepare"]["max_lines"]
+    config, _ = load("config.yaml", ["scale=tiny"])
+    assert part_lines(config, "multi30k_en_de", "test/test_2016_flickr") == 1000
+
+
+def test_each_experiment_is_sized_by_its_own_model_and_gru_jobs_are_costed_on_one_gpu(paper, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    rates, _, speedup = throughput(paper, None)
+    result = plan(paper, {"big_en_de", "big_pr_en_de", "npmt_greedy_de_en", "ll_greedy_de_en"}, set(), rates,
+                  {}, speedup, [])
+    jobs = result["jobs"]
+    assert jobs["big_pr_en_de"]["parameters"] > 1.8 * jobs["big_en_de"]["parameters"]  # +PR's phrase layers
+    for name, size in (("npmt_greedy_de_en", "npmt"), ("ll_greedy_de_en", "gru")):
+        train = paper["scales"]["paper"]["by_size"][size]["train"]
+        assert jobs[name]["gpus"] == 1 and jobs[name]["hours"] == jobs[name]["gpu_hours"]
+        assert jobs[name]["gpu_hours"] == pytest.approx(train["max_updates"] * train["max_tokens"] / rates[size] / 3600)
+    assert jobs["big_en_de"]["hours"] == jobs["big_en_de"]["gpu_hours"] / paper["scales"]["paper"]["resources"]["gpu"]
+    total = result["total"]
+    assert total["gpu_hours_on"] == {gpu: pytest.approx(total["gpu_hours"] / factor) for gpu, factor in speedup.items()}
+    assert {"A100 (bf16)", "H100 (bf16)"} <= set(speedup)
+    text = render(result, "assumed", "P100 (fp32)")
+    assert "H100 (bf16)" in text and "CPU-hours of preprocessing" in text.splitlines()[-1]
+
+
+def test_a_measured_benchmark_is_costed_alone(paper, tmp_path):
+    bench = tmp_path / "throughput.json"
+    bench.write_text('{"gpu": "H100", "tokens_per_s": {"base": 1.0}}')
+    assert throughput(paper, bench)[2] == {}  # the speedups are multiples of the config's table only
+
+
+def test_a_scale_without_preprocess_settings_gets_one_shard_and_the_profile_defaults(paper):
+    config = copy.deepcopy(paper)
+    del config["scales"]["tiny"]["preprocess"]
+    validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+    assert config["scales"]["tiny"]["preprocess"] == {
+        "shards": 1, **{stage: {"cpus": 1, "mem_mb": 4000, "runtime": 60} for stage in ("prepare", "parse", "pos")}}
