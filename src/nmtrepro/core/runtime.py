@@ -63,9 +63,9 @@ class Distributed:
 
     NCCL reduces CUDA tensors only: a CPU tensor sent through an NCCL group fails with "No backend
     type associated with device type cpu". So every collective names its group: `device` for
-    tensors on the training device (gradients, the update's totals; the default group, NCCL on
-    GPUs), `host` for CPU-side bookkeeping (step times, stop signals, RNG states for a checkpoint;
-    always gloo). On CPU both are gloo. With one process both are None and nothing is reduced.
+    tensors on the training device (gradients, the update's totals), `host` for CPU-side bookkeeping
+    (step times, stop signals, RNG states for a checkpoint). None is the default group, which carries
+    both where it has a backend for each (`cpu:gloo,cuda:nccl` on GPUs, gloo on CPU).
     """
     rank: int = 0
     world: int = 1
@@ -76,18 +76,19 @@ class Distributed:
 def distributed(device: torch.device) -> Distributed:
     """The torchrun environment's rank and world size, joining the process group when world > 1.
 
-    The default group is `cpu:gloo,cuda:nccl` on GPUs (gloo alone on CPU; the tests run two CPU
-    processes); a group joined before (a test's simulation of an NCCL-only group) is kept as is.
-    The host group is a gloo group of its own, so CPU collectives never depend on what the default
-    group can carry.
+    The default group is `cpu:gloo,cuda:nccl` on GPUs and gloo on CPU (the tests run two CPU
+    processes). A group joined before, that carries no CPU tensors (a test's simulation of an
+    NCCL-only group), is kept: the host's collectives then get a gloo group of their own, and so does
+    the device's when it is the CPU.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return Distributed()
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group("cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo")
-    host = torch.distributed.new_group(backend="gloo")
-    return Distributed(torch.distributed.get_rank(), world, None if device.type == "cuda" else host, host)
+    carried = {part.split(":")[0] for part in torch.distributed.get_backend_config().split(",")}
+    host = None if "cpu" in carried else torch.distributed.new_group(backend="gloo")
+    return Distributed(torch.distributed.get_rank(), world, None if device.type in carried else host, host)
 
 
 def bf16_is_fast(device: torch.device) -> bool:

@@ -481,11 +481,10 @@ class Trainer:
     def close(self) -> None:
         """Leave the process groups, every rank together.
 
-        The barrier comes first because of how a gloo group dies: when DDP is freed it frees its group,
-        which joins the group's worker threads while holding the GIL, and a worker still freeing the
-        last collective's Python tensors waits for the GIL: the rank hangs at exit (seen: rank 1 of 2
-        after the final checkpoint's all_gather_object, while rank 0 wrote the model). The barrier
-        waits, GIL released, until every rank is past its last collective and the workers are idle.
+        The barrier lets every rank's last collective finish before any group is freed. A gloo group
+        freed while its worker thread still releases that collective's Python tensors deadlocks: the
+        group's destructor joins the thread holding the GIL, and the thread waits for the GIL (seen:
+        a rank hung at exit when DDP's reducer freed a second gloo group).
         """
         if self.world == 1:
             return
