@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # CI: run the ci-scale workflow on a real one-node SLURM cluster on localhost, through
-# profiles/slurm (with the test-only settings below), and check that a failing job is reported.
+# profiles/slurm (with the test-only settings below), one of its trainings on 4 (fake) GPUs through
+# torchrun, and check that a failing job is reported.
 #
 # Needs root and Debian (apt-get), no systemd. Every step is bounded with `timeout -k`; the daemons
 # are stopped by PID on exit. Facts it relies on: ../shared/docs/slurm-on-one-machine.md.
 #   - no slurmdbd here, so the plugin's default status query (sacct) would hang the workflow:
 #     the test profile uses `slurm-status-command: squeue` with MinJobAge 300 s;
-#   - the fake GPU is a gres.conf line with File=/dev/null (jobs see CUDA_VISIBLE_DEVICES=0).
+#   - the fake GPUs are 4 character devices that are /dev/null (gres.conf File=...nvidia[0-3]); the
+#     node declares 4 CPUs on 2 cores (config_overrides), so a 4-GPU training fits with 1 CPU a GPU.
+#     Its 4 ranks run on the CPU (gloo): what is tested is the request and the torchrun launch.
 # Run from the repository root inside the environment that has nmtrepro installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,10 +72,12 @@ SlurmctldPidFile=$WORK/state/slurmctld.pid
 SlurmdPidFile=$WORK/state/slurmd.pid
 SlurmctldLogFile=$WORK/log/slurmctld.log
 SlurmdLogFile=$WORK/log/slurmd.log
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=8000 Gres=gpu:1 State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
-echo "NodeName=localhost Name=gpu File=/dev/null" >"$WORK/etc/gres.conf"
+mkdir -p "$WORK/dev"
+for i in 0 1 2 3; do mknod "$WORK/dev/nvidia$i" c 1 3; done  # each one a /dev/null
+echo "NodeName=localhost Name=gpu File=$WORK/dev/nvidia[0-3]" >"$WORK/etc/gres.conf"
 export SLURM_CONF=$WORK/etc/slurm.conf
 # srun inside a job step ignores SLURM_CONF and looks in /etc/slurm: link ours there for the test.
 mkdir -p /etc/slurm
@@ -117,24 +122,41 @@ profile.update({
     "retries": 0,
     "default-resources": {"mem_mb": 1000, "runtime": 10},
 })
-small = {"gpu": 1, "cpus_per_gpu": 1, "mem_mb": 2000, "runtime": 10}  # one fake GPU, two cores
+small = {"gpu": 1, "cpus_per_gpu": 1, "mem_mb": 2000, "runtime": 10}  # one fake GPU, one core
+train = profile["set-resources"]["train"]
+assert train["nodes"] == 1 and "--signal=TERM@" in train["slurm_extra"], train
 profile["set-resources"] = {rule: ({**small} if "gpu" in res else {"mem_mb": 2000})
                             for rule, res in profile["set-resources"].items()}
-profile["set-resources"]["train"] = {**small}  # training takes config's resources: none at ci scale
+# Training keeps the profile's nodes and signal and config's capped runtime (below). Config asks for
+# no GPU at ci scale: here the continued base_en_de gets 4 (torchrun), its _scratch start one.
+profile["set-resources"]["train"] = {**train, "gpu": "4 if wildcards.experiment == 'base_en_de' else 1",
+                                     "cpus_per_gpu": 1, "mem_mb": 4000}
 Path(sys.argv[2]).parent.mkdir(parents=True)
 Path(sys.argv[2]).write_text(yaml.safe_dump(profile, sort_keys=False))
 EOF
 
-# One experiment up to its BLEU: 7 jobs, each ~15-20 s of submission and polling.
+# One experiment up to its BLEU: 9 jobs (two trainings: the warm start), each ~15-20 s of submission
+# and polling. The ci scale's training runtime is set past its cap (30 > max_runtime 20 minutes).
 WF=$WORK/wf
 mkdir -p "$WF"
 cp Snakefile config.yaml "$WF"/
 cp -r workflow config "$WF"/
 ln -s "$REPO/data" "$WF/data"
+python - "$WF/config.yaml" <<'EOF'
+import sys
+from pathlib import Path
+
+import yaml
+
+config = yaml.safe_load(Path(sys.argv[1]).read_text())
+config["scales"]["ci"]["resources"].update(runtime=30, max_runtime=20)
+Path(sys.argv[1]).write_text(yaml.safe_dump(config, sort_keys=False))
+EOF
 TARGET=results/evaluate/base_en_de/test_2016_flickr.bleu.json
 say "running the ci workflow through SLURM ($TARGET)"
+# --verbose: the plugin logs each sbatch call, checked below.
 if ! (cd "$WF" && timeout -k 10 900 python -m snakemake --profile "$WORK/profile" "$TARGET" \
-        --config scale=ci >"$WORK/workflow.log" 2>&1); then
+        --verbose --config scale=ci >"$WORK/workflow.log" 2>&1); then
     say "the workflow failed"; tail -60 "$WORK/workflow.log"; tail -n 20 "$WORK"/log/slurm*.log; exit 1
 fi
 python - "$WF/$TARGET" <<'EOF'
@@ -145,9 +167,35 @@ print("BLEU", bleu["sacrebleu"]["score"], "on", bleu["n"], "sentences")
 EOF
 jobs=$(grep -c "Job .* has been submitted with SLURM jobid" "$WORK/workflow.log" || true)
 [ "$jobs" -ge 7 ] || { say "expected >= 7 SLURM submissions, saw $jobs"; tail -40 "$WORK/workflow.log"; exit 1; }
-gpu_jobs=$(scontrol -o show job | grep -c "gres[:/]gpu" || true)  # train and decode ask for the fake GPU
-[ "$gpu_jobs" -ge 2 ] || { say "expected the train and decode jobs to get a GPU, saw $gpu_jobs"; exit 1; }
+gpu_jobs=$(scontrol -o show job | grep -c "gres[:/]gpu" || true)  # trainings and decode ask for fake GPUs
+[ "$gpu_jobs" -ge 3 ] || { say "expected the train and decode jobs to get a GPU, saw $gpu_jobs"; exit 1; }
 say "workflow completed: $jobs jobs through SLURM, $gpu_jobs with a GPU"
+
+say "the 4-GPU training: its request, its allocation and torchrun's 4 processes"
+call=$(grep "sbatch call:.*rule_train_wildcards_base_en_de " "$WORK/workflow.log" || true)
+for flag in "--gpus=4" "--nodes=1" "--signal=TERM@300" "-t 20 "; do
+    [[ "$call" == *"$flag"* ]] || { say "the training's sbatch call lacks $flag: $call"; exit 1; }
+done
+alloc=$(scontrol -o show job | grep "rule_train_wildcards_base_en_de " || true)
+for field in "NumNodes=1 " "TimeLimit=00:20:00" "TresPerJob=gres:gpu:4"; do
+    [[ "$alloc" == *"$field"* ]] || { say "the training's job lacks $field: $alloc"; exit 1; }
+done
+grep -q "with-gpus 4 -- torchrun --standalone --nproc-per-node 4 " "$WORK/workflow.log" \
+    || { say "the training did not run under torchrun with 4 processes"; exit 1; }
+python - "$WF/results/checkpoints/base_en_de" <<'EOF'
+import sys
+from pathlib import Path
+
+import torch
+
+# Every rank's RNG state is gathered into the checkpoint: 4 of them, one per torchrun process.
+checkpoints = sorted(Path(sys.argv[1]).glob("*.pt"))
+assert checkpoints, f"no checkpoint in {sys.argv[1]}"
+for path in checkpoints:
+    ranks = len(torch.load(path, map_location="cpu", weights_only=False)["rank_rng"])
+    assert ranks == 4, f"{path}: {ranks} ranks"
+print(len(checkpoints), "checkpoints written by 4 ranks")
+EOF
 
 say "a failing job must be reported as failed"
 FAIL=$WORK/fail

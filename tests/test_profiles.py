@@ -22,23 +22,33 @@ def dry_run(tmp_path, *args: str) -> str:
     return result.stdout + result.stderr
 
 
-@pytest.mark.skipif(not importlib.util.find_spec("snakemake_executor_plugin_slurm"),
-                    reason="pip install -e '.[slurm]'")
-def test_slurm_profile_dry_run_lists_paper_training_under_torchrun_with_its_gpus(tmp_path):
-    """Each training job runs one process per GPU of its model size: the Transformers on the scale's 4
-    under torchrun, paper C's GRU models on one, without it."""
-    out = dry_run(tmp_path, "--profile", "profiles/slurm", "--config", "scale=paper")
-    config = repo_config()
-    trained = [e for e in experiments({**config, "scale": "paper"}).values() if e.same_as is None]
-    on_one = [e for e in trained if e.resources["gpu"] == 1]
-    assert {e.model["family"] for e in on_one} == {"npmt", "gru_attention"}
-    trainings = re.findall(r"^Shell command: ((?:torchrun .*?--no-python )?nmtrepro train .*)$", out, re.M)
-    plain = [line for line in trainings if line.startswith("nmtrepro train")]
-    assert len(plain) == len(on_one) and len(trainings) == len(trained)
-    prefix = "torchrun --standalone --nproc-per-node 4 --signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python "
-    assert all(line.startswith(prefix) for line in trainings if line not in plain)
+SLURM_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None
+
+
+@pytest.mark.parametrize("profile", [
+    pytest.param("slurm", marks=pytest.mark.skipif(not SLURM_PLUGIN, reason="pip install -e '.[slurm]'")),
+    "local-gpu",
+])
+def test_profile_trains_each_paper_model_on_its_own_gpu_count(tmp_path, profile):
+    """Whatever the profile, a training job claims the GPUs its model size asks for (the Transformers
+    the scale's 4, under torchrun with one process each; paper C's GRU models one, without it) and
+    every decode one of its own."""
+    out = dry_run(tmp_path, "--profile", f"profiles/{profile}", "--config", "scale=paper")
+    trained = {name: e for name, e in experiments({**repo_config(), "scale": "paper"}).items()
+               if e.same_as is None}
+    assert {e.model["family"] for e in trained.values() if e.resources["gpu"] == 1} == {"npmt", "gru_attention"}
+    trainings = re.findall(r"^Shell command: exec nmtrepro with-gpus (\d+) -- ((?:torchrun .*?--no-python )?)"
+                           r"nmtrepro train .*--checkpoint-dir results/checkpoints/(\S+) ", out, re.M)
+    assert sorted(name for _, _, name in trainings) == sorted(trained)
+    for gpus, launcher, name in trainings:
+        assert int(gpus) == trained[name].resources["gpu"], name
+        torchrun = (f"torchrun --standalone --nproc-per-node {gpus} "
+                    "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
+        assert launcher == (torchrun if int(gpus) > 1 else ""), name
+    decodes = re.findall(r"^Shell command: (.*?)nmtrepro decode ", out, re.M)
+    assert decodes and set(decodes) == {"nmtrepro with-gpus 1 -- "}
 
 
 def test_ci_scale_trains_without_torchrun(tmp_path):
     out = dry_run(tmp_path, "--cores", "2", "--config", "scale=ci")
-    assert "torchrun" not in out and "Shell command: nmtrepro train --prepared" in out
+    assert "torchrun" not in out and "with-gpus" not in out and "Shell command: exec nmtrepro train --prepared" in out

@@ -43,8 +43,11 @@ COMMANDS = {
     "plot-agreement": ("nmtrepro.analyses.agreement", "plot subject-verb agreement accuracy by distance"),
     "parse": ("nmtrepro.data.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
     "pos": ("nmtrepro.data.pos", "source POS tags (paper D), one per BPE piece: each word's tag copied to its pieces"),
+    "gather-parse": ("nmtrepro.data.parse", "concatenate the parse stage's line-range shards and merge their stats"),
+    "gather-pos": ("nmtrepro.data.pos", "concatenate the pos stage's line-range shards and merge their stats"),
     "stanza-models": ("nmtrepro.data.stanza_models", "fetch and verify stanza's English models (the stanza parse backend)"),
     "param-count": ("nmtrepro.plan", "parameter counts of the configured models at a scale (meta device)"),
+    "with-gpus": ("nmtrepro.core.gpus", "run a command on N GPUs of this machine that no other job holds"),
 }
 
 

@@ -14,12 +14,13 @@ rule decode:
         tgt=lambda w: exp(w).tgt_lang,
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
+        on_gpus=on_gpus,  # a profile's `gpu` for decode: that many devices of its own (train.smk)
     threads: SCALE["train"].get("threads") or 1
     priority: 10
     message:
         "Beam search: {wildcards.experiment} on {wildcards.split}"
     shell:
-        "nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
+        "{params.on_gpus}nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
         "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
         "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} "

@@ -1,9 +1,13 @@
 # The declared output is the final model; checkpoints live outside the outputs (a params value), so
 # a killed or failed job keeps them and the next run resumes from the newest one. A job with several
 # GPUs runs one process per GPU under torchrun, which forwards SLURM's SIGTERM/SIGUSR1 to them;
-# a retry (pre-empted or out of time) resumes with a longer runtime. Under the scale's warm-start
-# protocol an experiment starts from the averaged model of its `<source>_scratch` run (config.py); an
-# experiment whose training is another's links that one's models (`SHARED`).
+# a retry (pre-empted or out of time) resumes with a longer runtime, up to the scale's max_runtime.
+# The shell execs the launcher: where SLURM signals every process of the job step, a bash left
+# between Snakemake and torchrun would die at once on SIGTERM, Snakemake would take the job for
+# done and end the step, and SLURM would kill the trainers before they saved their checkpoint.
+# Under the scale's warm-start protocol an experiment starts from the averaged model of its
+# `<source>_scratch` run (config.py); an experiment whose training is another's links that one's
+# models (`SHARED`).
 # Resources per experiment: the scale's, with its model size's `by_size` over them; retries are a
 # rule's constant in Snakemake, so they stay the scale's.
 # The models others start from train first: on a few cores the scheduler would otherwise fill them with
@@ -14,12 +18,30 @@ ruleorder: shared_training > train
 ruleorder: shared_training > average
 
 
+def on_gpus(wildcards, resources):
+    """`nmtrepro with-gpus N --` ahead of a job that asks for N >= 1 GPUs (config or a profile's
+    set-resources): run locally, it claims N devices no other job holds (Snakemake only counts them);
+    under SLURM the allocation has pinned them already and it only runs the command."""
+    gpus = int(resources.get("gpu", 0))
+    return f"nmtrepro with-gpus {gpus} -- " if gpus else ""
+
+
 def train_launcher(wildcards, resources):
-    """torchrun with one process per GPU the job got (config or a profile's set-resources), else nothing."""
+    """The job's GPUs claimed, then torchrun with one process per GPU when there are several. On a
+    stop signal torchrun forwards it and waits --shutdown-timeout seconds (default 30) before SIGKILL:
+    240 lets the trainers finish a paper-scale update and save, inside the 300 s that profiles/slurm
+    asks SLURM to warn before the time limit."""
     if int(resources.gpu) <= 1:
-        return ""
-    return (f"torchrun --standalone --nproc-per-node {resources.gpu} "
-            "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --no-python ")
+        return on_gpus(wildcards, resources)
+    return (f"{on_gpus(wildcards, resources)}torchrun --standalone --nproc-per-node {resources.gpu} "
+            "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
+
+
+def capped_runtime(wildcards, attempt):
+    """`runtime * attempt` minutes, at most the scale's `max_runtime`: a request past a partition's
+    time limit would never start, and a job stopped at the limit resumes from its newest checkpoint."""
+    resources = exp(wildcards).resources
+    return min(resources["runtime"] * attempt, resources["max_runtime"])
 
 
 rule train:
@@ -46,12 +68,12 @@ rule train:
         gpu=lambda w: exp(w).resources["gpu"],
         cpus_per_gpu=lambda w: exp(w).resources["cpus_per_gpu"],
         mem_mb=lambda w: exp(w).resources["mem_mb"],
-        runtime=lambda w, attempt: exp(w).resources["runtime"] * attempt,
+        runtime=capped_runtime,
     retries: SCALE["resources"]["retries"]
     message:
         "Training {wildcards.experiment} (checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
-        "{params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
+        "exec {params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
         "--checkpoint-dir {params.checkpoint_dir} {params.annotations} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
