@@ -149,7 +149,7 @@ def model_options(config: dict, variant: str, key: str) -> dict:
     by_scale = options.pop("by_scale", {})
     for name in by_scale:
         _known(name, config["scales"], f"models.{variant}.by_scale")
-    options.update(by_scale.get(config["scale"], {}))
+    options.update(by_scale.get(study_scale(config), {}))
     scale = config["scales"][config["scale"]]
     size = options.pop("size", None)
     if size is not None:
@@ -183,6 +183,7 @@ def _buildable(variant: str, options: dict) -> None:
 def experiments(config: dict) -> dict[str, Experiment]:
     """Resolve every experiment for `config['scale']`, checking each reference on the way."""
     _known(config["scale"], config["scales"], "scale")
+    _known(study_scale(config), config["scales"], f"scales.{config['scale']}.stands_for")
     scale = config["scales"][config["scale"]]
     for size, regime in scale["by_size"].items():
         _known(size, scale["sizes"], f"scales.{config['scale']}.by_size")
@@ -235,9 +236,24 @@ def experiments(config: dict) -> dict[str, Experiment]:
     return out
 
 
+def study_scale(config: dict) -> str:
+    """The scale whose study `config['scale']` runs: itself, or the one it `stands_for` (smoke runs
+    the paper scale's tables, claims, analyses and model options on slices)."""
+    return config["scales"][config["scale"]].get("stands_for", config["scale"])
+
+
+def with_scale_data(config: dict) -> dict:
+    """The config with the scale's own data sources over the top-level ones: its `download_cache`, and
+    its `local_data` folders merged in (smoke reads a mirror of slices, cached apart from the real
+    downloads, and a NIST folder it ships). The manifest is the scale's `downloads`."""
+    scale = config["scales"][config["scale"]]
+    return {**config, "download_cache": scale.get("download_cache", config["download_cache"]),
+            "local_data": {**config.get("local_data", {}), **scale.get("local_data", {})}}
+
+
 def at_scale(config: dict, spec: dict) -> bool:
-    """Whether a table or claim with optional `scales` applies at `config['scale']` (no `scales`: all)."""
-    return config["scale"] in spec.get("scales", [config["scale"]])
+    """Whether a table or claim with optional `scales` applies at the study's scale (no `scales`: all)."""
+    return study_scale(config) in spec.get("scales", [study_scale(config)])
 
 
 def _known_scales(config: dict, spec: dict, key: str) -> None:

@@ -5,7 +5,8 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.config import (at_scale, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             merge_papers, model_options, protocol_note, tables_at_scale, validate)
+                             merge_papers, model_options, protocol_note, tables_at_scale, validate,
+                             with_scale_data)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -14,6 +15,7 @@ ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("
 try:
     PAPERS = merge_papers(config, workflow.basedir)  # paper name -> the tables and analyses it defines
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+    config.update(with_scale_data(config))  # the scale's download cache and licensed folders
     check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
     EXPERIMENTS = experiments(config)
     check_dataset_files(config, EXPERIMENTS, ".")
@@ -138,7 +140,7 @@ def download_options():
     flags = ["--offline"] * config["offline"] + ["--allow-unverified"] * config["allow_unverified"]
     # Relative to the working directory: an absolute path would be a params change (and rerun the
     # whole study) whenever the checkout moves.
-    manifest = os.path.relpath(Path(workflow.basedir, "workflow/downloads.yaml"))
+    manifest = os.path.relpath(Path(workflow.basedir, SCALE["downloads"]))
     return shlex.join(["--manifest", manifest,
                        "--cache", config["download_cache"], *flags])
 
