@@ -47,3 +47,24 @@ def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0, length
 @pytest.fixture
 def copy_corpus(tmp_path):
     return write_copy_corpus(tmp_path / "data")
+
+
+def sharded_like_one_job(tmp_path, run: list[str], ext: str, shards: int, gather: str, timing: tuple) -> tuple:
+    """Run a stage's command (`run`, without --out/--stats) once over its whole input and as `shards`
+    shard jobs gathered by the `gather` command; assert the gathered output is the one job's, and
+    return (one job's stats, the gathered stats) without the `timing` keys."""
+    import json
+
+    from nmtrepro import cli
+
+    assert cli.main(run + ["--out", str(tmp_path / f"one.{ext}"), "--stats", str(tmp_path / "one.json")]) == 0
+    parts = [tmp_path / f"train.{k}-of-{shards}" for k in range(1, shards + 1)]
+    for k, part in enumerate(parts, 1):
+        assert cli.main(run + ["--shard", str(k), "--shards", str(shards), "--out", f"{part}.{ext}",
+                               "--stats", f"{part}.json"]) == 0
+    assert cli.main([gather, "--parts", *(f"{p}.{ext}" for p in parts), "--part-stats",
+                     *(f"{p}.json" for p in parts), "--out", str(tmp_path / f"all.{ext}"),
+                     "--stats", str(tmp_path / "all.json")]) == 0
+    assert (tmp_path / f"all.{ext}").read_text() == (tmp_path / f"one.{ext}").read_text()
+    return tuple({k: v for k, v in json.loads((tmp_path / name).read_text()).items() if k not in timing}
+                 for name in ("one.json", "all.json"))

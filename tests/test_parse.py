@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro import cli
+from conftest import sharded_like_one_job
 from nmtrepro.core.files import InputError
 from nmtrepro.data.nlp import Token, analyse, constituency, dependency_tree, projective_heads
 from nmtrepro.data.parse import (extract_phrases, format_spans, merge_stats, parse_file, read_spans,
@@ -210,19 +210,9 @@ def test_parse_shards_gather_into_the_file_one_job_writes(tmp_path, shards):
     bpe = tmp_path / "train.src.bpe"
     bpe.write_text("Two young gu@@ ys with sha@@ gg@@ y hair look at their hands .\n\nA man sleeps .\n"
                    "A dog runs in the park .\nThe children play .\n")
-    run = ["parse", "--src-bpe", str(bpe), "--backend", "spacy"]
-    assert cli.main(run + ["--out", str(tmp_path / "one.spans"), "--stats", str(tmp_path / "one.json")]) == 0
-    parts = [tmp_path / f"train.{k}-of-{shards}" for k in range(1, shards + 1)]
-    for k, part in enumerate(parts, 1):
-        assert cli.main(run + ["--shard", str(k), "--shards", str(shards), "--out", f"{part}.spans",
-                               "--stats", f"{part}.json"]) == 0
-    assert cli.main(["gather-parse", "--parts", *(f"{p}.spans" for p in parts), "--part-stats",
-                     *(f"{p}.json" for p in parts), "--out", str(tmp_path / "all.spans"),
-                     "--stats", str(tmp_path / "all.json")]) == 0
-    assert (tmp_path / "all.spans").read_text() == (tmp_path / "one.spans").read_text()
-    one, gathered = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "all.json"))
-    timing = ("parse_seconds", "sentences_per_second")
-    assert {k: v for k, v in gathered.items() if k not in timing} == {k: v for k, v in one.items() if k not in timing}
+    one, gathered = sharded_like_one_job(tmp_path, ["parse", "--src-bpe", str(bpe), "--backend", "spacy"], "spans",
+                                         shards, "gather-parse", ("parse_seconds", "sentences_per_second"))
+    assert gathered == one
 
 
 def test_gathering_refuses_a_shard_whose_stats_count_other_lines(tmp_path):

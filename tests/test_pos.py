@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import TINY, write_copy_corpus
+from conftest import TINY, sharded_like_one_job, write_copy_corpus
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.core.pos import POS_VOCAB, UPOS
@@ -127,18 +127,9 @@ def test_chinese_tags_come_from_jieba_on_the_segmented_words_copied_to_pieces():
 def test_pos_shards_gather_into_the_file_one_job_writes(tmp_path):
     bpe = tmp_path / "train.src.bpe"
     bpe.write_text("\n".join(ZH * 2) + "\n")
-    run = ["pos", "--src-bpe", str(bpe), "--lang", "zh"]
-    assert cli.main(run + ["--out", str(tmp_path / "one.pos"), "--stats", str(tmp_path / "one.json")]) == 0
-    parts = [tmp_path / f"train.{k}-of-4" for k in range(1, 5)]
-    for k, part in enumerate(parts, 1):
-        assert cli.main(run + ["--shard", str(k), "--shards", "4", "--out", f"{part}.pos", "--stats", f"{part}.json"]) == 0
-    assert cli.main(["gather-pos", "--parts", *(f"{p}.pos" for p in parts), "--part-stats",
-                     *(f"{p}.json" for p in parts), "--out", str(tmp_path / "all.pos"),
-                     "--stats", str(tmp_path / "all.json")]) == 0
-    assert (tmp_path / "all.pos").read_text() == (tmp_path / "one.pos").read_text()
-    one, gathered = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "all.json"))
-    timing = ("tag_seconds", "words_per_second")
-    assert {k: v for k, v in gathered.items() if k not in timing} == {k: v for k, v in one.items() if k not in timing}
+    one, gathered = sharded_like_one_job(tmp_path, ["pos", "--src-bpe", str(bpe), "--lang", "zh"], "pos", 4,
+                                         "gather-pos", ("tag_seconds", "words_per_second"))
+    assert gathered == one
     assert gathered["sentences"] == 6 and gathered["pieces"] == 2 * sum(map(len, ZH_TAGS))
 
 
