@@ -54,7 +54,8 @@ rule parse:
         runtime=PREPROCESS["parse"]["runtime"],
     message:
         "Parsing shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
-        "{wildcards.part} into phrases (paper A, Algorithm 1)"
+        "{wildcards.part} into phrases (paper A, Algorithm 1; {resources.mem_mb} MB, "
+        "{resources.runtime} min)"
     shell:
         "nmtrepro parse --src-bpe {input.bpe} --shard {wildcards.shard} --shards {wildcards.shards} "
         "--out {output.spans} --stats {output.stats} --backend {params.backend} --stanza-dir {params.stanza_dir:q} "

@@ -27,7 +27,8 @@ rule pos:
         runtime=PREPROCESS["pos"]["runtime"],
     message:
         "Tagging shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
-        "{wildcards.part} with POS tags, one per BPE piece (paper D)"
+        "{wildcards.part} with POS tags, one per BPE piece (paper D; {resources.mem_mb} MB, "
+        "{resources.runtime} min)"
     shell:
         "nmtrepro pos --src-bpe {input.bpe} --lang {params.lang} --shard {wildcards.shard} --shards {wildcards.shards} "
         "--out {output.pos} --stats {output.stats} --backend {params.backend} --stanza-dir {params.stanza_dir:q} "

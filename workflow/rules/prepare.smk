@@ -23,7 +23,8 @@ rule prepare:
         runtime=PREPROCESS["prepare"]["runtime"],
     priority: 1
     message:
-        "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset}"
+        "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset} "
+        "({resources.mem_mb} MB, {resources.runtime} min)"
     shell:
         "nmtrepro prepare --data-dir {params.data_dir} --out-dir {params.out_dir} "
         "--src-lang {params.src} --tgt-lang {params.tgt} --bpe-merges {params.opts[bpe_merges]} "
