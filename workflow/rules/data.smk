@@ -1,3 +1,4 @@
+# One manifest entry into the shared cache: resumed after a cut, checked against its checksum.
 rule download:
     output:
         "results/downloads/{resource}.json",
@@ -6,8 +7,6 @@ rule download:
     params:
         options=download_options(),
     retries: 3
-    message:
-        "Downloading {wildcards.resource} into the shared cache (resumed after a cut, checksum verified)"
     shell:
         "nmtrepro download --name {wildcards.resource} --out {output} {params.options} 2> {log}"
 
@@ -27,8 +26,6 @@ rule fetch:
         download=download_options(),
         local_data=json.dumps(config["local_data"]),
     priority: 1  # every training waits on its data: fetch and prepare come before queued trainings
-    message:
-        "Fetching dataset {wildcards.dataset}"
     shell:
         "nmtrepro fetch --name {wildcards.dataset} --spec {params.spec:q} --out-dir {params.out_dir} "
         "{params.max_lines} {params.download} --local-data {params.local_data:q} 2> {log}"

@@ -17,8 +17,6 @@ rule decode:
         on_gpus=on_gpus,  # a profile's `gpu` for decode: that many devices of its own (train.smk)
     threads: SCALE["train"].get("threads") or 1
     priority: 10
-    message:
-        "Beam search: {wildcards.experiment} on {wildcards.split}"
     shell:
         "{params.on_gpus}nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "

@@ -7,8 +7,6 @@ rule stanza_models:
         dir=STANZA_DIR,
         offline="--offline" if config["offline"] else "",
     retries: 3
-    message:
-        "Downloading stanza's English models into the shared cache (md5-checked against stanza's resources.json)"
     shell:
         "nmtrepro stanza-models --dir {params.dir:q} --out {output} {params.offline} 2> {log}"
 
@@ -73,8 +71,6 @@ rule gather_parse:
         "results/logs/parse/{dataset}/{part}.log",
     wildcard_constraints:
         part=ANNOTATED_PART,
-    message:
-        "Gathering the parse shards of {wildcards.dataset} {wildcards.part} in line order"
     shell:
         "nmtrepro gather-parse --parts {input.spans} --part-stats {input.stats} "
         "--out {output.spans} --stats {output.stats} 2> {log}"

@@ -46,8 +46,6 @@ rule gather_pos:
         "results/logs/pos/{dataset}/{part}.log",
     wildcard_constraints:
         part=ANNOTATED_PART,
-    message:
-        "Gathering the POS shards of {wildcards.dataset} {wildcards.part} in line order"
     shell:
         "nmtrepro gather-pos --parts {input.pos} --part-stats {input.stats} "
         "--out {output.pos} --stats {output.stats} 2> {log}"

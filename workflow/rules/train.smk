@@ -71,8 +71,8 @@ rule train:
         runtime=capped_runtime,
     retries: SCALE["resources"]["retries"]
     message:
-        "Training {wildcards.experiment} on {resources.gpu} GPU(s), {resources.mem_mb} MB, {resources.runtime} min "
-        "(checkpoints in results/checkpoints/{wildcards.experiment})"
+        "Training {wildcards.experiment} ({resources.gpu} GPUs, {resources.mem_mb} MB, {resources.runtime} min; "
+        "checkpoints in results/checkpoints/{wildcards.experiment})"
     shell:
         "exec {params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
         "--checkpoint-dir {params.checkpoint_dir} {params.annotations} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
@@ -103,8 +103,6 @@ rule shared_training:
         averaged="results/train/{experiment}/averaged.pt",
     wildcard_constraints:
         experiment="|".join(SHARED) or "^$",
-    message:
-        "{wildcards.experiment} trains as {input.model} did: linking its models"
     params:
         links=link_commands,
     shell:

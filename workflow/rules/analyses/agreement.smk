@@ -42,8 +42,6 @@ rule contrastive:
         args=contrastive_args,
         parser=parser_args,
     threads: SCALE["train"].get("threads") or 1
-    message:
-        "Contrastive scoring (LingEval97 protocol): {wildcards.experiment}"
     shell:
         "nmtrepro contrastive --model {input.model} --prepared {params.data_dir} {params.args} {params.parser} "
         "--threads {threads} --out {output} 2> {log}"
