@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from .config import experiments, load, model_options, tables_at_scale, validate
-from .core.files import InputError, iter_lines, write_json
+from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
 from .models.size import spec_parameter_counts
@@ -113,7 +113,7 @@ def update_tokens(train: dict) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _count_lines(path: str) -> int:
-    return sum(1 for _ in iter_lines(path))
+    return count_lines(path)
 
 
 def part_lines(config: dict, dataset: str, part: str) -> int | None:

@@ -51,6 +51,14 @@ def of_shared(pattern):
     return lambda w: pattern.format(**dict(w.items(), experiment=SHARED[w.experiment]))
 
 
+def on_gpus(wildcards, resources):
+    """`nmtrepro with-gpus N --` ahead of a job that asks for N >= 1 GPUs (config or a profile's
+    set-resources): run locally, it claims N devices no other job holds (Snakemake only counts them);
+    under SLURM the allocation has pinned them already and it only runs the command."""
+    gpus = int(resources.get("gpu", 0))
+    return f"nmtrepro with-gpus {gpus} -- " if gpus else ""
+
+
 def link_commands(wildcards, input, output):
     """Shell commands making each output a relative symlink to the input of the same name: a new link
     is newer than its target (a hard link would share the target's time, older than its other inputs)."""

@@ -14,7 +14,7 @@ rule decode:
         tgt=lambda w: exp(w).tgt_lang,
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
-        on_gpus=on_gpus,  # a profile's `gpu` for decode: that many devices of its own (train.smk)
+        on_gpus=on_gpus,  # a profile's `gpu` for decode: that many devices of its own
     threads: SCALE["train"].get("threads") or 1
     priority: 10
     shell:

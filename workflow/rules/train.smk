@@ -18,14 +18,6 @@ ruleorder: shared_training > train
 ruleorder: shared_training > average
 
 
-def on_gpus(wildcards, resources):
-    """`nmtrepro with-gpus N --` ahead of a job that asks for N >= 1 GPUs (config or a profile's
-    set-resources): run locally, it claims N devices no other job holds (Snakemake only counts them);
-    under SLURM the allocation has pinned them already and it only runs the command."""
-    gpus = int(resources.get("gpu", 0))
-    return f"nmtrepro with-gpus {gpus} -- " if gpus else ""
-
-
 def train_launcher(wildcards, resources):
     """The job's GPUs claimed, then torchrun with one process per GPU when there are several. On a
     stop signal torchrun forwards it and waits --shutdown-timeout seconds (default 30) before SIGKILL:

@@ -107,6 +107,11 @@ def iter_lines(path: str | os.PathLike) -> Iterator[str]:
         raise InputError(f"{path}: truncated or corrupt gzip file after line {number} ({err})") from None
 
 
+def count_lines(path: str | os.PathLike) -> int:
+    """The number of lines of a text file as `iter_lines` reads it."""
+    return sum(1 for _ in iter_lines(path))
+
+
 def read_lines(path: str | os.PathLike) -> list[str]:
     """Read a text file (plain or .gz) as a list of lines without their newline."""
     return list(iter_lines(path))

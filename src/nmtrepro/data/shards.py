@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from ..core.files import InputError, atomic_open, iter_lines, read_json, require_file, write_json
+from ..core.files import InputError, atomic_open, count_lines, iter_lines, read_json, require_file, write_json
 
 
 def shard_range(lines: int, shard: int, shards: int) -> tuple[int, int]:
@@ -26,7 +26,7 @@ def shard_range(lines: int, shard: int, shards: int) -> tuple[int, int]:
 
 def shard_lines(path: str | Path, shard: int = 1, shards: int = 1) -> Iterator[str]:
     """The lines of one shard of a text file, read as they are used (a first pass counts the lines)."""
-    start, end = shard_range(sum(1 for _ in iter_lines(path)), shard, shards)
+    start, end = shard_range(count_lines(path), shard, shards)
     return itertools.islice(iter_lines(path), start, end)
 
 
@@ -44,7 +44,7 @@ def gather(parts: Sequence[str | Path], out: str | Path, stats: Sequence[str | P
         raise InputError(f"{len(parts)} shard files but {len(stats)} stats files")
     shard_stats = [read_json(path) for path in stats]
     for part, shard in zip(parts, shard_stats):
-        lines = sum(1 for _ in iter_lines(part))
+        lines = count_lines(part)
         if lines != shard["sentences"]:
             raise InputError(f"{part}: {lines} lines, its stats count {shard['sentences']} sentences "
                              "(a shard from another run?)")
