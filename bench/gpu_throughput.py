@@ -84,6 +84,8 @@ def peak_tflops(device: torch.device, given: float | None) -> float | None:
 
 def measure(spec: dict, args, device: torch.device) -> dict:
     torch.manual_seed(0)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     model = build_model(spec).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     gen = torch.Generator().manual_seed(0)
@@ -111,7 +113,8 @@ def measure(spec: dict, args, device: torch.device) -> dict:
     timed = updates[args.warmup_steps:]
     tokens = sum(sum(t) for _, _, t in timed)
     flops = sum(update_flops(model, spec, s, t) for _, s, t in timed)
-    return {"params": sum(p.numel() for p in model.parameters()), "tgt_tok_s": tokens / seconds,
+    peak = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else float("nan")
+    return {"params": sum(p.numel() for p in model.parameters()), "tgt_tok_s": tokens / seconds, "peak_gib": peak,
             "tflops": flops / seconds / 1e12, "s_per_update": seconds / len(timed), "precision": precision}
 
 
@@ -127,6 +130,8 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--steps", type=int, default=20, help="timed updates")
     ap.add_argument("--warmup-steps", type=int, default=3, help="untimed updates first")
+    ap.add_argument("--cudnn-attention", action="store_true",
+                    help="leave torch's cuDNN attention on (the trainer turns it off: runtime.cuda_defaults)")
     ap.add_argument("--peak-tflops", type=float, help="the device's peak dense TFLOP/s (default: table)")
     args = ap.parse_args()
 
@@ -134,6 +139,8 @@ def main() -> None:
         sys.exit(f"gpu_throughput: --device {args.device} but torch {torch.__version__} sees no CUDA GPU; "
                  "run on a GPU machine, or pass --device cpu --scale ci for a smoke test")
     device = torch.device(args.device)
+    if device.type == "cuda":
+        runtime.cuda_defaults(args.cudnn_attention)
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     size = config["scales"][args.scale]["sizes"][args.size]
     spec = {"family": "transformer", "src_vocab": args.vocab, "tgt_vocab": args.vocab, **size}
@@ -145,7 +152,7 @@ def main() -> None:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"# {name}, {args.scale}/{args.size} {size}, ~{args.update_tokens} target tokens per update in "
           f"{args.max_tokens}-token batches, {args.steps} timed updates; peak {peak or '?'} TFLOP/s")
-    print("variant\tparams\tprecision\ts/update\ttgt_tok/s\tmodel_TFLOP/s\tMFU")
+    print("variant\tparams\tprecision\ts/update\ttgt_tok/s\tmodel_TFLOP/s\tMFU\tpeak_GiB")
     for label, variant in variants.items():
         try:
             r = measure(variant, args, device)
@@ -154,7 +161,7 @@ def main() -> None:
             continue
         mfu = f"{100 * r['tflops'] / peak:.1f}%" if peak else "n/a"
         print(f"{label}\t{r['params']:,}\t{r['precision']}\t{r['s_per_update']:.3f}\t{r['tgt_tok_s']:,.0f}\t"
-              f"{r['tflops']:.2f}\t{mfu}")
+              f"{r['tflops']:.2f}\t{mfu}\t{r['peak_gib']:.1f}")
     print("# FLOPs: 6 x matmul weights x tokens (encoder: source, decoder: target) + attention "
           "12 x d x (L_enc S^2 + L_dec (T^2 + T S)) + output layer 6 x d x V x target tokens; "
           "MFU against the dense bf16 peak" + ("" if variants.get("+PR") is None else

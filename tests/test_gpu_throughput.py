@@ -1,7 +1,9 @@
-"""bench/gpu_throughput.py: its analytic FLOP count, a CPU smoke run, and its refusal without CUDA."""
+"""bench/gpu_throughput.py: its analytic FLOP count, a CPU smoke run, and its refusal without CUDA;
+bench/gpu_train.py: a CPU smoke run through torchrun with its resume check."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -38,10 +40,27 @@ def test_smoke_run_on_cpu_prints_throughput():
                  "--update-tokens", "1000", "--precision", "fp32", "--peak-tflops", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     row = next(line for line in result.stdout.splitlines() if line.startswith("baseline"))
-    assert float(row.split("\t")[4].replace(",", "")) > 0 and row.endswith("%")
+    cells = row.split("\t")
+    assert float(cells[4].replace(",", "")) > 0 and cells[6].endswith("%") and cells[7] == "nan"  # no GPU memory
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_cuda_device_without_a_gpu_fails_clearly():
     result = run("--device", "cuda")
     assert result.returncode != 0 and "sees no CUDA GPU" in result.stderr
+
+
+def test_gpu_train_smoke_run_on_cpu_trains_each_family_and_resumes(tmp_path):
+    script = SCRIPT.parent / "gpu_train.py"
+    variants = [arg for v in ("transformer_base", "phrase_max_attn_ta_parse", "syn_diverse") for arg in ("--variant", v)]
+    result = subprocess.run([sys.executable, str(script), "--device", "cpu", "--scale", "ci", "--updates", "4",
+                             "--log-every", "2", "--pairs", "300", "--vocab", "500", "--iwslt-vocab", "400",
+                             *variants, "--resume", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[1] / "src")})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    rows = json.loads((tmp_path / "gpu_train.json").read_text())
+    assert [r["variant"] for r in rows] == ["transformer_base", "phrase_max_attn_ta_parse", "syn_diverse",
+                                            "transformer_base"]
+    assert all(r["tgt_tok_s"] > 0 and r["precision"] in ("fp32", "bf16") for r in rows[:3])
+    assert rows[3] == {"variant": "transformer_base", "resume": "ok"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nmtrepro.config import load, validate
+from nmtrepro.core.files import InputError
 from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +82,19 @@ def test_each_experiment_is_sized_by_its_own_model_and_gru_jobs_are_costed_on_on
         assert jobs[name]["gpu_hours"] == pytest.approx(train["max_updates"] * train["max_tokens"] / rates[size] / 3600)
     assert jobs["big_en_de"]["hours"] == jobs["big_en_de"]["gpu_hours"] / paper["scales"]["paper"]["resources"]["gpu"]
     total = result["total"]
-    assert total["gpu_hours_on"] == {gpu: pytest.approx(total["gpu_hours"] / factor) for gpu, factor in speedup.items()}
-    assert {"A100 (bf16)", "H100 (bf16)"} <= set(speedup)
+    assert total["gpu_hours_on"]["A100 (bf16)"] == pytest.approx(total["gpu_hours"] / speedup["A100 (bf16)"])
+    h100 = speedup["H100 (bf16, measured)"]  # one multiple per size
+    assert total["gpu_hours_on"]["H100 (bf16, measured)"] == pytest.approx(
+        sum(job["gpu_hours"] / h100[job["size"]] for job in jobs.values()))
     text = render(result, "assumed", "P100 (fp32)")
-    assert "H100 (bf16)" in text and "CPU-hours of preprocessing" in text.splitlines()[-1]
+    assert "H100 (bf16, measured)" in text and "CPU-hours of preprocessing" in text.splitlines()[-1]
+
+
+def test_a_per_size_speedup_must_name_every_size_of_the_table(paper):
+    config = copy.deepcopy(paper)
+    config["plan"]["speedup"]["H100 (bf16, measured)"].pop("npmt")
+    with pytest.raises(InputError, match="plan.speedup.H100 .bf16, measured. names sizes"):
+        throughput(config, None)
 
 
 def test_a_measured_benchmark_is_costed_alone(paper, tmp_path):

@@ -99,3 +99,18 @@ def test_the_loss_scale_resumes_with_the_run(copy_corpus, tmp_path):
     resumed = Trainer(Corpus(copy_corpus), TINY, Settings.from_dict({**SETTINGS, "max_updates": 6}), tmp_path / "c")
     assert resumed.resume()
     assert resumed.scaler.get_scale() == first.scaler.get_scale() != 2.0 ** 7
+
+
+def test_gpu_defaults_turn_cudnn_attention_off_and_tf32_on():
+    """cuDNN's attention plans every new padded length anew: 9k instead of 53k target tokens/s for
+    Base on an H100 (bench/README.md). Flags are global: restored afterwards."""
+    saved = (torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.matmul.allow_tf32,
+             torch.backends.cudnn.allow_tf32)
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        runtime.cuda_defaults()
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(saved[0])
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[1:]

@@ -27,7 +27,8 @@ def test_tiny_model_overfits_a_small_corpus(tmp_path):
     losses = [r["train_loss"] for r in trainer.curve if "train_loss" in r]
     assert losses[-1] < 0.3 * losses[0]
     src, tgt = trainer.corpus.splits["train"]
-    hyps = beam_search(trainer.model.eval(), {"src": pad_sequence([src[i] for i in range(12)], batch_first=True)}, beam=2)
+    src_batch = pad_sequence([src[i] for i in range(12)], batch_first=True).to(trainer.device)  # a GPU where one is
+    hyps = beam_search(trainer.model.eval(), {"src": src_batch}, beam=2)
     assert sum(h == tgt[i][:-1].tolist() for i, h in enumerate(hyps)) >= 10
 
 

@@ -102,6 +102,10 @@ def throughput(config: dict, bench: Path | None) -> tuple[dict, str, dict]:
     if "plan" not in config:
         raise InputError(f"no measured throughput ({bench}) and no `plan` table in the config")
     table = config["plan"]
+    for gpu, factor in table.get("speedup", {}).items():
+        if isinstance(factor, dict) and set(factor) != set(table["tokens_per_s"]):
+            raise InputError(f"config: plan.speedup.{gpu} names sizes {sorted(factor)}, "
+                             f"plan.tokens_per_s {sorted(table['tokens_per_s'])}: give one figure for each")
     return table["tokens_per_s"], f"assumed: {table['source']}", table.get("speedup", {})
 
 
@@ -165,6 +169,17 @@ def preprocessing(config: dict, jobs: list[dict]) -> dict:
     return {"stages": stages, "cpu_hours": sum(row["cpu_hours"] for row in stages.values())}
 
 
+def speedup_of(factor: float | dict, size: str | None) -> float:
+    """A GPU's multiple of the throughput table for a model size: one figure for every size, or one
+    per size (measured ones differ: a small GRU gains less from a faster GPU than a Transformer Big)."""
+    return factor[size] if isinstance(factor, dict) else factor
+
+
+def hours_on(jobs: list[dict], speedup: dict) -> dict:
+    """The jobs' GPU-hours on each GPU of `speedup`."""
+    return {gpu: sum(j["gpu_hours_on"][gpu] for j in jobs) for gpu in speedup}
+
+
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict,
          speedup: dict | None = None, preprocess_jobs: list[dict] | None = None) -> dict:
     """Per table: training jobs still to run, GPU-hours (on the throughput table's GPU, and on each GPU
@@ -188,6 +203,8 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
             "size": size, "parameters": params, "gpus": gpus,
             # None: no throughput is known for the size: shown as unknown
             "gpu_hours": gpu_hours, "hours": None if gpu_hours is None else gpu_hours / gpus,
+            "gpu_hours_on": {gpu: 0.0 if gpu_hours is None else gpu_hours / speedup_of(factor, size)
+                             for gpu, factor in speedup.items()},
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
@@ -200,7 +217,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         gpu_hours = sum(jobs[n]["gpu_hours"] or 0 for n in names)
         tables[table] = {
             "training_jobs": len(names), "experiments": names,
-            "gpu_hours": gpu_hours, "gpu_hours_on": {gpu: gpu_hours / factor for gpu, factor in speedup.items()},
+            "gpu_hours": gpu_hours, "gpu_hours_on": hours_on([jobs[n] for n in names], speedup),
             "jobs_of_unknown_speed": sorted(n for n in names if jobs[n]["gpu_hours"] is None),
             "checkpoint_bytes": sum(jobs[n]["disk_bytes"] for n in names),
             "download_bytes": sum(download_bytes.get(r) or 0 for r in needed),
@@ -210,7 +227,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     prep = preprocessing(config, preprocess_jobs or [])
     return {"scale": config["scale"], "jobs": jobs, "tables": tables, "preprocessing": prep,
             "total": {"training_jobs": len(jobs), "gpu_hours": gpu_hours,
-                      "gpu_hours_on": {gpu: gpu_hours / factor for gpu, factor in speedup.items()},
+                      "gpu_hours_on": hours_on(list(jobs.values()), speedup),
                       "cpu_hours": prep["cpu_hours"],
                       "jobs_of_unknown_speed": sorted(n for n, j in jobs.items() if j["gpu_hours"] is None),
                       "checkpoint_bytes": sum(j["disk_bytes"] for j in jobs.values()),
@@ -223,7 +240,7 @@ def render(result: dict, source: str, gpu: str = "GPU") -> str:
     others = list(result["total"]["gpu_hours_on"])
     lines = [f"Plan for scale={result['scale']} (throughput {source})", ""]
     if others:
-        lines += [f"GPU-hours on {gpu}, and on {', '.join(others)} from the config's speedups (estimates).", ""]
+        lines += [f"GPU-hours on {gpu}, and on {', '.join(others)} from the config's speedups (see plan.speedup).", ""]
     lines.append(f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} " + "".join(f"{g:>13}" for g in others)
                  + f" {'checkpoints GB':>15} {'downloads GB':>13}")
     rows = list(result["tables"].items()) + [("total (unique jobs)", result["total"])]

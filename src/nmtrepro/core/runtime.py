@@ -39,9 +39,7 @@ def tune_malloc() -> None:
 def setup(threads: int | None, device: str = "auto") -> torch.device:
     """Fix the thread count and pick the device (`auto`: CUDA when present, else CPU).
 
-    Under torchrun each process takes the GPU of its LOCAL_RANK. On CUDA, fp32 matmuls and
-    convolutions run as TF32 (Ampere and newer; a no-op before): the papers' fp32 numbers came from
-    GPUs without it, and at 10 bits of mantissa it changes no result that a BLEU point can see.
+    Under torchrun each process takes the GPU of its LOCAL_RANK. On CUDA, `cuda_defaults`.
     """
     if threads:
         torch.set_num_threads(threads)
@@ -52,9 +50,19 @@ def setup(threads: int | None, device: str = "auto") -> torch.device:
         device = f"cuda:{os.environ['LOCAL_RANK']}"
         torch.cuda.set_device(device)
     if device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        cuda_defaults()
     return torch.device(device)
+
+
+def cuda_defaults(cudnn_attention: bool = False) -> None:
+    """TF32 for fp32 matmuls and convolutions (Ampere and newer; a no-op before): the papers' fp32
+    numbers came from GPUs without it, and at 10 bits of mantissa it changes no result that a BLEU
+    point can see. Attention through the flash or memory-efficient kernels, not cuDNN's, which torch
+    prefers on Hopper: cuDNN builds an execution plan for every new shape, and token batches bring
+    new padded lengths all the time (measured on an H100: see bench/README.md, gpu_throughput.py)."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.enable_cudnn_sdp(cudnn_attention)
 
 
 @dataclass(frozen=True)

@@ -473,9 +473,12 @@ class Trainer:
                            "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
         # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
         skipped = getattr(self.model, "infeasible_pairs", 0)
+        # On a GPU, the peak memory allocated so far: what a larger max_tokens or model would have to fit.
+        peak = (f" | peak {torch.cuda.max_memory_allocated(self.device) / 2 ** 30:.1f} GiB"
+                if self.device.type == "cuda" else "")
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
-                 perplexity(nll), lr, speed, self.wall, left,
+                 "%.0f s trained, ~%.0f s left%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 perplexity(nll), lr, speed, self.wall, left, peak,
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "")
 
     def close(self) -> None:

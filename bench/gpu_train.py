@@ -1,0 +1,169 @@
+"""Paper-size training of each model family through `nmtrepro train` under torchrun, on a GPU.
+
+`gpu_throughput.py` times the bare training step; this runs the real command a paper-scale Snakemake
+job runs (torchrun, the process groups, the bf16 autocast, the data path, validation, checkpoints and
+a resume) with each family's paper-scale experiment, its model and training settings as `config.yaml`
+resolves them, on a synthetic prepared dataset in the real binarized format: the paper's vocabulary
+size and WMT-like (or, for paper C's IWSLT experiments, shorter) sentence lengths, random tokens, and
+synthetic parser phrases and POS tags for the models that read them. Only the update count, a time
+limit per variant, the checkpoint interval and the log interval are the bench's own.
+
+Prints, per variant: parameters, precision, target tokens/s over the logged updates after the first
+window, and the peak GPU memory the trainer logged. Writes every log and `gpu_train.json` to --out.
+With --resume, the first variant is then trained 10 updates further from its last checkpoint, which
+must say that it resumed.
+
+    python bench/gpu_train.py                              # one GPU; the default variants, ~5 min on an H100
+    python bench/gpu_train.py --device cpu --scale ci --updates 4 --pairs 400 --variant transformer_base
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helper beside this file)
+
+from nmtrepro.config import experiments, load, validate  # noqa: E402
+from nmtrepro.core.pos import UPOS  # noqa: E402
+from nmtrepro.core.vocab import Vocab, save_indexed  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "biarn", "rnn_encoder",
+            "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
+STEP = re.compile(r"step \d+/\d+ .*?\| ([\d.]+) tgt tok/s .*$", re.M)
+PEAK = re.compile(r"\| peak ([\d.]+) GiB")
+
+
+def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
+    """A prepared dataset (dictionaries, train and valid .bin) with .spans and .pos beside it: phrases
+    of three pieces (the last one shorter) and random tags, one per BPE piece. `short`: paper C's
+    IWSLT14 preparation, words of talks (two thirds of WMT's lengths), at most 50 a sentence."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(pairs + short)
+    for side in ("src", "tgt"):
+        Vocab([f"w{i}" for i in range(vocab - 4)]).save(folder / f"dict.{side}.txt")
+    src, tgt = synthetic_lengths(pairs, rng)
+    if short:  # lengths count EOS
+        src, tgt = (np.clip(n * 2 // 3, 2, 51) for n in (src, tgt))
+    for side, lengths in (("src", src), ("tgt", tgt)):
+        write_side(folder / f"train.{side}.bin", lengths, vocab, np.uint16, rng)
+        save_indexed(folder / f"valid.{side}.bin", [[5] * int(n - 1) + [2] for n in lengths[:500]])
+    for split, lengths in (("train", src), ("valid", src[:500])):
+        with open(folder / f"{split}.spans", "w") as spans, open(folder / f"{split}.pos", "w") as pos:
+            for n in lengths.tolist():  # n counts EOS: spans tile 0..n, tags cover the n - 1 pieces
+                spans.write(" ".join(f"{a}-{min(a + 3, n)}" for a in range(0, n, 3)) + "\n")
+                pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
+
+
+def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str, float]:
+    settings = {**exp.train, "max_updates": updates, "max_minutes": args.minutes, "save_every": args.updates,
+                "log_every": args.log_every, "device": args.device, "keep_last": 2,
+                "max_tokens": args.max_tokens or exp.train["max_tokens"]}
+    annotations = []
+    if "spans" in exp.annotations:
+        annotations += ["--spans-dir", str(data)]
+    if "pos" in exp.annotations:
+        annotations += ["--pos-dir", str(data)]
+    run = out / exp.variant
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc), "-m", "nmtrepro.cli", "train",
+               "--prepared", str(data), "--model", json.dumps(exp.model), "--settings", json.dumps(settings),
+               "--checkpoint-dir", str(run / "checkpoints"), *annotations, "--out", str(run / "final.pt"),
+               "--curve", str(run / "curve.tsv")]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"{exp.variant} ({tag}) still running after {args.timeout} s: {err.stderr}") from None
+    seconds = time.perf_counter() - start
+    (out / f"{exp.variant}.{tag}.log").write_text(done.stdout + done.stderr)
+    if done.returncode:
+        raise RuntimeError(f"{exp.variant} ({tag}) exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return done.stderr, seconds
+
+
+def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
+    steps = list(STEP.finditer(log))
+    if not steps:
+        raise RuntimeError(f"{exp.variant}: no step lines in its log")
+    speeds = [float(m.group(1)) for m in steps[1:] or steps]  # the first window holds the warm-up
+    peaks = [float(p) for m in steps for p in PEAK.findall(m.group(0))]
+    params = re.search(r"([\d,]+) parameters", log)
+    precision = re.search(r"parameters on \S+, (\w+)", log)
+    return {"variant": exp.variant, "family": exp.model["family"], "experiment": exp.name,
+            "params": params.group(1) if params else "?", "precision": precision.group(1) if precision else "?",
+            "max_tokens": max_tokens, "update_tokens": exp.train["update_tokens"],
+            "tgt_tok_s": round(sum(speeds) / len(speeds)), "peak_gib": max(peaks) if peaks else None,
+            "wall_s": round(seconds, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", default="paper", help="config.yaml scale whose experiments to train")
+    ap.add_argument("--variant", action="append", help="model variant (config `models` key); repeatable")
+    ap.add_argument("--device", default="cuda", help="train setting `device` (cpu for a smoke test)")
+    ap.add_argument("--nproc", type=int, default=1, help="torchrun processes (one per GPU)")
+    ap.add_argument("--updates", type=int, default=30)
+    ap.add_argument("--minutes", type=float, default=0.75, help="stop a variant after this much training")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds before a variant's run counts as hung")
+    ap.add_argument("--log-every", type=int, default=5)
+    ap.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the experiment's setting)")
+    ap.add_argument("--pairs", type=int, default=60000, help="synthetic training pairs per dataset")
+    ap.add_argument("--vocab", type=int, default=37000, help="joint BPE vocabulary (WMT14 En-De: ~37k)")
+    ap.add_argument("--iwslt-vocab", type=int, default=22822,
+                    help="word vocabulary of paper C's IWSLT14 experiments (its English side: 22,822)")
+    ap.add_argument("--resume", action="store_true", help="then resume the first variant for 10 updates")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
+    args = ap.parse_args()
+
+    config, _ = load(REPO / "config.yaml", [f"scale={args.scale}"])
+    validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")  # fills in the defaults
+    by_variant = {}
+    for exp in experiments(config).values():
+        by_variant.setdefault(exp.variant, exp)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
+    for short, folder in data.items():
+        if not folder.exists():
+            write_dataset(folder, args.pairs, args.iwslt_vocab if short else args.vocab, short)
+    rows = []
+    for variant in args.variant or VARIANTS:
+        if variant not in by_variant:
+            sys.exit(f"gpu_train: no {args.scale} experiment trains {variant!r}")
+        exp = by_variant[variant]
+        try:
+            log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
+            rows.append(summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]))
+        except RuntimeError as err:
+            rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
+        print(json.dumps(rows[-1]), flush=True)
+    if args.resume:
+        exp = by_variant[(args.variant or VARIANTS)[0]]
+        log, _ = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates + 10, "resume")
+        resumed = f"step {args.updates}," in log and "resuming from" in log
+        rows.append({"variant": exp.variant, "resume": "ok" if resumed else "FAILED: no resume line"})
+        print(json.dumps(rows[-1]))
+    (out / "gpu_train.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print("variant\tfamily\tparams\tprecision\ttgt_tok/s\tpeak GiB\twall s")
+    for r in rows:
+        if "tgt_tok_s" in r:
+            print(f"{r['variant']}\t{r['family']}\t{r['params']}\t{r['precision']}\t{r['tgt_tok_s']:,}\t"
+                  f"{r['peak_gib']}\t{r['wall_s']}")
+        elif "error" in r:
+            print(f"{r['variant']}\t{r['family']}\tFAILED (see its log)")
+    if any("error" in r or str(r.get("resume", "ok")) != "ok" for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
