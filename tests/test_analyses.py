@@ -85,12 +85,13 @@ def test_ngram_gaps_are_system_minus_baseline_per_order():
 
 def test_speed_table_reports_time_relative_to_the_baseline():
     base = {"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
-            "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0, "decode_src_tok_s": 150.0}
+            "train_src_tok_s": 90.0, "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0, "decode_src_tok_s": 150.0}
     slow = dict(base, params=3_000_000, train_tgt_tok_s=50.0, decode_sent_s=4.0)
     table = speed_table({"Base": base, "Slow": slow}, {"Base": base, "Slow": base})
     assert table.loc["Base", "Train time"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
     assert table.loc["Slow", "Train time"] == 2.0 and table.loc["Slow", "Decode time"] == 2.5
     assert table.loc["Slow", "Para. (M)"] == 3.0
+    assert table.loc["Base", "#Speed1"] == 90.0 and table.loc["Base", "#Speed2"] == 150.0  # paper D: source tokens/s
     spec = {"family": "transformer", "src_vocab": 10, "tgt_vocab": 10, "d_model": 8, "ffn": 16, "heads": 2,
             "encoder_layers": 1, "decoder_layers": 1}
     at_paper_size = speed_table({"Base": base}, {"Base": base}, {"Base": spec})
@@ -98,6 +99,7 @@ def test_speed_table_reports_time_relative_to_the_baseline():
     assert at_paper_size.loc["Base", "Para. (M)"] * 1e6 == parameter_counts(build_model(spec))["total"]
     curve = pd.DataFrame({"tgt_tok_s": [10.0, None, 300.0, 200.0, 250.0]})
     assert training_speed(curve) == 225.0  # median over logged windows, checkpoint rows skipped
+    assert training_speed(curve.rename(columns={"tgt_tok_s": "src_tok_s"}), column="src_tok_s") == 225.0
 
 
 def test_parameter_counts_separate_embeddings_and_count_a_shared_table_once():

@@ -147,9 +147,10 @@ def test_a_fetched_dataset_folder_is_readable_as_the_umask_allows(tmp_path):
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~umask
 
 
-def test_word_level_lowercased_preparation_maps_rare_words_to_unk(tmp_path):
+def test_word_level_lowercased_preparation_maps_rare_words_to_unk_in_the_scored_reference_too(tmp_path):
     """Paper C: no BPE (0 merges), lowercased, words seen fewer than min_count times -> <unk>; the test
-    split is lowercased the same way, references included."""
+    split is lowercased the same way, references included, and the tokenized reference is binarized as
+    the authors scored (`runs`, seen once, is <unk>); the raw reference keeps its words."""
     data = tmp_path / "fetched"
     write_lines(data / "train.src", ["Der Hund läuft .", "Der Hund schläft .", "Ein Unikat ."])
     write_lines(data / "train.tgt", ["The dog runs .", "The dog sleeps .", "A Unique ."])
@@ -169,7 +170,8 @@ def test_word_level_lowercased_preparation_maps_rare_words_to_unk(tmp_path):
     prepare.run_prepare_test(Namespace(prepared=str(tmp_path / "prep"), data_dir=str(data), split="test",
                                        src_lang="de", tgt_lang="en", out_prefix=str(tmp_path / "t")))
     assert read_lines(tmp_path / "t.src.bpe") == ["der hund läuft ."]
-    assert read_lines(tmp_path / "t.ref") == ["the dog runs."] and read_lines(tmp_path / "t.ref.tok") == ["the dog runs ."]
+    assert read_lines(tmp_path / "t.ref") == ["the dog runs."]
+    assert read_lines(tmp_path / "t.ref.tok") == ["the dog <unk> ."]
 
 
 def in_memory_preparation(data, merges, max_len, max_ratio, codes):

@@ -97,17 +97,22 @@ def test_pos_tags_reach_the_encoder_and_are_required():
         model.encode(src)
 
 
-def test_the_groups_start_as_the_plain_split_of_the_word_vector():
-    """Global (12 of 16 dims) and syntax (4) groups are x's own slices plus positions (Eq. 5, 12)."""
-    from nmtrepro.models.layers import sinusoidal_positions
-
-    model = tiny_diverse_model("syn")
+@pytest.mark.parametrize("variant, kept", [("syn", 16), ("fusing", 4)])
+def test_a_warm_started_model_keeps_the_baseline_input_in_its_positioned_groups(variant, kept):
+    """Warm-started from a Transformer, the groups start as the plain split of the word vector (Eq. 5)
+    and the global and syntax groups add their slice of the baseline's d-wide sinusoid (Eq. 12), so
+    those dims are the baseline's own encoder input (syntax: plus its POS vector, zeroed here); the
+    global group is the first `kept` dims (12 of 16 for syn, whose syntax dims follow; 4 for fusing)."""
+    model = tiny_diverse_model(variant)
+    torch.manual_seed(1)
+    baseline = build_model({**SMALL, "family": "transformer", "src_vocab": 20, "tgt_vocab": 24}).eval()
+    model.load_state_dict(baseline.state_dict(), strict=False)
     with torch.no_grad():
         model.pos_embed.weight.zero_()
     src, pos = source()
-    x = model.src_embed.table(src) * model.src_embed.scale                    # (B, S, 16)
-    expected = torch.cat([x[..., :12] + sinusoidal_positions(6, 12), x[..., 12:] + sinusoidal_positions(6, 4)], -1)
-    assert torch.allclose(model.input_representation(src, pos), expected, atol=1e-6)
+    theirs, ours = baseline.src_embed(src), model.input_representation(src, pos)
+    assert torch.allclose(ours[..., :kept], theirs[..., :kept], atol=1e-6)
+    assert torch.allclose(ours[..., 12:], theirs[..., 12:], atol=1e-6)          # syntax, last in both
 
 
 @pytest.mark.parametrize("variant", ["rec", "fusing"])
@@ -127,3 +132,28 @@ def test_linguistic_features_concatenate_the_pos_factor_to_the_word_vector():
     x = model.src_embed.table(src) * model.src_embed.scale                    # (B, S, 16)
     expected = torch.cat([x[..., :12], model.pos_embed(pos)], -1) + sinusoidal_positions(6, 16)
     assert torch.allclose(model.input_representation(src, pos), expected, atol=1e-6)
+
+
+def test_param_count_at_paper_size_counts_the_projections_and_the_group_layers():
+    """Paper D's Table II/III #Param at paper size (post-norm, 32K BPE a side, tied softmax): Base holds
+    44.10M beside its embeddings (76.86M in all; the paper's 97.35M / 77.9M imply other vocabularies);
+    every grouped model adds Eq. 5's d x d projections, then its groups' layers. The paper prints +0.53M
+    for Rec and Fusing and 0 for Loc and Syn (Table II), +0.1M / +0.2M (Table III): D_table2_params's note."""
+    from nmtrepro.models.size import spec_parameter_counts
+
+    vocab = {"src_vocab": 32000, "tgt_vocab": 32000}
+    for size, d, group, base_non_embedding in (({"d_model": 512, "ffn": 2048, "heads": 8}, 512, 128, 44_095_488),
+                                               ({"d_model": 1024, "ffn": 4096, "heads": 16}, 1024, 256, 176_271_360)):
+        spec = {"family": "transformer", "pre_norm": False, **vocab, **size}
+        base = spec_parameter_counts(spec)
+        assert base["non_embedding"] == base_non_embedding and base["embedding"] == 64_000 * d
+        rec = 2 * 3 * (2 * group * group + 2 * group) + 2 * group * group + group  # BiGRU, [fwd; bwd] -> d_r (Eq. 8-9)
+        loc = 5 * group * group + group                                              # width-5 convolution (Eq. 10)
+        syn = len(POS_VOCAB) * group                                                 # p_j (Eq. 12)
+        heads = group // 64
+        for groups, added in (({"rec_heads": heads}, rec), ({"loc_heads": heads}, loc),
+                              ({"rec_heads": heads, "loc_heads": heads, "syn_heads": heads}, rec + loc + syn)):
+            ours = spec_parameter_counts({**spec, "family": "diverse", **groups})["total"]
+            assert ours - base["total"] == d * d + added, groups                    # + Eq. 5's projections
+    assert spec_parameter_counts({"family": "diverse", "pos_factor": 10, "pre_norm": False, **vocab})["total"] \
+        - 76_863_488 == len(POS_VOCAB) * 10                                         # LinguisticFeatures' factor

@@ -14,6 +14,7 @@ import shutil
 import stat
 import tarfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -297,14 +298,18 @@ def test_clean_corpus_drops_what_clean_corpus_n_drops():
     assert clean_corpus(src, tgt, ratio=1.5, min_len=1, max_len=2) == (["a b", "a"], ["c d", "b"])
 
 
-def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23rd_pair(server, tmp_path):
+IWSLT14_SETS = ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
+                "IWSLT14.TED.tst2012")
+
+
+def fetch_iwslt14(server, tmp_path, train: dict[str, list[str]]) -> Path:
+    """The iwslt14 recipe run by `fetch` on a de-en.tgz holding `train` (language -> talk lines, after a
+    <url> and a <title> line) and one segment per dev/test set; returns the fetched folder."""
     files = {}
     for lang, word in (("de", "Hallo"), ("en", "Hello")):
-        lines = ["<url>http://ted.com/x</url>", f"<title>{word} Title</title>"]
-        lines += [f"{word}, World {i}!" for i in range(45)]
+        lines = ["<url>http://ted.com/x</url>", f"<title>{word} Title</title>"] + train[lang]
         files[f"de-en/train.tags.de-en.{lang}"] = "\n".join(lines) + "\n"
-        for name in ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
-                     "IWSLT14.TED.tst2012"):
+        for name in IWSLT14_SETS:
             files[f"de-en/{name}.de-en.{lang}.xml"] = f'<doc>\n<seg id="1"> {name} It\u2019s {word}. </seg>\n</doc>\n'
     res = resource(server, "/de-en.tgz", tgz(files), sha256=None)
     manifest = {"iwslt14_de_en": download.Resource("iwslt14_de_en", res.url)}
@@ -312,13 +317,49 @@ def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23r
             "splits": {split: {"src": f"recipe:{split}.de", "tgt": f"recipe:{split}.en"}
                        for split in ("train", "valid", "test")}}
     datasets.fetch_download("iwslt", spec, tmp_path / "out", None, manifest, tmp_path / "cache", allow_unverified=True)
-    train, valid = read_lines(tmp_path / "out/train.tgt"), read_lines(tmp_path / "out/valid.tgt")
+    return tmp_path / "out"
+
+
+def test_iwslt14_recipe_strips_tags_tokenizes_lowercases_and_holds_out_every_23rd_pair(server, tmp_path):
+    out = fetch_iwslt14(server, tmp_path, {lang: [f"{word}, World {i}!" for i in range(45)]
+                                           for lang, word in (("de", "Hallo"), ("en", "Hello"))})
+    train, valid = read_lines(out / "train.tgt"), read_lines(out / "valid.tgt")
     assert (len(train), len(valid)) == (44, 2)
     assert train[0] == "hello title" and valid[0] == "hello , world 21 !"  # pairs 23 and 46 of 46
-    test = read_lines(tmp_path / "out/test.tgt")
+    test = read_lines(out / "test.tgt")
     assert test[0] == "iwslt14.ted.dev2010 it &apos;s hello ." and test[1].startswith("iwslt14.tedx.dev2012")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {  # the recipe's scratch folder is gone
+    assert read_json(out / "manifest.json")["tokenized"] is True
+    assert {p.name for p in out.iterdir()} == {  # the recipe's scratch folder is gone
         "manifest.json", *(f"{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt"))}
+
+
+def test_iwslt14_recipe_cleans_to_50_tokens_before_taking_every_23rd_pair(server, tmp_path):
+    """Ranzato et al.'s split, as paper C's authors' prepare-iwslt14.sh: clean-corpus-n with 1-50 tokens,
+    then every 23rd pair to validation (6,969 on the real archive; cleaning to 175 first gave 7,283)."""
+    train = {lang: [f"{word} {i}" if i % 3 else " ".join([word] * 51) for i in range(68)]
+             for lang, word in (("de", "hallo"), ("en", "hello"))}
+    out = fetch_iwslt14(server, tmp_path, train)
+    kept = ["hello title"] + [f"hello {i}" for i in range(68) if i % 3]     # 46 pairs of at most 50 tokens
+    assert read_lines(out / "valid.tgt") == [kept[22], kept[45]]
+    assert read_lines(out / "train.tgt") == [line for i, line in enumerate(kept, 1) if i % 23]
+
+
+def test_iwslt14_is_moses_tokenized_once_by_recipe_and_prepare(server, tmp_path):
+    """The recipe escapes as tokenizer.perl does; `prepare` and `prepare-test` must keep its tokens, not
+    tokenize them again (`it &apos;s` -> `it & apos ; s`)."""
+    line = {"de": 'Es ist "Tom & Jerry\'s" Haus.', "en": 'It\'s "Tom & Jerry\'s" house.'}
+    out = fetch_iwslt14(server, tmp_path, {lang: [text] * 3 for lang, text in line.items()})
+    expected = "it &apos;s &quot; tom &amp; jerry &apos;s &quot; house ."
+    assert read_lines(out / "train.tgt")[1] == expected
+    prep = tmp_path / "prep"
+    assert cli.main(["prepare", "--data-dir", str(out), "--out-dir", str(prep), "--src-lang", "de", "--tgt-lang",
+                     "en", "--bpe-merges", "0", "--max-len", "50", "--max-ratio", "1.5", "--lowercase"]) == 0
+    assert read_json(prep / "stats.json")["tokenized"] is True
+    words = {line.split()[0] for line in read_lines(prep / "dict.tgt.txt")}
+    assert {"&apos;s", "&quot;", "&amp;"} <= words and not {"apos", "&", ";"} & words
+    assert cli.main(["prepare-test", "--prepared", str(prep), "--data-dir", str(out), "--split", "test",
+                     "--src-lang", "de", "--tgt-lang", "en", "--out-prefix", str(tmp_path / "test")]) == 0
+    assert read_lines(tmp_path / "test.ref.tok")[0] == "iwslt14.ted.dev2010 it &apos;s hello ."
 
 
 def test_sgml_split_files_are_read_as_their_segments(server, tmp_path):

@@ -16,6 +16,7 @@ from nmtrepro.training.criterion import model_loss
 
 OPTIONS = {
     "rel_pos": {"rel_pos_clip": 2},
+    "rel_pos_shared": {"rel_pos_clip": 2, "rel_pos_shared": True},
     "directional": {"directional": True},
     "both": {"rel_pos_clip": 2, "directional": True},
 }
@@ -166,11 +167,28 @@ def test_relative_positions_add_key_and_value_tables_per_layer_and_head():
     assert tiny == 2 * 2 * 2 * 5 * 8
 
 
+def test_shared_relative_tables_are_one_pair_per_layer_read_by_every_head():
+    """Shaw et al. share a^K and a^V across heads (paper D's Rel_PE): 6 layers x 2 tables x 33 x 64 =
+    25,344 parameters at Base, and the output of per-head tables that all hold the shared one."""
+    plain = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB})["total"]
+    shared = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "rel_pos_clip": 16,
+                                    "rel_pos_shared": True})["total"]
+    assert shared - plain == 6 * 2 * (2 * 16 + 1) * 64 == 25_344
+    one, per_head = tiny_model(OPTIONS["rel_pos_shared"]), tiny_model(OPTIONS["rel_pos"])
+    state = {name: (value.expand_as(per_head.state_dict()[name]) if name.endswith(("rel_k", "rel_v")) else value)
+             for name, value in one.state_dict().items()}
+    per_head.load_state_dict(state)
+    src, prev = padded_source(), torch.tensor([[1, 9, 10]] * 3)
+    assert torch.allclose(one(src, prev), per_head(src, prev), atol=1e-6)
+
+
 def test_bad_encoder_options_fail_clearly():
     with pytest.raises(ValueError, match="rel_pos_clip"):
         ModelConfig(rel_pos_clip=-1)
     with pytest.raises(ValueError, match="even number of heads"):
         ModelConfig(d_model=12, heads=3, directional=True)
+    with pytest.raises(ValueError, match="needs rel_pos_clip > 0"):
+        ModelConfig(rel_pos_shared=True)
     with pytest.raises(ValueError, match="rel_pos_clip"):
         PhraseConfig(rel_pos_clip=-1)                                  # the subclass runs the base checks too
     with pytest.raises(ValueError, match="encoder self-attention"):

@@ -1,5 +1,5 @@
 import itertools
-import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -191,10 +191,11 @@ def test_greedy_never_emits_banned_tokens():
 
 # -- the `npmt` family: training loss, greedy and beam search over segments --------------------------
 
+from nmtrepro.config import experiments, load, validate  # noqa: E402
 from nmtrepro.core.vocab import Vocab  # noqa: E402
-from nmtrepro.evaluation.kneser_ney import KneserNeyLM  # noqa: E402
+from nmtrepro.evaluation.kneser_ney import LMPLZ_FALLBACK, KneserNeyLM  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402
-from nmtrepro.models.npmt import Hypothesis, extend  # noqa: E402
+from nmtrepro.models.npmt import Hypothesis, merge  # noqa: E402
 
 
 def npmt(**options):
@@ -203,17 +204,18 @@ def npmt(**options):
                         "decoder_layers": 2, "max_segment": 3, "reorder_window": 3, "dropout": 0.0, **options})
 
 
-def test_npmt_loss_is_swan_nll_without_eos_and_counts_infeasible_pairs():
+def test_npmt_loss_is_swan_nll_without_eos_on_either_side_and_counts_infeasible_pairs():
+    """The target's EOS is not emitted and the source's EOS is no input position (the authors strip it):
+    sentence 0 has 2 positions, and sentence 1's 4 words exceed its 1 position * 3."""
     model = npmt()
     src = torch.tensor([[5, 6, Vocab.eos], [7, Vocab.eos, Vocab.pad]])
-    target = torch.tensor([[8, 9, Vocab.eos, Vocab.pad, Vocab.pad, Vocab.pad, Vocab.pad, Vocab.pad],
-                           [8, 9, 10, 11, 8, 9, 10, Vocab.eos]])    # 7 words > 2 positions * 3: infeasible
+    target = torch.tensor([[8, 9, Vocab.eos, Vocab.pad, Vocab.pad], [8, 9, 10, 11, Vocab.eos]])
     loss, nll = model.sequence_loss({"src": src}, None, target, epsilon=0.1)
     assert loss is nll and torch.isfinite(loss) and model.infeasible_pairs == 1
     enc = model.encode(src)
     y = torch.tensor([[8, 9]])
     seg = model.decoder.segment_logprobs(enc["out"][:1], y, torch.tensor([2]), 3)
-    assert torch.allclose(loss, -brute_force(seg[0], 3, 2, 3))
+    assert torch.allclose(loss, -brute_force(seg[0], 2, 2, 3))
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
@@ -236,36 +238,60 @@ def test_npmt_overfits_two_pairs_and_decodes_them_greedily_and_by_beam():
 
 
 def test_beam_merges_equal_strings_from_different_segmentations():
-    hyps = {(4,): Hypothesis(logp=-1.0, best=-1.0, segments=((4,),)), (): Hypothesis(logp=-2.0, best=-2.0)}
-    merged = extend(hyps, [((5,), -0.5), ((4, 5), -0.2), ((), -3.0)])
-    assert set(merged) == {(4, 5), (4, 4, 5), (4,), (5,), ()}
-    both = merged[(4, 5)]                                  # [4][5] at -1.5 and [][4 5] at -2.2
+    merged = merge([((4, 5), Hypothesis(logp=-1.5, best=-1.5, segments=((4,), (5,)))),
+                    ((4,), Hypothesis(logp=-1.0, best=-1.0, segments=((4,),))),
+                    ((4, 5), Hypothesis(logp=-2.2, best=-2.2, segments=((4, 5),)))])
+    assert set(merged) == {(4, 5), (4,)}
+    both = merged[(4, 5)]                                  # [4][5] at -1.5 and [4 5] at -2.2
     assert both.logp == pytest.approx(float(torch.logaddexp(torch.tensor(-1.5), torch.tensor(-2.2))))
     assert both.best == pytest.approx(-1.5) and both.segments == ((4,), (5,))
-    assert merged[(4,)].segments == ((4,),)                # an empty segment adds no boundary
 
 
-def test_word_bonus_and_lm_change_the_ranking_not_the_model_scores():
-    model = npmt().eval()
-    src = torch.tensor([[5, 6, 7, 8, Vocab.eos]])
-    plain = model.translate_segments(src, beam=4)
-    long = model.translate_segments(src, beam=4, word_bonus=50.0)
-    assert sum(map(len, long[0])) >= sum(map(len, plain[0]))          # a large bonus favours longer outputs
-    lm = KneserNeyLM([[4, 4, 4]], Vocab.bos, Vocab.eos)
-    heavy = model.translate_segments(src, beam=4, lm=lm, lm_weight=100.0)
-    assert heavy == [[]] or all(tok == 4 for seg in heavy[0] for tok in seg)   # the LM knows only "4 4 4"
+@torch.no_grad()
+def best_by_enumeration(model, src, word_bonus=0.0, lm=None, lm_weight=0.0):
+    """The string that maximises Q(y) = log p(y|x) + word_bonus |y| + lm_weight log10 p_lm(y) over every
+    string of allowed tokens (not pad, BOS or `$`) that SWAN can emit, p(y|x) by SWAN's exact sum."""
+    enc = model.encode(src)
+    positions, L = int((~enc["pad"]).sum()), model.config.max_segment
+    allowed = [v for v in range(model.decoder.out.out_features) if v not in (Vocab.pad, Vocab.bos, Vocab.eos)]
+    strings = [y for n in range(positions * L + 1) for y in itertools.product(allowed, repeat=n)]
+    T = positions * L
+    y = torch.tensor([list(s) + [Vocab.pad] * (T - len(s)) for s in strings])
+    lengths = torch.tensor([len(s) for s in strings])
+    h = enc["out"].expand(len(strings), -1, -1)
+    seg = model.decoder.segment_logprobs(h, y, lengths, L)
+    log_lik, _ = swan_log_likelihood(seg.double(), torch.full_like(lengths, positions), lengths, L)
+    lm_scores = [lm.log10_prob_of(s, (lm.bos,)) if lm is not None else 0.0 for s in strings]
+    q = [float(ll) + word_bonus * len(s) + lm_weight * lm_s for s, ll, lm_s in zip(strings, log_lik, lm_scores)]
+    return strings[max(range(len(strings)), key=q.__getitem__)]
 
 
-def test_top_segments_include_the_empty_one_and_are_sorted():
-    decoder = tiny_decoder()
-    found = decoder.top_segments(torch.randn(2, 6, dtype=torch.float64), k=5, max_seg=2)
-    for segments in found:
-        scores = [score for _, score in segments]
-        assert len(segments) == 5 and scores == sorted(scores, reverse=True)
-        assert all(len(seg) <= 2 and END not in seg for seg, _ in segments)
-    everything = decoder.top_segments(torch.randn(1, 6, dtype=torch.float64), k=1000, max_seg=1)[0]
-    assert sorted(seg for seg, _ in everything) == [(), (0,), (2,), (3,), (4,), (5,), (6,)]  # "$", 6 one-word ones
-    assert sum(math.exp(score) for _, score in everything) < 1.0                       # two-word ones left out
+@pytest.mark.parametrize("word_bonus, lm_weight", [(0.0, 0.0), (1.2, 0.0), (1.2, 0.2), (0.0, 5.0), (4.0, 0.0)])
+def test_unpruned_beam_search_maximises_the_objective_exhaustively(word_bonus, lm_weight):
+    """With one-token segments a beam wider than every candidate prunes nothing (the step after the token
+    forces `$`), so the search, merging equal strings, must return the exact maximiser of Q."""
+    model = npmt(tgt_vocab=6, max_segment=1).eval()
+    src = torch.tensor([[7, 9, 8, Vocab.eos]])
+    lm = KneserNeyLM([[4, 5, 4], [5, 5], [4, 3, 5, 4], [4, 4]], Vocab.bos, Vocab.eos, discount_fallback=LMPLZ_FALLBACK)
+    [segments] = model.translate_segments(src, beam=10**6, word_bonus=word_bonus, lm=lm, lm_weight=lm_weight)
+    best = best_by_enumeration(model, src, word_bonus, lm, lm_weight)
+    assert sum(segments, ()) == best and len(segments) == len(best)        # one token a segment
+    if word_bonus >= 4.0:
+        assert len(best) == 3                                               # a large bonus: every position writes
+
+
+def test_long_segments_the_word_bonus_prefers_survive_a_beam_of_two():
+    """Every step scores word 4 at -0.48 and `$` at -0.98 (the others far below), whatever the state. The
+    two most likely whole segments are () and (4,), so ranking whole segments by log p keeps only those;
+    with the bonus charged inside the expansion the beam writes 4 4 4 at both positions, the best Q."""
+    model = npmt(tgt_vocab=6, max_segment=3).eval()
+    with torch.no_grad():
+        model.decoder.out.weight.zero_()
+        model.decoder.out.bias.copy_(torch.tensor([-30.0, -30.0, -0.5, -5.0, 0.0, -5.0]))
+    src = torch.tensor([[7, 9, Vocab.eos]])
+    [segments] = model.translate_segments(src, beam=2, word_bonus=5.0)
+    assert segments == [(4, 4, 4), (4, 4, 4)]
+    assert sum(segments, ()) == best_by_enumeration(model, src, word_bonus=5.0)
 
 
 def test_npmt_config_rejects_bad_options():
@@ -290,3 +316,18 @@ def test_the_normaliser_matches_torch_logsumexp_and_its_gradient():
     out.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.backward()
+
+
+def test_paper_c_at_paper_scale_trains_and_decodes_as_its_authors():
+    """The LL baseline is plain log-likelihood and its beam ranks by mean log-probability (lenpen 1.0, not
+    the Transformers' 0.6); NPMT's gradient is clipped at norm 10 (the authors' `-clip 10`)."""
+    root = Path(__file__).resolve().parents[1]
+    config, _ = load(root / "config.yaml", ["scale=paper"])
+    validate(config, root / "workflow/schemas/config.schema.yaml")
+    resolved = experiments(config)
+    for name in ("ll_greedy_de_en", "ll_reorder_greedy_de_en"):
+        assert resolved[name].train["label_smoothing"] == 0.0, name
+    for name in ("ll_beam_de_en", "ll_reorder_beam_de_en"):
+        assert resolved[name].decode["lenpen"] == 1.0, name
+    for name in ("npmt_greedy_de_en", "npmt_no_reorder_greedy_de_en"):
+        assert resolved[name].train["clip_norm"] == 10.0, name

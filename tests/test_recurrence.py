@@ -1,5 +1,9 @@
+import csv
+from pathlib import Path
+
 import pytest
 import torch
+import yaml
 
 from conftest import TINY
 from nmtrepro.core.vocab import Vocab
@@ -124,6 +128,27 @@ def test_the_recurrence_model_holds_every_transformer_weight():
             assert warm_start_mismatch(tiny_recurrence_model(variant).state_dict(), base) is None, variant
 
 
+@pytest.mark.parametrize("pre_norm", [True, False])
+def test_multi_column_model_starts_as_the_transformer_it_is_initialised_from(pre_norm):
+    """Its [H_e; H_r] -> d projection starts as [I; 0] with no norm after it, so the warm start holds."""
+    torch.manual_seed(0)
+    base = build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24, "pre_norm": pre_norm}).eval()
+    with torch.no_grad():                                  # a trained encoder's norms are not the identity
+        for module in base.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.uniform_(0.5, 1.5), module.bias.normal_()
+    model = tiny_recurrence_model("multi_column", pre_norm=pre_norm)
+    model.load_state_dict(base.state_dict(), strict=False)
+    src, prev = source(), torch.tensor([[1, 9, 10], [1, 11, 12]])
+    assert torch.allclose(model(src, prev), base(src, prev), atol=1e-5)
+
+
+def test_multi_column_rnn_layers_have_no_ffn_and_the_recurrence_encoders_do():
+    """Paper B names "six RNN layers" for Chen et al.'s encoder; Eq. 8's FFN belongs to its own."""
+    assert all(layer.ffn is None for layer in tiny_recurrence_model("multi_column", rec_layers=6).recurrence)
+    assert all(layer.ffn is not None for layer in tiny_recurrence_model("birnn_3_layers").recurrence)
+
+
 def test_param_count_of_one_layer_biarn_at_paper_sizes():
     """Ours adds 8.93M to Base and 35.7M to Big; the paper prints +9.4M and +69.4M (the report explains)."""
     for size in ({}, {"d_model": 1024, "ffn": 4096, "heads": 16}):
@@ -135,6 +160,20 @@ def test_param_count_of_one_layer_biarn_at_paper_sizes():
         layer = arn + d * ffn + ffn + ffn * d + 2 * (2 * d)  # + FFN and two layer norms
         decoder = 4 * d * d + 2 * d                          # the top decoder layer's attention of H_r + norm
         assert ours - base == layer + decoder + 2 * d        # + the recurrence stack's final norm (pre-norm)
+
+
+@pytest.mark.parametrize("analysis", ["B_table3_params", "B_table3_params_zh_en"])
+def test_table3_vocabularies_give_the_papers_transformer_sizes(analysis):
+    """Paper B's Table 3 prints Base and Big with each task's vocabulary: 88.0M and 264.1M on En-De,
+    107.9M and 303.9M on Zh-En; the vocabulary sizes behind them must give all four."""
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/papers/B.yaml").read_text())
+    spec = config["analyses"][analysis]
+    vocab = {key: spec["paper_size"][key] for key in ("src_vocab", "tgt_vocab")}
+    papers = {row["row"]: float(row["value"]) for row in csv.DictReader(
+        (Path(__file__).resolve().parents[1] / spec["paper_numbers"]).open(), delimiter="\t")}
+    for row, size in (("Transformer Base", {}), ("Transformer Big", {"d_model": 1024, "ffn": 4096, "heads": 16})):
+        ours = spec_parameter_counts({"family": "transformer", **vocab, **size})["total"] / 1e6
+        assert round(ours, 1) == papers[row], row
 
 
 def test_recurrence_model_learns_a_toy_task():

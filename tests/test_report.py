@@ -236,6 +236,15 @@ def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, capsys,
     assert "Protocol: test." in out.read_text()
 
 
+def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path):
+    sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.3)
+    out = tmp_path / "claims.md"
+    assert cli.main(["claims", "--title", "t", "--claim", f"0.09:marginally=tok_bleu=yes={sig}=stack beats gated",
+                     "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| stack beats gated"))
+    assert row.rstrip(" |").endswith("not reproduced (the paper: marginally)") and "+0.09" in row
+
+
 def test_a_malformed_claim_is_named(tmp_path, capsys):
     assert cli.main(["claims", "--title", "t", "--claim", "big=tok_bleu=yes=x.json=text",
                      "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2

@@ -32,6 +32,17 @@ def test_tiny_model_overfits_a_small_corpus(tmp_path):
     assert sum(h == tgt[i][:-1].tolist() for i, h in enumerate(hyps)) >= 10
 
 
+def test_the_curve_logs_training_speed_in_target_and_source_tokens(copy_corpus, tmp_path):
+    """Paper D's Table V counts training speed in source tokens/s: every log row has both, in the ratio
+    of the source and target tokens the window trained on."""
+    trainer = run(copy_corpus, tmp_path / "ckpt", max_updates=10)
+    src, tgt = trainer.corpus.splits["train"]
+    ratio = sum(len(s) for s in src) / sum(len(t) for t in tgt)   # every pair is seen about equally often
+    logged = [row for row in trainer.curve if "tgt_tok_s" in row]
+    assert logged and all(row["src_tok_s"] > 0 for row in logged)
+    assert abs(sum(r["src_tok_s"] for r in logged) / sum(r["tgt_tok_s"] for r in logged) - ratio) < 0.2 * ratio
+
+
 def test_killed_run_resumes_to_the_same_weights(copy_corpus, tmp_path):
     straight = run(copy_corpus, tmp_path / "a", max_updates=30)
     first = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30}), tmp_path / "b")
@@ -206,7 +217,7 @@ def test_a_non_finite_model_is_never_saved(tmp_path):
 
 def test_logging_a_huge_loss_does_not_overflow(copy_corpus, tmp_path):
     trainer = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict(FAST), tmp_path / "f")
-    trainer._log({"loss": 1e6, "nll": 1e6, "tokens": 1, "time": 1.0})
+    trainer._log({"loss": 1e6, "nll": 1e6, "tokens": 1, "src_tokens": 1, "time": 1.0})
     assert trainer.curve[-1]["train_nll"] > 1e5
 
 
@@ -283,3 +294,32 @@ def test_a_continuation_from_other_weights_starts_afresh(copy_corpus, tmp_path, 
     with caplog.at_level("INFO"):
         assert not other.resume()
     assert "warm start" in caplog.text and "stale-1" in caplog.text
+
+
+def test_select_checkpoint_keeps_the_one_with_the_best_dev_bleu(tmp_path):
+    """Paper D evaluates the checkpoint with the best dev BLEU, not the last: a newer checkpoint holding
+    an untrained model is passed over for the trained one that translates the dev set best."""
+    from nmtrepro import cli
+    from nmtrepro.core.files import read_json
+    from nmtrepro.core.vocab import Vocab
+    from nmtrepro.models import build_model
+
+    corpus_dir = write_copy_corpus(tmp_path / "data", n_train=12)
+    trainer = run(corpus_dir, tmp_path / "ckpt", max_updates=200, dropout=0.0, save_every=50, keep_last=2)
+    newest = checkpoint.load(checkpoint.checkpoints(tmp_path / "ckpt")[-1][1])
+    torch.manual_seed(1)
+    untrained = {**newest, "model": build_model(newest["model_spec"]).state_dict()}
+    checkpoint.save(untrained, tmp_path / "ckpt" / "checkpoint_00000250.pt")
+    vocab, (src, tgt) = Vocab.load(corpus_dir / "dict.src.txt"), trainer.corpus.splits["train"]
+    (tmp_path / "dev.bpe").write_text("".join(vocab.decode(src[i]) + "\n" for i in range(12)))
+    (tmp_path / "dev.tok").write_text("".join(vocab.decode(tgt[i]) + "\n" for i in range(12)))
+    cli.main(["select-checkpoint", "--checkpoint-dir", str(tmp_path / "ckpt"), "--last", "3",
+              "--prepared", str(corpus_dir), "--src-bpe", str(tmp_path / "dev.bpe"), "--ref-tok",
+              str(tmp_path / "dev.tok"), "--beam", "2", "--scores", str(tmp_path / "scores.json"),
+              "--out", str(tmp_path / "chosen.pt")])
+    scores = read_json(tmp_path / "scores.json")
+    assert set(scores["dev_bleu"]) == {"150", "200", "250"} and scores["chosen_step"] != 250
+    assert scores["dev_bleu"][str(scores["chosen_step"])] == max(scores["dev_bleu"].values()) > scores["dev_bleu"]["250"]
+    chosen = checkpoint.load(tmp_path / "chosen.pt")["model"]
+    expected = checkpoint.load(tmp_path / "ckpt" / f"checkpoint_{scores['chosen_step']:08d}.pt")["model"]
+    assert all(torch.equal(chosen[k], expected[k].float()) for k in expected)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments, load,
-                             merge_papers, validate)
+                             merge_papers, protocol_note, validate)
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +59,26 @@ def test_validate_names_every_bad_key_and_fills_defaults():
     assert config["scales"]["tiny"]["train"]["max_minutes"] == 0  # a schema default, filled in
 
 
+def test_paper_d_trains_its_own_regime_at_paper_scale_and_shares_tiny_trainings():
+    """Paper D (Sec. V-A): 200k updates of ~4096x4 tokens, validated every 1,000, the best dev checkpoint
+    (of the 20 kept), beam 4 and length penalty 0.6, Big included (over its size's 300k); paper A's
+    baselines keep theirs."""
+    config = repo_config()
+    validate(config, SCHEMA)
+    paper = experiments({**config, "scale": "paper"})
+    for name in ("d_base_en_de", "rec_en_de", "d_big_en_de", "big_fusing_zh_en_nist03"):
+        e = paper[name]
+        assert (e.train["max_updates"], e.train["update_tokens"], e.train["save_every"], e.average) == \
+            (200_000, 16_384, 1000, {"last": 20, "by_dev_bleu": True}), name
+        assert (e.decode["beam"], e.decode["lenpen"]) == (4, 0.6)
+    assert paper["d_big_en_de"].train["lr"] == paper["big_en_de"].train["lr"] and paper["base_en_de"].average == {"last": 5}
+    tiny = experiments({**config, "scale": "tiny"})                    # no regime of its own: paper A's trainings
+    assert tiny["d_base_en_de"].same_as == "base_en_de" and tiny["d_big_en_de"].same_as == "big_en_de"
+    config["experiments"]["rec_en_de"]["regime"] = "chen2002"
+    with pytest.raises(InputError, match=r"experiments.rec_en_de.regime = 'chen2002' is not defined"):
+        experiments({**config, "scale": "tiny"})
+
+
 def test_a_model_sizes_regime_applies_at_its_scale_only():
     config = repo_config()
     validate(config, SCHEMA)
@@ -70,9 +90,11 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
     transformers = [e for e in resolved.values() if e.model["family"] not in ("gru_attention", "npmt")]
     assert all(e.model["pre_norm"] is False for e in transformers)  # post-norm, as paper A trains
     assert resolved["npmt_greedy_de_en"].train["lr"] == 0.001      # paper C's GRU models: Adam at 0.001
-    for e in transformers:  # Vaswani et al.'s peak, d^-0.5 * warmup^-0.5, with paper A's 8k warmup
-        assert e.train["warmup"] == 8000
-        assert e.train["lr"] == pytest.approx(e.model["d_model"] ** -0.5 * 8000 ** -0.5, rel=1e-3)
+    paper_b = set(load(REPO / "config.yaml")[1]["B"]["experiments"])
+    for e in transformers:  # Vaswani et al.'s peak, d^-0.5 * warmup^-0.5: paper A's 8k warmup, paper B's 4k
+        warmup = 4000 if e.name in paper_b else 8000
+        assert e.train["warmup"] == warmup, e.name
+        assert e.train["lr"] == pytest.approx(e.model["d_model"] ** -0.5 * warmup ** -0.5, rel=1e-3), e.name
     config["analyses"]["A_table2_cost"]["paper_size"]["scale"] = "papr"
     with pytest.raises(InputError, match=r"analyses.A_table2_cost.paper_size.scale = 'papr' is not defined"):
         experiments(config)
@@ -93,14 +115,55 @@ def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continue
         assert resolved[name].init == "base_en_de_scratch"
         assert resolved[name].train == {**tiny["train"], **tiny["warm_start"]}
     assert resolved["big_pr_en_fr"].init == "big_en_fr_scratch"
-    assert resolved["biarn_en_de"].init == "base_en_de_scratch"  # init_from: under the protocol, a warm start
+    assert resolved["biarn_en_de"].init == "hao_base_en_de_scratch"  # init_from: under the protocol, a warm start
     config["scale"] = "paper"  # no protocol: paper A's models from scratch, paper B's from their baseline
     resolved = experiments(config)
     assert set(resolved) == set(config["experiments"])
     for name, exp in config["experiments"].items():
         assert resolved[name].init == exp.get("init_from"), name
-    assert resolved["biarn_en_de"].init == "base_en_de" and resolved["big_biarn_zh_en"].init == "big_zh_en"
+    assert resolved["biarn_en_de"].init == "hao_base_en_de" and resolved["big_biarn_zh_en"].init == "big_zh_en"
     assert resolved["pr_en_de"].init is None
+
+
+def test_paper_b_trains_as_vaswani_and_scores_zh_en_by_nist_bleu():
+    """Paper B "followed the configurations in Vaswani et al.": 4,000 warmup updates at paper scale for all
+    its models, its En-De baselines included (paper A's warm up over 8,000), which at tiny are paper A's
+    trainings; its Zh-En is scored by case-sensitive NIST BLEU, which sacreBLEU computes."""
+    config, owned = load(REPO / "config.yaml")
+    validate(config, SCHEMA)
+    paper, tiny = (experiments({**config, "scale": scale}) for scale in ("paper", "tiny"))
+    for name in owned["B"]["experiments"]:
+        d = paper[name].model["d_model"]
+        assert paper[name].train["warmup"] == 4000, name
+        assert paper[name].train["lr"] == pytest.approx(d ** -0.5 * 4000 ** -0.5, rel=1e-3), name
+    assert paper["base_en_de"].train["warmup"] == 8000 and paper["hao_base_en_de"].same_as is None
+    assert tiny["hao_base_en_de"].same_as == "base_en_de" and tiny["hao_big_en_de"].same_as == "big_en_de"
+    zh_en = {name for name, e in paper.items() if e.dataset == "wmt17_zh_en"}
+    metrics = {config["tables"][t]["metric"] for t in owned["B"]["tables"]
+               if any(c["experiment"] in zh_en for c in config["tables"][t]["cells"])}
+    metrics |= {config["claims"][c]["metric"] for c in owned["B"]["claims"] if config["claims"][c]["experiment"] in zh_en}
+    assert metrics == {"sacrebleu"}
+
+
+def test_paper_b_reads_each_claim_against_a_baseline_continued_as_long():
+    """At paper scale a paper B variant starts from its trained baseline and trains the full recipe again;
+    each claim against a baseline has a twin against that baseline continued as long (same model, start
+    and recipe), which under the warm-start protocol is the baseline's own training."""
+    config, owned = load(REPO / "config.yaml")
+    validate(config, SCHEMA)
+    paper, tiny = (experiments({**config, "scale": scale}) for scale in ("paper", "tiny"))
+    claims = {name: config["claims"][name] for name in owned["B"]["claims"]}
+    against_baseline = {n: c for n, c in claims.items() if paper[c["baseline"]].init is None}
+    assert len(against_baseline) == 8
+    for name, claim in against_baseline.items():
+        twin = claims[f"{name}_continued"]
+        assert (twin["experiment"], twin["paper_delta"]) == (claim["experiment"], claim["paper_delta"])
+        control, baseline, variant = paper[twin["baseline"]], paper[claim["baseline"]], paper[claim["experiment"]]
+        assert control.init == baseline.name == variant.init and control.model == baseline.model
+        assert control.train == baseline.train == variant.train
+        assert tiny[twin["baseline"]].same_as == (tiny[claim["baseline"]].same_as or claim["baseline"])
+    assert "`init_from`" in protocol_note({**config, "scale": "paper"})
+    assert "init_from" not in protocol_note({**config, "scale": "paper", "experiments": {}})
 
 
 def test_a_model_size_may_set_its_own_training_resources_and_schedule():
@@ -164,7 +227,8 @@ def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
     validate(config, SCHEMA)
     tiny = experiments(config)        # D's Table I sizes are 1 of tiny's 4 heads; Zh-En is Tatoeba for all
     assert tiny["rec_1_head_en_de"].same_as == "rec_en_de" and tiny["rec_2_heads_en_de"].same_as is None
-    assert tiny["rel_pe_en_de"].same_as == "relpos_en_de"           # paper B's, warm-started alike at tiny
+    assert tiny["rel_pe_en_de"].same_as is None                   # Shaw et al.'s shared tables, not paper B's per head
+    assert tiny["d_base_en_de"].same_as == "base_en_de"             # no regime of D's own at tiny: paper A's training
     assert tiny["base_zh_en_nist03"].same_as == "base_zh_en" and tiny["fusing_zh_en_nist05"].same_as == "fusing_zh_en_nist03"
     assert tiny["fusing_en_de"].model["rec_heads"] == 1
     paper = experiments({**config, "scale": "paper"})
@@ -207,7 +271,7 @@ def test_unknown_model_family_and_option_are_named():
 def test_each_paper_file_is_merged_once_and_owns_its_tables(tmp_path):
     config, owned = load(REPO / "config.yaml")
     assert owned["A"]["tables"] == ["A_table1", "A_table2", "A_tiny_gap"] and "A_figure3" in owned["A"]["analyses"]
-    assert owned["B"]["tables"] == ["B_table1", "B_table2", "B_table3", "B_table4", "B_figure5"]
+    assert owned["B"]["tables"] == ["B_table1", "B_table2", "B_table3", "B_table3_zh_en", "B_table4", "B_figure5"]
     assert "B_table5" in owned["B"]["analyses"] and "pr_en_de" in config["experiments"]
     assert "base_en_de" not in owned["A"]["experiments"]  # the shared baseline lives in config.yaml
 
@@ -448,9 +512,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     ablations = (results / "report/A_table2.md").read_text()  # every row measured, the parser one on its spans
     assert "| parse_en_de " in ablations and "Para. (M)" not in ablations
     assert (results / "parse/multi30k_en_de/test/test_2016_flickr.spans").stat().st_size > 0
-    paper_b = (results / "report/B_table3.md").read_text()  # paper B: Zh-En beside En-De, recurrence variants
+    paper_b = (results / "report/B_table3_zh_en.md").read_text()  # paper B: Zh-En, recurrence variants
     assert "| biarn_zh_en " in paper_b and "tatoeba_zh_en/test" in paper_b and "24.70" in paper_b
-    assert (results / "report/B_claims.md").read_text().count(" | tokenized BLEU |") == 17
+    claims_b = (results / "report/B_claims.md").read_text()
+    assert claims_b.count(" | tokenized BLEU |") == 27 and claims_b.count(" | sacreBLEU      |") == 4
     probed = (results / "report/B_table5.md").read_text()  # two encoders' vectors under one gate
     assert "1-Layer BiARN (ours)" in probed and "6-Layer BiRNN (ours)" in probed
     paper_d = (results / "report/D_table2.md").read_text()  # paper D: every system beside the paper's
@@ -459,7 +524,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "+Fusing_Diverse / Syn" in (results / "report/D_table4.md").read_text()  # heads named by group
     assert "**" in (results / "report/D_figure6.md").read_text()                     # matched n-grams in bold
     assert (results / "report/D_claims.md").read_text().count(" | tokenized BLEU |") == 18
-    assert (results / "train/rel_pe_en_de/averaged.pt").is_symlink() or not (results / "train/rel_pe_en_de").exists()
+    assert (results / "train/d_base_en_de/averaged.pt").is_symlink()  # paper A's Base at ci: trained once
     paper_c = (results / "report/C_table1.md").read_text()                     # paper C: NPMT and its baselines
     assert "| npmt_lm_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
     assert "average segment length" in (results / "report/C_table2.md").read_text()

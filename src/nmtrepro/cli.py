@@ -20,6 +20,7 @@ COMMANDS = {
     "prepare-test": ("nmtrepro.data.prepare", "tokenize and BPE one test split with the learned codes"),
     "train": ("nmtrepro.training.train", "train a model, resuming from the last checkpoint"),
     "average": ("nmtrepro.training.checkpoint", "average the last K checkpoints"),
+    "select-checkpoint": ("nmtrepro.evaluation.dev_bleu", "of the last K checkpoints, the one with the best dev BLEU"),
     "decode": ("nmtrepro.evaluation.generate", "beam-search a test set with incremental decoding"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),

@@ -189,6 +189,10 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(size, scale["sizes"], f"scales.{config['scale']}.by_size")
         for key in regime.get("train", {}):
             _known(key, scale["train"], f"scales.{config['scale']}.by_size.{size}.train key")
+    for name, regime in scale["by_regime"].items():
+        for key in regime.get("train", {}):
+            _known(key, scale["train"], f"scales.{config['scale']}.by_regime.{name}.train key")
+    regimes = {name for s in config["scales"].values() for name in s.get("by_regime", {})}
     out = {}
     for name, exp in config["experiments"].items():
         _known(exp["task"], scale["tasks"], f"experiments.{name}.task")
@@ -198,6 +202,10 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
         _known(exp["model"], config["models"], f"experiments.{name}.model")
         regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
+        if "regime" in exp:               # its paper's own regime (paper D's), over the size's, where the scale has it
+            _known(exp["regime"], regimes, f"experiments.{name}.regime")
+            own = scale["by_regime"].get(exp["regime"], {})
+            regime = {key: {**regime.get(key, {}), **own.get(key, {})} for key in ("train", "average", "resources")}
         out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
                                tgt_lang=dataset["tgt"], test=task["test"], variant=exp["model"],
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
@@ -337,11 +345,18 @@ def protocol_note(config: dict) -> str:
     train, protocol = scale["train"], scale.get("warm_start")
     regimes = "".join(f"; {size} models {regime['train']['max_updates']}" for size, regime in scale["by_size"].items()
                       if "max_updates" in regime.get("train", {}))
+    regimes += "".join(f"; experiments of regime {name} {regime['train']['max_updates']}"  # paper D's own
+                       for name, regime in scale["by_regime"].items() if "max_updates" in regime.get("train", {}))
     batch = (f"one batch of up to {train['max_tokens']} tokens" if train["update_tokens"] <= train["max_tokens"]
              else f"at least {train['update_tokens']} target tokens")
     scratch = f"{train['max_updates']} updates of {batch}{regimes}"
     if not protocol:
-        return f"Protocol (scale `{name}`): every model trained from scratch, {scratch}, as the papers do."
+        note = f"Protocol (scale `{name}`): every model trained from scratch, {scratch}, as the papers do"
+        if not any("init_from" in exp for exp in config["experiments"].values()):
+            return note + "."
+        return (note + ", except those that start from a trained baseline as paper B's do (`init_from`): they "
+                "load its averaged weights and train that long again, twice the baseline's training; so does the "
+                "baseline's continued twin (`*_continued`), against which each such claim is read a second time.")
     settings = ", ".join(f"{key} {value}" for key, value in protocol.items())
     return (f"Protocol (scale `{name}`): warm start. Each baseline trains from scratch ({scratch}); then the "
             f"baseline itself (the control) and every variant that names it continue from its averaged weights "

@@ -85,12 +85,13 @@ rule plot_curves:
 
 
 def claim_args(wildcards, input):
-    """--claim PAPER_DELTA=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT per claim of the paper (nmtrepro claims)."""
+    """--claim PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT per claim of the paper (nmtrepro claims)."""
     args = []
     for name in PAPERS[wildcards.paper]["claims"]:
         claim = config["claims"][name]
         comparable = "yes" if at_scale(config, claim) else "no"
-        args += ["--claim", f"{claim['paper_delta']}={claim['metric']}={comparable}="
+        says = f":{claim['paper_says']}" if "paper_says" in claim else ""
+        args += ["--claim", f"{claim['paper_delta']}{says}={claim['metric']}={comparable}="
                             f"{input[name]}={claim['claim']}"]
     return shlex.join(args)
 

@@ -15,7 +15,9 @@
 STARTED_FROM = {e.init for e in EXPERIMENTS.values() if e.init}
 
 ruleorder: shared_training > train
-ruleorder: shared_training > average
+ruleorder: shared_training > select_checkpoint > average
+# Paper D's regime evaluates the kept checkpoint with the best dev BLEU (`average.by_dev_bleu`), not an average.
+BY_DEV_BLEU = [name for name, e in EXPERIMENTS.items() if e.average.get("by_dev_bleu") and not e.same_as]
 
 
 def train_launcher(wildcards, resources):
@@ -82,6 +84,35 @@ rule average:
         last=lambda w: exp(w).average["last"],
     shell:
         "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --out {output} 2> {log}"
+
+
+rule select_checkpoint:
+    input:
+        model="results/train/{experiment}/final.pt",
+        src=lambda w: f"results/prepare/{exp(w).dataset}/test/valid.src.bpe",
+        ref_tok=lambda w: f"results/prepare/{exp(w).dataset}/test/valid.ref.tok",
+        annotations=lambda w: annotation_files(w, ["test/valid"]),
+    output:
+        model="results/train/{experiment}/averaged.pt",
+        scores="results/train/{experiment}/dev_bleu.json",
+    log:
+        "results/logs/train/{experiment}.select.log",
+    wildcard_constraints:
+        experiment="|".join(BY_DEV_BLEU) or "^$",
+    params:
+        checkpoint_dir="results/checkpoints/{experiment}",
+        last=lambda w: exp(w).average["last"],
+        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        opts=lambda w: exp(w).decode,
+        annotations=annotation_args,
+        on_gpus=on_gpus,  # a profile's `gpu` for select_checkpoint, as for decode
+    threads: SCALE["train"].get("threads") or 1
+    shell:
+        "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
+        "--prepared {params.data_dir} --src-bpe {input.src} --ref-tok {input.ref_tok} --beam {params.opts[beam]} "
+        "--lenpen {params.opts[lenpen]} --max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
+        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} "
+        "--threads {threads} --scores {output.scores} --out {output.model} 2> {log}"
 
 
 rule shared_training:

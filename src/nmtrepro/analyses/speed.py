@@ -4,7 +4,7 @@ the table's baseline (paper A Table 2 "Para." and "Time"; paper D Table V).
 Measured the same way for every experiment: parameters counted on the averaged model (embeddings
 included, as paper A's 88.1M for Transformer Base; the non-embedding count beside it); training speed
 is the median target tokens/s over the training log windows (the curve's `tgt_tok_s`), so a slow first
-window does not skew it; decoding speed comes from the beam-search run that produced the scored
+window does not skew it, and likewise in source tokens/s (`src_tok_s`, paper D's #Speed1); decoding speed comes from the beam-search run that produced the scored
 hypotheses (sentences/s, target tokens/s, and source BPE tokens/s as paper D counts).
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ from ..reporting.render import text_cells, write_table
 from ..reporting.report import parse_pairs, read_curve
 
 
-def training_speed(curve: pd.DataFrame, path="curve") -> float:
-    """Median target tokens/s over the logged training windows."""
-    if "tgt_tok_s" not in curve.columns or curve["tgt_tok_s"].dropna().empty:
-        raise InputError(f"{path}: no training speed (tgt_tok_s) logged")
-    return float(curve["tgt_tok_s"].dropna().median())
+def training_speed(curve: pd.DataFrame, path="curve", column="tgt_tok_s") -> float:
+    """Median tokens/s over the logged training windows: target tokens, or source ones (`src_tok_s`)."""
+    if column not in curve.columns or curve[column].dropna().empty:
+        raise InputError(f"{path}: no training speed ({column}) logged")
+    return float(curve[column].dropna().median())
 
 
 def relative(table: pd.DataFrame, speeds: dict[str, dict], baselines: dict[str, dict]) -> pd.DataFrame:
@@ -52,6 +52,7 @@ def speed_table(speeds: dict[str, dict], baselines: dict[str, dict],
         trained: s["params"] / 1e6,
         "non-emb. (M)": s["non_embedding_params"] / 1e6,
         "train tgt tok/s": s["train_tgt_tok_s"],
+        "#Speed1": s["train_src_tok_s"],        # paper D: training, source tokens per second
         "decode sent/s": s["decode_sent_s"],
         "decode tgt tok/s": s["decode_tgt_tok_s"],
         "#Speed2": s["decode_src_tok_s"],       # paper D: decoding, source tokens per second
@@ -74,9 +75,11 @@ def run_speed(args) -> None:
     decode = read_json(args.decode_stats)
     src_tokens = sum(len(line.split()) for line in read_lines(args.src_bpe))
     counts = parameter_counts(checkpoint.load_model(args.model))
+    curve = read_curve(args.curve)
     write_json(args.out, {
         "params": counts["total"], "non_embedding_params": counts["non_embedding"],
-        "train_tgt_tok_s": training_speed(read_curve(args.curve), args.curve),
+        "train_tgt_tok_s": training_speed(curve, args.curve),
+        "train_src_tok_s": training_speed(curve, args.curve, "src_tok_s"),
         "decode_sent_s": decode["sentences_per_s"],
         "decode_tgt_tok_s": decode["tokens_per_s"],
         "decode_src_tok_s": src_tokens / decode["seconds"],

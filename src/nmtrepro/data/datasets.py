@@ -80,15 +80,17 @@ def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_
     return written
 
 
-def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, resolve) -> None:
+def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, resolve, tokenized: bool = False) -> None:
     """Write every split to out_dir/{split}.{src,tgt} with a manifest, atomically as a folder.
 
     `resolve` turns a split's file reference into a readable path (verifying it on the way); a split
     may list several files per side, which are concatenated in order (e.g. Europarl + News Commentary).
+    `tokenized` (recorded in the manifest): the files are Moses-tokenized already, by a recipe.
     """
     staging = staging_dir(out_dir)
     try:
-        manifest = {"name": name, "src_lang": spec["src"], "tgt_lang": spec["tgt"], "splits": {}}
+        manifest = {"name": name, "src_lang": spec["src"], "tgt_lang": spec["tgt"], "tokenized": tokenized,
+                    "splits": {}}
         for split, files in spec["splits"].items():
             srcs, tgts = _as_list(files["src"]), _as_list(files["tgt"])
             if len(srcs) != len(tgts):
@@ -144,7 +146,7 @@ def fetch_download(name: str, spec: dict, out_dir: Path, max_lines: int | None, 
                 if spec.get("recipe") not in RECIPES:
                     raise InputError(f"dataset {name}: {ref} names the recipe output but the dataset has no "
                                      f"recipe (known: {', '.join(RECIPES)})")
-                RECIPES[spec["recipe"]](folders, staging / RECIPE)
+                RECIPES[spec["recipe"]].run(folders, staging / RECIPE)
             folder = staging / RECIPE
         elif source in folders:
             folder = folders[source]
@@ -153,7 +155,21 @@ def fetch_download(name: str, spec: dict, out_dir: Path, max_lines: int | None, 
                              f"local corpora or recipe")
         return require_file(folder / inner)
 
-    materialise(name, spec, out_dir, max_lines, resolve)
+    materialise(name, spec, out_dir, max_lines, resolve, _recipe_tokenizes(name, spec))
+
+
+def _recipe_tokenizes(name: str, spec: dict) -> bool:
+    """Whether the dataset's recipe writes tokenized text; if so every split must come from it, since the
+    manifest says for the whole dataset whether `prepare` tokenizes."""
+    recipe = RECIPES.get(spec.get("recipe"))
+    if recipe is None or not recipe.tokenized:
+        return False
+    others = [ref for files in spec["splits"].values() for ref in _as_list(files["src"]) + _as_list(files["tgt"])
+              if not ref.startswith(f"{RECIPE}:")]
+    if others:
+        raise InputError(f"dataset {name}: recipe {spec['recipe']} writes tokenized text, so every split must "
+                         f"come from it (recipe:<file>), not {', '.join(others)}")
+    return True
 
 
 def _local_folder(dataset: str, source: str, local_data: dict) -> Path:

@@ -2,7 +2,9 @@
 binarized splits; and the same tokenization + BPE for each test split.
 
 Paper C prepares word-level, lowercased data (0 BPE merges, `lowercase`) and maps rare words to
-<unk> (`min_count`); stats.json records both, so that the test splits get the same treatment.
+<unk> (`min_count`); stats.json records both, so that the test splits get the same treatment. A
+dataset whose recipe tokenized it (IWSLT14: its manifest says `tokenized`) is only split on spaces:
+Moses over Moses output with XML escapes would split the escapes (`&apos;s` -> `& apos ; s`).
 
 Outputs use side names (src, tgt), not language codes, so rules need not know the languages.
 """
@@ -38,9 +40,16 @@ def keep_pair(src: str, tgt: str, max_len: int, max_ratio: float) -> str | None:
     return None
 
 
-def tokenize_side(lines: list[str], lang: str, lowercase: bool) -> list[str]:
-    out = tokenize(lines, lang)
+def tokenize_side(lines: list[str], lang: str, lowercase: bool, tokenized: bool = False) -> list[str]:
+    """Moses-tokenized lines (`tokenized`: already so, only whitespace normalised), lowercased if asked."""
+    out = [" ".join(line.split()) for line in lines] if tokenized else tokenize(lines, lang)
     return [line.lower() for line in out] if lowercase else out
+
+
+def recipe_tokenized(data_dir: Path) -> bool:
+    """Whether the fetched dataset's files are tokenized already (its manifest, written by `fetch`)."""
+    manifest = data_dir / "manifest.json"
+    return manifest.is_file() and read_json(manifest).get("tokenized", False)
 
 
 # Tokenization and BPE stream through the corpus in chunks of this many pairs, each chunk one task
@@ -85,10 +94,10 @@ def worker_map(workers: int, initializer: Callable | None = None, initargs: tupl
         yield functools.partial(_bounded_map, pool, ahead=2 * workers)
 
 
-def _tokenize_chunk(task: tuple[list[tuple[str, str]], str, str, bool]) -> tuple[list[str], list[str]]:
-    pairs, src_lang, tgt_lang, lowercase = task
-    return (tokenize_side([s for s, _ in pairs], src_lang, lowercase),
-            tokenize_side([t for _, t in pairs], tgt_lang, lowercase))
+def _tokenize_chunk(task: tuple[list[tuple[str, str]], str, str, bool, bool]) -> tuple[list[str], list[str]]:
+    pairs, src_lang, tgt_lang, lowercase, tokenized = task
+    return (tokenize_side([s for s, _ in pairs], src_lang, lowercase, tokenized),
+            tokenize_side([t for _, t in pairs], tgt_lang, lowercase, tokenized))
 
 
 _worker_bpe: BPE | None = None  # a pool worker's codes, loaded once by `_load_bpe`, not once per chunk
@@ -113,17 +122,18 @@ def _write_pairs(chunked_pairs: Iterable[tuple[list[str], list[str]]], src_path:
 
 def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: str, tgt_lang: str,
                      bpe_merges: int, max_len: int, max_ratio: float, lowercase: bool,
-                     workers: int) -> tuple[dict[str, tuple[Path, Path]], dict]:
+                     workers: int, pretokenized: bool = False) -> tuple[dict[str, tuple[Path, Path]], dict]:
     """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes) and apply them,
     filtering training pairs (`keep_pair`): each split's BPE'd (source, target) files and the counts of
     dropped pairs. Streams: tokenized text goes to `work_dir`, the codes are learned from those files,
     BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
-    not depend on their number). The BPE'd source is written to out_dir/<split>.src.bpe, which the
-    parse and pos stages read; the target beside the tokenized text in `work_dir`."""
+    not depend on their number); `pretokenized` text is only split on spaces. The BPE'd source is
+    written to out_dir/<split>.src.bpe, which the parse and pos stages read; the target beside the
+    tokenized text in `work_dir`."""
     tokenized = {split: (work_dir / f"{split}.tok.src", work_dir / f"{split}.tok.tgt") for split in ("train", "valid")}
     with worker_map(workers) as pmap:
         for split, paths in tokenized.items():
-            tasks = ((chunk, src_lang, tgt_lang, lowercase)
+            tasks = ((chunk, src_lang, tgt_lang, lowercase, pretokenized)
                      for chunk in chunks(iter_parallel(data_dir / f"{split}.src", data_dir / f"{split}.tgt"), _CHUNK))
             _write_pairs(pmap(_tokenize_chunk, tasks), *paths)
             log.info("tokenized %s", split)
@@ -153,13 +163,13 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
 
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_merges: int,
             max_len: int, max_ratio: float, lowercase: bool = False, min_count: int = 1,
-            workers: int = 1) -> dict:
+            workers: int = 1, tokenized: bool = False) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     stats = {"src_lang": src_lang, "tgt_lang": tgt_lang, "bpe_merges": bpe_merges, "lowercase": lowercase,
-             "min_count": min_count, "splits": {}}
+             "min_count": min_count, "tokenized": tokenized, "splits": {}}
     with tempfile.TemporaryDirectory(prefix=".tokenized.", dir=out_dir) as work_dir:
         pieces, dropped = tokenize_and_bpe(data_dir, out_dir, Path(work_dir), src_lang, tgt_lang, bpe_merges,
-                                           max_len, max_ratio, lowercase, workers)
+                                           max_len, max_ratio, lowercase, workers, tokenized)
         src_vocab, tgt_vocab = (Vocab.build(iter_lines(side), min_count) for side in pieces["train"])
         src_vocab.save(out_dir / "dict.src.txt")
         tgt_vocab.save(out_dir / "dict.tgt.txt")
@@ -194,7 +204,8 @@ def add_arguments_prepare(parser) -> None:
 
 def run_prepare(args) -> None:
     prepare(Path(args.data_dir), Path(args.out_dir), args.src_lang, args.tgt_lang, args.bpe_merges,
-            args.max_len, args.max_ratio, args.lowercase, args.min_count, args.workers)
+            args.max_len, args.max_ratio, args.lowercase, args.min_count, args.workers,
+            recipe_tokenized(Path(args.data_dir)))
 
 
 def add_arguments_prepare_test(parser) -> None:
@@ -207,16 +218,29 @@ def add_arguments_prepare_test(parser) -> None:
                         help="writes PREFIX.src (raw), .src.bpe, .ref (raw), .ref.tok (Moses-tokenized)")
 
 
+def binarized(lines: list[str], vocab: Vocab) -> list[str]:
+    """Word-level lines as the model's vocabulary holds them: a word outside it becomes <unk>."""
+    return [vocab.decode(vocab.encode(line, append_eos=False)) for line in lines]
+
+
 def run_prepare_test(args) -> None:
     """Every test line is kept (no filtering), so scores cover the whole test set. A lowercased dataset
-    (stats.json) gets lowercased references too: its BLEU is case-insensitive, as paper C's."""
+    (stats.json) gets lowercased references too: its BLEU is case-insensitive, as paper C's. A dataset its
+    recipe tokenized is not tokenized again (stats.json `tokenized`). A word-level dataset that maps rare
+    words to <unk> (paper C) gets its tokenized reference (.ref.tok, tokenized BLEU) binarized the same
+    way, as paper C's authors scored against their binarized test set (its Table 2's ground truth shows
+    UNK); the raw reference (.ref, sacreBLEU) keeps every word."""
     data, prepared = Path(args.data_dir), Path(args.prepared)
-    lowercase = read_json(prepared / "stats.json").get("lowercase", False)
+    stats = read_json(prepared / "stats.json")
+    lowercase, tokenized = stats.get("lowercase", False), stats.get("tokenized", False)
     src, ref = read_parallel(data / f"{args.split}.src", data / f"{args.split}.tgt")
     bpe = BPE(prepared / "bpe.codes")
     prefix = args.out_prefix
     write_lines(f"{prefix}.src", src)
-    write_lines(f"{prefix}.src.bpe", bpe(tokenize_side(src, args.src_lang, lowercase)))
+    write_lines(f"{prefix}.src.bpe", bpe(tokenize_side(src, args.src_lang, lowercase, tokenized)))
     write_lines(f"{prefix}.ref", [line.lower() for line in ref] if lowercase else ref)
-    write_lines(f"{prefix}.ref.tok", tokenize_side(ref, args.tgt_lang, lowercase))
+    ref_tok = tokenize_side(ref, args.tgt_lang, lowercase, tokenized)
+    if stats.get("bpe_merges") == 0 and stats.get("min_count", 1) > 1:
+        ref_tok = binarized(ref_tok, Vocab.load(prepared / "dict.tgt.txt"))
+    write_lines(f"{prefix}.ref.tok", ref_tok)
     log.info("%s: %d sentences", args.split, len(src))

@@ -1,16 +1,20 @@
 """Preparation recipes: turn a download's raw files into the split files a dataset entry names.
 
 Most datasets need none (their splits are files inside the archives). IWSLT14 De-En is defined by
-the preparation fairseq's examples/translation/prepare-iwslt14.sh applies to the TED archive, so the
-same steps are written here as a function: strip the TED tags, Moses-tokenize (with XML escaping,
-as tokenizer.perl does by default), clean like Moses' clean-corpus-n.perl (ratio 1.5, 1-175 tokens),
-lowercase, take every 23rd training pair as validation, and concatenate five dev/test sets as test.
-On the official archive this gives 160,239 / 7,283 / 6,750 pairs.
+the preparation paper C's authors' data/prepare-iwslt14.sh (posenhuang/NPMT, Ranzato et al.'s MIXER
+prepareData.sh) applies to the TED archive, so the same steps are written here as a function: strip
+the TED tags, Moses-tokenize (with XML escaping, as tokenizer.perl does by default), clean like Moses'
+clean-corpus-n.perl (ratio 1.5, 1-50 tokens; fairseq's later examples/translation script keeps
+1-175), lowercase, take every 23rd training pair as validation, and concatenate five
+dev/test sets as test. On the official archive this gives 153,348 / 6,969 / 6,750 pairs (Ranzato et
+al.'s split). Its output is tokenized (`Recipe.tokenized`): `prepare` must not run Moses over it again,
+which would split the escapes it wrote (`&apos;s` -> `& apos ; s`).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from ..core.files import InputError, read_lines, write_lines
 from ..core.text import tokenize
@@ -63,7 +67,7 @@ def prepare_iwslt14(folders: dict[str, Path], out: Path, src: str = "de", tgt: s
     if len(tokens[src]) != len(tokens[tgt]):
         raise InputError(f"IWSLT14 recipe: train.tags sides differ after tag removal "
                          f"({len(tokens[src])} vs {len(tokens[tgt])} lines)")
-    clean = dict(zip((src, tgt), clean_corpus(tokens[src], tokens[tgt], ratio=1.5, min_len=1, max_len=175)))
+    clean = dict(zip((src, tgt), clean_corpus(tokens[src], tokens[tgt], ratio=1.5, min_len=1, max_len=50)))
     for lang in (src, tgt):
         lowered = [line.lower() for line in clean[lang]]
         write_lines(out / f"valid.{lang}", [line for i, line in enumerate(lowered, 1) if i % 23 == 0])
@@ -74,4 +78,11 @@ def prepare_iwslt14(folders: dict[str, Path], out: Path, src: str = "de", tgt: s
         write_lines(out / f"test.{lang}", [line.lower() for line in tokenize(test, lang, escape=True)])
 
 
-RECIPES = {"iwslt14": prepare_iwslt14}
+class Recipe(NamedTuple):
+    """A recipe (download folders, out folder) and whether it writes Moses-tokenized text: the fetched
+    dataset's manifest records it, and `prepare` then only splits on spaces."""
+    run: Callable[[dict[str, Path], Path], None]
+    tokenized: bool
+
+
+RECIPES = {"iwslt14": Recipe(prepare_iwslt14, tokenized=True)}

@@ -135,11 +135,11 @@ def target_lm(prepared: str, order: int) -> KneserNeyLM:
     return KneserNeyLM(sentences, Vocab.bos, Vocab.eos, order=order)
 
 
-def add_arguments_decode(parser) -> None:
-    parser.add_argument("--model", required=True, help="model file (final or averaged)")
+def add_arguments_search(parser) -> None:
+    """The beam search's flags, and where the source and its extra inputs come from: `decode`'s, and
+    `select-checkpoint`'s, which decodes the dev set with each candidate checkpoint."""
     parser.add_argument("--prepared", required=True, help="prepared dataset folder, for the vocabularies")
     parser.add_argument("--src-bpe", required=True, help="tokenized, BPE'd source, one sentence a line")
-    parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--lenpen", type=float, default=1.0)
     parser.add_argument("--max-len-a", type=float, default=1.2)
@@ -147,6 +147,13 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens per batch")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    add_arguments_sources(parser)
+
+
+def add_arguments_decode(parser) -> None:
+    parser.add_argument("--model", required=True, help="model file (final or averaged)")
+    parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
+    add_arguments_search(parser)
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (for checking)")
     parser.add_argument("--word-bonus", type=float, default=0.0, help="segment models: lambda1 per output word")
     parser.add_argument("--lm-order", type=int, default=0,
@@ -155,7 +162,6 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--out", required=True, help="detokenized hypotheses")
     parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
     parser.add_argument("--stats", help="JSON with decoding speed")
-    add_arguments_sources(parser)
 
 
 def run_decode(args) -> None:

@@ -4,11 +4,11 @@ Only the encoder's input changes. The scaled word vectors X are divided by learn
 groups sized in heads (Eq. 5; `rec_heads`, `loc_heads`, `syn_heads`, the global group gets the
 remaining heads), each group gets its own feature function (Eq. 6), and the results are concatenated
 back to d (Eq. 7) for the unchanged Transformer encoder:
-  global (Func_pe): the group plus sinusoidal positions;
+  global (Func_pe): the group plus its slice of the sinusoidal positions (see the warm start below);
   recurrence (Func_Rec, Eq. 8-9): a bidirectional GRU, [forward; backward] projected to the group width;
   local (Func_Loc, Eq. 10-11): a 1-D convolution of width `conv_width` with ReLU, plus the group
       (residual); pads are zeroed before it, so a real token never sees padding;
-  syntax (Func_Syn, Eq. 12-13): the group plus positions plus a learned POS-tag vector.
+  syntax (Func_Syn, Eq. 12-13): the group plus its slice of the positions plus a learned POS-tag vector.
 Table I's models are rec_heads=2 (+Rec_Diverse, 384/128 at Base), loc_heads=2, syn_heads=3 (320/192),
 and 2/2/2 (+Fusing_Diverse, 128 each). Width d / heads per head, so a feature's group is as wide as
 the heads the paper gives it and the multi-head attention is unchanged (Sec. IV).
@@ -22,8 +22,12 @@ size d) and the positions added, as input factors are. Of Sennrich & Haddow's fa
 is built (the pos stage's); lemmas, subword tags and dependency labels are not.
 
 The projections start as the plain split of the word vector (identity slices): the paper's groups are
-parts of the word vector, and a model warm-started from a trained Transformer then begins from that
-model's input, except that the non-global groups lose the positions the baseline added to them.
+parts of the word vector. A group with positions (global, syntax) adds its slice of the d-wide sinusoid
+that the Transformer adds to the whole vector, not a sinusoid of its own width: so a model warm-started
+from a trained Transformer begins from that model's input in the global and syntax dimensions (syntax
+plus its POS vector), and only the recurrence and local groups lose the positions the baseline added
+there. The paper leaves the width of Func_pe's encoding open; the slice is the reading under which
+"the global feature" is the baseline's own input.
 """
 from __future__ import annotations
 
@@ -131,15 +135,17 @@ class DiverseTransformer(Transformer):
         """src (B, S) token ids, pos (B, S) tag ids or None -> the encoder input F (B, S, d), Eq. 5-13."""
         pad = src.eq(self.pad)
         x = self.src_embed.table(src) * self.src_embed.scale                            # X (B, S, d)
+        positions = sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)  # (S, d), Base's
         if self.config.pos_factor:                                                       # LinguisticFeatures
-            x = torch.cat([x[..., :-self.config.pos_factor], self.pos_embed(pos)], dim=-1)
-            x = x + sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)
+            x = torch.cat([x[..., :-self.config.pos_factor], self.pos_embed(pos)], dim=-1) + positions
             return F.dropout(x, self.config.dropout, self.training)
-        features = []
+        features, start = [], 0
         for name, project in self.groups.items():
             group = project(x)                                                           # X_g (B, S, d_g)
-            if name in ("global", "syn"):                                                # Func_pe, Eq. 12
-                group = group + sinusoidal_positions(src.size(1), group.size(-1), device=group.device).to(group)
+            end = start + group.size(-1)
+            if name in ("global", "syn"):                                # Func_pe, Eq. 12: the group's slice
+                group = group + positions[:, start:end]
+            start = end
             if name == "syn":
                 group = group + self.pos_embed(pos)
             elif name == "rec":

@@ -38,6 +38,7 @@ class ModelConfig:
     # source side; decoder and cross-attention stay plain). Both keep the sinusoidal absolute
     # positions and every weight of the plain model, so a variant warm-starts from a trained baseline.
     rel_pos_clip: int = 0             # > 0: Shaw et al. 2018 relative positions clipped at k (paper B: 16)
+    rel_pos_shared: bool = False      # one table for all heads, as Shaw et al. (paper D's Rel_PE); off: per head (B)
     directional: bool = False         # DiSAN masks (Shen et al. 2018): half the heads forward, half backward
     # Paper D's DisReg baseline (Li et al. 2018): lambda of the output-disagreement term that the
     # training loss adds for the encoder self-attention heads (training/criterion.py); no weights.
@@ -48,6 +49,9 @@ class ModelConfig:
         if self.rel_pos_clip < 0:
             raise ValueError(f"rel_pos_clip must be 0 (off) or a positive clipping distance, "
                              f"not {self.rel_pos_clip}")
+        if self.rel_pos_shared and not self.rel_pos_clip:
+            raise ValueError("rel_pos_shared shares the relative-position tables across heads: it needs "
+                             "rel_pos_clip > 0")
         if self.disagreement < 0:
             raise ValueError(f"disagreement is a loss weight (lambda >= 0), not {self.disagreement}")
         if self.directional and self.heads % 2:
@@ -76,7 +80,9 @@ class MultiheadAttention(nn.Module):
     Two options, built only for the encoder's self-attention (`ModelConfig.rel_pos_clip` and
     `directional`; self-attention without cache, positions counted from 0 in query and key):
     `rel_clip` k > 0 adds Shaw et al. (2018) relative positions, learned key and value tables of 2k+1
-    rows of d_head per head (paper B: "unique edge representations per layer and head", k = 16);
+    rows of d_head per head (paper B: "unique edge representations per layer and head", k = 16), or
+    with `rel_shared` one pair of tables for all heads, as Shaw et al. share them ("across attention
+    heads", paper D's Rel_PE);
     SDPA has no value-side term, so that path computes attention explicitly. `directional` gives the
     first half of the heads DiSAN's forward mask (position i sees only j < i) and the second half the
     backward one (j > i) (Shen et al. 2018); a row left with no key (the first token of a forward
@@ -85,7 +91,7 @@ class MultiheadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0, bias: bool = False,
-                 rel_clip: int = 0, directional: bool = False):
+                 rel_clip: int = 0, directional: bool = False, rel_shared: bool = False):
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
@@ -102,11 +108,11 @@ class MultiheadAttention(nn.Module):
         self.encoder_options = rel_clip > 0 or directional
         self.rel_k = self.rel_v = None
         if rel_clip:
-            # a^K, a^V (heads, 2k+1, d_head): nn.Parameter, not nn.Embedding, so that models.size counts
-            # them as model parameters. Xavier-uniform per head's (2k+1, d_head) table.
-            bound = math.sqrt(6.0 / (2 * rel_clip + 1 + self.d_head))
-            self.rel_k = nn.Parameter(torch.empty(heads, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
-            self.rel_v = nn.Parameter(torch.empty(heads, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
+            # a^K, a^V (heads or 1 shared, 2k+1, d_head), broadcast over the heads: nn.Parameter, not
+            # nn.Embedding, so that models.size counts them as model parameters. Xavier-uniform per table.
+            bound, tables = math.sqrt(6.0 / (2 * rel_clip + 1 + self.d_head)), 1 if rel_shared else heads
+            self.rel_k = nn.Parameter(torch.empty(tables, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
+            self.rel_v = nn.Parameter(torch.empty(tables, 2 * rel_clip + 1, self.d_head).uniform_(-bound, bound))
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape  # (batch, time, d) -> (batch, heads, time, d_head)

@@ -14,6 +14,7 @@ search). The target vocabulary's EOS is `$`: SWAN's outputs end when the source 
 """
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -209,35 +210,6 @@ class SegmentDecoder(nn.Module):
                     segments[b].append(tuple(v for v in rows[b] if v >= 0))
         return segments
 
-    @torch.no_grad()
-    def top_segments(self, h_t: torch.Tensor, k: int, max_seg: int,
-                     banned: tuple[int, ...] = ()) -> list[list[tuple[tuple[int, ...], float]]]:
-        """The k most likely segments (tokens, log p(tokens $ | h_t)) that each sentence's source state
-        h_t (B, d_source) emits, by beam search over the segment GRU; the empty segment competes too.
-        `banned` tokens (padding, BOS) are never emitted."""
-        B = h_t.size(0)
-        state = self.start_state(h_t)[:, None]                             # (B, 1, layers, d)
-        inputs = torch.full((B, 1), self.end_index, dtype=torch.long, device=h_t.device)
-        scores = torch.zeros(B, 1, device=h_t.device)
-        prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(B)]
-        finished: list[list[tuple[tuple[int, ...], float]]] = [[] for _ in range(B)]
-        for m in range(max_seg + 1):
-            state, logp = self.step(inputs, state)                         # logp (B, n, V)
-            for b, ends in enumerate((scores + logp[..., self.end_index]).tolist()):
-                finished[b].extend(zip(prefixes[b], ends))
-            if m == max_seg:                                               # `$` is forced after L tokens
-                break
-            excluded = {self.end_index, *banned}
-            logp[..., list(excluded)] = float("-inf")
-            n, vocab = logp.shape[1:]
-            allowed = n * (vocab - len(excluded))                          # never pick an excluded token
-            scores, index = (scores[..., None] + logp).view(B, -1).topk(min(k, allowed), dim=1)
-            rows, inputs = index // vocab, index % vocab                   # (B, k'): prefix, next token
-            state = state.gather(1, rows[..., None, None].expand(-1, -1, self.layers, self.d))
-            prefixes = [[prefixes[b][r] + (tok,) for r, tok in zip(rb, tb)]
-                        for b, (rb, tb) in enumerate(zip(rows.tolist(), inputs.tolist()))]
-        return [sorted(f, key=lambda item: -item[1])[:k] for f in finished]
-
 
 class Hypothesis(NamedTuple):
     """A beam entry for one output string: log p(string | x) summed over the segmentations merged into
@@ -249,24 +221,133 @@ class Hypothesis(NamedTuple):
     segments: tuple = ()
 
 
-def extend(hyps: dict, segments: list, lm_score=None) -> dict:
-    """Every hypothesis (string -> Hypothesis) extended by every candidate segment (tokens, log p) of the
-    next source position; equal strings reached by different segmentations merge: their probabilities
-    add up and the more likely segmentation is kept. `lm_score(tokens, segment)` gives the LM's log10 p
-    of the segment after the string."""
+class Open(NamedTuple):
+    """A segment being written at the current source position: the sentence, the string before it and
+    its Hypothesis, the segment's tokens so far, their log p under h_t, and the LM log10 p of all."""
+    sentence: int
+    tokens: tuple
+    hyp: Hypothesis
+    segment: tuple = ()
+    seg_logp: float = 0.0
+    lm_logp: float = 0.0
+
+
+def merge(paths: list[tuple[tuple, Hypothesis]]) -> dict:
+    """(string, Hypothesis) paths with equal strings merged, as the authors' beam merges them: their
+    probabilities add up and the more likely segmentation is kept."""
     merged: dict = {}
-    for tokens, hyp in hyps.items():
-        for seg, seg_logp in segments:
-            new = tokens + seg
-            lm_logp = hyp.lm_logp + (lm_score(tokens, seg) if lm_score else 0.0)
-            path = Hypothesis(hyp.logp + seg_logp, lm_logp, hyp.best + seg_logp,
-                              hyp.segments + (seg,) if seg else hyp.segments)
-            old = merged.get(new)
-            if old is not None:
-                total = max(old.logp, path.logp) + math.log1p(math.exp(-abs(old.logp - path.logp)))
-                path = (old if old.best >= path.best else path)._replace(logp=total)
-            merged[new] = path
+    for tokens, path in paths:
+        old = merged.get(tokens)
+        if old is not None:
+            total = max(old.logp, path.logp) + math.log1p(math.exp(-abs(old.logp - path.logp)))
+            path = (old if old.best >= path.best else path)._replace(logp=total)
+        merged[tokens] = path
     return merged
+
+
+def lm_context(lm, tokens: tuple) -> tuple:
+    """The LM's history for the next word after `tokens`: the sentence start `bos`, then the words."""
+    return ((lm.bos,) * (lm.order - 1) + tokens)[1 - lm.order:]
+
+
+@torch.no_grad()
+def segment_beam_search(decoder: SegmentDecoder, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int,
+                        beam: int, word_bonus: float = 0.0, lm=None, lm_weight: float = 0.0,
+                        banned: tuple[int, ...] = ()) -> list[list[tuple[int, ...]]]:
+    """Each sentence's best output as its non-empty segments, by the authors' beam search (their
+    npmt.lua `beam_search`) maximising Q(y) = log p(y|x) + word_bonus * |y| + lm_weight * log10 p_lm(y).
+
+    At each source position every hypothesis (string) is extended token by token together with the
+    segment it writes: a step scores each (open segment, next token) by Q so far plus the token's log p
+    and keeps the best ones of each sentence (`beam` at the first step, then as many as stayed open),
+    closes those that chose `$` and charges each token kept its word bonus and LM score, so that long or
+    LM-preferred segments compete while they are written, not only once whole; after L tokens `$` is
+    forced. Closed segments whose strings are equal merge (`merge`) and all of them go on to the next
+    position. As the authors' code, the LM reads the string after one `bos` and scores no sentence end.
+    h: (B, S, d_source)."""
+    pools = [{(): Hypothesis()} for _ in range(h.size(0))]
+
+    def objective(logp: float, words: int, lm_logp: float) -> float:
+        return logp + word_bonus * words + lm_weight * lm_logp
+
+    def q(entry: Open) -> float:
+        return objective(entry.hyp.logp + entry.seg_logp, len(entry.tokens) + len(entry.segment), entry.lm_logp)
+
+    for t in range(h.size(1)):
+        entries = [Open(b, tokens, hyp, lm_logp=hyp.lm_logp) for b, n in enumerate(src_lengths.tolist()) if t < n
+                   for tokens, hyp in pools[b].items()]
+        if not entries:
+            break
+        closed = {b: [] for b in {e.sentence for e in entries}}
+        # A segment's first step reads only h_t: run once per sentence, shared by its hypotheses.
+        sentences = sorted(closed)
+        state = decoder.start_state(h[sentences, t])
+        inputs = torch.full((len(sentences),), decoder.end_index, dtype=torch.long, device=h.device)
+        first = torch.tensor([sentences.index(e.sentence) for e in entries], device=h.device)
+        budget = dict.fromkeys(sentences, beam)
+        for step in range(max_seg + 1):
+            state, logp = decoder.step(inputs, state)                              # (N, V)
+            if step == 0:
+                state, logp = state[first], logp[first]
+            if step == max_seg:                                                    # `$` after L tokens
+                ends = logp[:, decoder.end_index].tolist()
+                for e, end in zip(entries, ends):
+                    closed[e.sentence].append(e._replace(seg_logp=e.seg_logp + end))
+                break
+            logp[:, list(banned)] = float("-inf")
+            rows, tokens, token_logp = _best_steps(entries, logp, [q(e) for e in entries], budget)
+            kept = []
+            for row, token, lp in zip(rows, tokens, token_logp):
+                e = entries[row]
+                if token == decoder.end_index:
+                    closed[e.sentence].append(e._replace(seg_logp=e.seg_logp + lp))
+                    continue
+                lm_word = lm.log10_prob(token, lm_context(lm, e.tokens + e.segment)) if lm is not None else 0.0
+                kept.append((row, token, e._replace(segment=e.segment + (token,), seg_logp=e.seg_logp + lp,
+                                                    lm_logp=e.lm_logp + lm_word)))
+            if not kept:
+                break
+            entries = [e for _, _, e in kept]
+            budget = collections.Counter(e.sentence for e in entries)
+            state = state[[row for row, _, _ in kept]]
+            inputs = torch.tensor([token for _, token, _ in kept], dtype=torch.long, device=h.device)
+        for b, paths in closed.items():
+            pools[b] = merge([(e.tokens + e.segment,
+                               Hypothesis(e.hyp.logp + e.seg_logp, e.lm_logp, e.hyp.best + e.seg_logp,
+                                          e.hyp.segments + ((e.segment,) if e.segment else ())))
+                              for e in paths])
+
+    def final(item) -> float:
+        tokens, hyp = item
+        return objective(hyp.logp, len(tokens), hyp.lm_logp)
+
+    return [list(max(pool.items(), key=final)[1].segments) for pool in pools]
+
+
+def _best_steps(entries: list[Open], logp: torch.Tensor, scores: list[float], budget: dict[int, int]):
+    """The budget[sentence] best (row, token) continuations of each sentence's open segments (`entries`,
+    grouped by sentence), by score + log p: their rows into `entries`, tokens and log p. One top-k over
+    a (sentences, rows, V) padded view."""
+    sentences = list(dict.fromkeys(e.sentence for e in entries))
+    which = {b: i for i, b in enumerate(sentences)}
+    slot, seen = [], collections.Counter()
+    for e in entries:
+        slot.append(seen[e.sentence])
+        seen[e.sentence] += 1
+    n, vocab = max(seen.values()), logp.size(1)
+    total = logp + torch.tensor(scores, dtype=logp.dtype, device=logp.device)[:, None]
+    padded = total.new_full((len(sentences), n, vocab), float("-inf"))
+    padded[[which[e.sentence] for e in entries], slot] = total
+    k = min(max(budget[b] for b in sentences), n * vocab)
+    values, index = padded.view(len(sentences), -1).topk(k, dim=1)
+    row_of = {(which[e.sentence], s): r for r, (e, s) in enumerate(zip(entries, slot))}
+    picks = [(row_of[i, flat // vocab], flat % vocab)
+             for i, (vs, flats) in enumerate(zip(values.tolist(), index.tolist()))
+             for v, flat in zip(vs[:budget[sentences[i]]], flats) if v > float("-inf")]
+    rows = [r for r, _ in picks]
+    tokens = [k for _, k in picks]
+    chosen = logp[rows, tokens].tolist() if picks else []
+    return rows, tokens, chosen
 
 
 @dataclass(frozen=True)
@@ -297,8 +378,10 @@ class NPMT(nn.Module):
         self.infeasible_pairs = 0
 
     def encode(self, src: torch.Tensor) -> dict:
-        pad = src.eq(self.pad)
-        return {"out": self.encoder(src, pad), "pad": pad}                # (B, S, 2d)
+        """Source states (B, S, 2d) and the positions SWAN skips: padding and the source's EOS, which the
+        authors' code strips, so that each source word, and only a word, emits a segment."""
+        pad = src.eq(self.pad) | src.eq(Vocab.eos)
+        return {"out": self.encoder(src, pad), "pad": pad}
 
     def sequence_loss(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor, epsilon: float):
         """(summed -log p(y|x), the same) over a batch; `target` (B, T) ends in EOS, which SWAN does not
@@ -316,37 +399,12 @@ class NPMT(nn.Module):
     @torch.no_grad()
     def translate_segments(self, src: torch.Tensor, beam: int = 1, word_bonus: float = 0.0, lm=None,
                            lm_weight: float = 0.0) -> list[list[tuple[int, ...]]]:
-        """Each sentence's best output as its non-empty segments of token ids.
-
-        beam 1 is the paper's greedy decoding. Beam search keeps `beam` hypotheses after each source
-        position, extending each by the `beam` most likely segments of that position (segments do not
-        depend on the hypothesis, so they are searched once per position); hypotheses with equal
-        strings from different segmentations are merged, their probabilities summed, and keep the more
-        likely segmentation. They rank by Q(y) = log p(y|x) + word_bonus * |y| + lm_weight * log10 p_lm(y)
-        (Sec. 3; `lm` is a `KneserNeyLM` over target ids, its sentence end scored after the last position).
-        """
+        """Each sentence's best output as its non-empty segments of token ids: beam 1 is the paper's
+        greedy decoding, a larger beam `segment_beam_search` (word bonus and LM, a `KneserNeyLM` over
+        target ids, inside the search as the authors' code has them)."""
         enc = self.encode(src)
         h, lengths, L = enc["out"], (~enc["pad"]).sum(1), self.config.max_segment
         banned = (self.pad, Vocab.bos)
         if beam == 1:
             return [[s for s in segs if s] for segs in self.decoder.greedy(h, lengths, L, banned)]
-        lm_score = None
-        if lm is not None:
-            def lm_score(tokens, seg):                                     # the LM reads the last n-1 words
-                return lm.log10_prob_of(seg, ((lm.bos,) * (lm.order - 1) + tokens)[1 - lm.order:])
-        hyps: list[dict] = [{(): Hypothesis()} for _ in range(h.size(0))]
-
-        def rank(item):
-            tokens, hyp = item
-            return hyp.logp + word_bonus * len(tokens) + lm_weight * hyp.lm_logp
-
-        for t in range(h.size(1)):
-            candidates = self.decoder.top_segments(h[:, t], beam, L, banned)
-            for b, n in enumerate(lengths.tolist()):
-                if t < n:
-                    hyps[b] = dict(sorted(extend(hyps[b], candidates[b], lm_score).items(), key=rank,
-                                          reverse=True)[:beam])
-        if lm is not None:                                                 # the sentence end, once
-            hyps = [{tokens: hyp._replace(lm_logp=hyp.lm_logp + lm_score(tokens, (lm.eos,)))
-                     for tokens, hyp in sentence.items()} for sentence in hyps]
-        return [list(max(sentence.items(), key=rank)[1].segments) for sentence in hyps]
+        return segment_beam_search(self.decoder, h, lengths, L, beam, word_bonus, lm, lm_weight, banned)

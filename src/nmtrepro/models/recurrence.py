@@ -9,8 +9,11 @@ directions with their own weights, T = `steps` or "J" (as many steps as source t
 reaches the decoder through one more attention sublayer, in the top decoder layer or in all of them
 (`to_decoder`): stacked after the source attention (`integration="stack"`, Eq. 18-19, the paper's
 default) or beside it and mixed by a gate (`"gated"`, Eq. 14-17). `integration="encoder"` is the
-multi-column baseline of Table 4 (Chen et al. 2018): the two encoders' outputs are concatenated per
-position and projected back to d, so the decoder is the Transformer's.
+multi-column baseline of Table 4 (Chen et al. 2018): "six RNN layers" (paper B, Sec. 5.3), bidirectional
+GRUs in residual blocks without Eq. 8's FFN, which the paper names for its own encoder only; the two
+encoders' outputs are concatenated per position and projected back to d, so the decoder is the
+Transformer's. The projection starts as [I; 0] with no norm after it (a new norm would rescale the
+trained encoder's output), so the model starts as the trained Transformer it is initialised from.
 
 Sizes the paper does not give, chosen here: each GRU direction has d units, started from the mean of
 its input (Eq. 9-11's h_0), and [forward; backward] is projected back to d so that Eq. 7's residual
@@ -102,20 +105,22 @@ class BiARN(nn.Module):
 
 
 class RecurrenceLayer(nn.Module):
-    """Eq. 7-8: REC in a residual block (none around REC in the bottom layer), then the FFN."""
+    """Eq. 7-8: REC in a residual block (none around REC in the bottom layer), then the FFN; the
+    multi-column baseline's RNN layers have no FFN."""
 
     def __init__(self, c: RecurrenceConfig, bottom: bool):
         super().__init__()
         self.rec = BiARN(c) if c.recurrence == "arn" else BiRNN(c.d_model)
         self.norm = nn.LayerNorm(c.d_model)
-        self.ffn = feed_forward(c)
+        self.ffn = feed_forward(c) if c.integration != "encoder" else None
         self.bottom, self.pre_norm, self.dropout = bottom, c.pre_norm, c.dropout
 
     def forward(self, x, pad):
         h, out_pad = self.rec(self.norm(x) if self.pre_norm else x, pad)
         h = F.dropout(h, self.dropout, self.training)
         c = h if self.bottom else x + h
-        return self.ffn(c if self.pre_norm else self.norm(c)), out_pad
+        c = c if self.pre_norm else self.norm(c)
+        return (c if self.ffn is None else self.ffn(c)), out_pad
 
 
 class RecurrenceDecoderLayer(DecoderLayer):
@@ -157,12 +162,13 @@ class RecurrenceTransformer(Transformer):
         d = config.d_model
         self.recurrence = nn.ModuleList(RecurrenceLayer(config, bottom=i == 0) for i in range(config.rec_layers))
         self.recurrence_norm = nn.LayerNorm(d) if config.pre_norm else nn.Identity()
-        # Multi-column (Chen et al. 2018): [H_e; H_r] per position -> d, normalised like an encoder output.
-        self.columns = (nn.Sequential(nn.Linear(2 * d, d), nn.LayerNorm(d)) if config.integration == "encoder"
-                        else None)
+        # Multi-column (Chen et al. 2018): [H_e; H_r] per position -> d, starting as [I; 0] (H_e itself).
+        self.columns = nn.Linear(2 * d, d) if config.integration == "encoder" else None
         xavier_init(self.recurrence)
         if self.columns is not None:
-            xavier_init(self.columns)
+            with torch.no_grad():
+                self.columns.weight.zero_()[:, :d].copy_(torch.eye(d))
+                self.columns.bias.zero_()
 
     def make_decoder_layer(self, index: int) -> nn.Module:
         c = self.config

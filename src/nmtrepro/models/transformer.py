@@ -20,7 +20,8 @@ def encoder_self_attention(c: ModelConfig) -> Residual:
     """The encoder's self-attention with papers B and D's baselines when the config asks for them:
     relative positions (`rel_pos_clip`) and DiSAN's directional masks (`directional`)."""
     return Residual(MultiheadAttention(c.d_model, c.heads, c.attention_dropout,
-                                       rel_clip=c.rel_pos_clip, directional=c.directional), c)
+                                       rel_clip=c.rel_pos_clip, directional=c.directional,
+                                       rel_shared=c.rel_pos_shared), c)
 
 
 def feed_forward(c: ModelConfig) -> Residual:

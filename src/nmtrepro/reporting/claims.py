@@ -8,6 +8,9 @@ experiments (`nmtrepro significance`); the verdict follows from it alone, never 
 - not reproduced: it has the other sign, or p >= ALPHA (no evidence of the paper's effect here);
 - not comparable at this scale: the claim names the scales where its comparison means something
   (e.g. a claim about models trained to the paper's budget) and this is not one of them.
+
+Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
+beside the verdict: a small difference that is not reproduced is what such a claim leads one to expect.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ class Claim:
     metric: str                # the BLEU of the significance JSON it reads: tok_bleu or sacrebleu
     significance: str          # paired-bootstrap JSON of the claim's experiment vs its baseline
     comparable: bool = True
+    paper_says: str = ""       # the word the paper qualifies the claim by ("marginally"), if any
 
 
 def verdict(paper_delta: float, ours_delta: float, p_value: float, comparable: bool) -> str:
@@ -49,25 +53,27 @@ def build_claims(claims: list[Claim]) -> pd.DataFrame:
         rows.append({"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta, "ours Δ": ours,
                      "95% CI of ours": (f"{sig['ci_low'] - sig['baseline']:+.2f} to "
                                         f"{sig['ci_high'] - sig['baseline']:+.2f}"),
-                     "p": sig["p_value"], "verdict": verdict(claim.paper_delta, ours, sig["p_value"], claim.comparable)})
+                     "p": sig["p_value"], "verdict": verdict(claim.paper_delta, ours, sig["p_value"], claim.comparable)
+                     + (f" (the paper: {claim.paper_says})" if claim.paper_says else "")})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-FORMAT = "PAPER_DELTA=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
+FORMAT = "PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
 
 
 def parse_claim(spec: str) -> Claim:
-    """FORMAT: the paper's difference, the metric, whether comparable at this scale, the paired
-    bootstrap JSON and the sentence (which may contain '=')."""
+    """FORMAT: the paper's difference (with the word it qualifies it by: "0.09:marginally"), the metric,
+    whether comparable at this scale, the paired bootstrap JSON and the sentence (which may contain '=')."""
     parts = spec.split("=", 4)
     if len(parts) != 5 or parts[1] not in METRICS or parts[2] not in ("yes", "no") or not parts[4]:
         raise InputError(f"--claim wants {FORMAT} (METRIC one of {sorted(METRICS)}), got {spec!r}")
+    number, _, says = parts[0].partition(":")
     try:
-        delta = float(parts[0])
+        delta = float(number)
     except ValueError:
-        raise InputError(f"--claim {spec!r}: the paper's difference {parts[0]!r} is not a number") from None
+        raise InputError(f"--claim {spec!r}: the paper's difference {number!r} is not a number") from None
     return Claim(text=parts[4], paper_delta=delta, metric=parts[1], significance=parts[3],
-                 comparable=parts[2] == "yes")
+                 comparable=parts[2] == "yes", paper_says=says)
 
 
 def add_arguments_claims(parser) -> None:

@@ -44,7 +44,7 @@ from .schedule import SCHEDULES
 
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
-                 "valid_loss", "valid_nll", "tgt_tok_s")
+                 "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
 # Settings a rerun may change and still resume: where and how fast it runs (threads, device; threads
 # change the float summation order, so the weights then match an uninterrupted run only closely) and
 # how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
@@ -181,7 +181,7 @@ class Trainer:
         self.scaler = runtime.grad_scaler(self.device, self.precision)
         self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
         self.curve: list[dict] = []
-        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": 0.0}  # sums since the last log line
+        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}  # sums since the last log line
         self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
         self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
         self.stop_signal = None
@@ -234,7 +234,8 @@ class Trainer:
         if blob.get("scaler"):  # empty when saved without fp16 (on a GPU with bf16, say)
             self.scaler.load_state_dict(blob["scaler"])
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
-        self.wall, self.curve, self.window = blob["wall_s"], blob["curve"], blob["window"]
+        self.wall, self.curve = blob["wall_s"], blob["curve"]
+        self.window = {**self.window, **blob["window"]}  # a checkpoint from before src_tokens lacks it
         self.skipped, self.overflows = blob["skipped"], blob.get("overflows", 0)
         torch.set_rng_state(blob["rng"])
         rank_rng = blob.get("rank_rng") or []
@@ -297,9 +298,10 @@ class Trainer:
         loss, nll = sums.tolist()
         return loss / tokens / math.log(2), nll / tokens / math.log(2)
 
-    def update(self, group: list) -> tuple[float, float, int] | None:
+    def update(self, group: list) -> tuple[float, float, int, int] | None:
         """One optimizer step over this rank's batches; gradients are normalised by the target tokens
-        of all ranks. Returns the loss, NLL and target tokens summed over all ranks, or None when the
+        of all ranks. Returns the loss, NLL, target and source tokens (paper D counts its speed in
+        source tokens) summed over all ranks, or None when the
         loss or gradient was not finite and the update was skipped (the same on every rank: both are
         reduced over the ranks).
 
@@ -308,7 +310,7 @@ class Trainer:
         """
         s = self.settings
         self.optimizer.zero_grad(set_to_none=True)
-        totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # loss, nll, target tokens
+        totals = torch.zeros(4, dtype=torch.float64, device=self.device)  # loss, nll, target, source tokens
         for i, indices in enumerate(group):
             batch = self.corpus.collate("train", indices).to(self.device)
             # DDP all-reduces the gradients on the last backward of the update only.
@@ -319,9 +321,10 @@ class Trainer:
                 self.scaler.scale(loss).backward()
             totals[:2] += torch.stack((loss.detach(), nll.detach())).double()
             totals[2] += batch.tgt_tokens
+            totals[3] += batch.net_input["src"].ne(Vocab.pad).sum()                 # on the device: no sync
         if self.world > 1:
             torch.distributed.all_reduce(totals, group=self.dist.device)
-        loss_sum, nll_sum, tokens = totals.tolist()
+        loss_sum, nll_sum, tokens, src_tokens = totals.tolist()
         tokens = int(tokens)
         self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
         for p in self.model.parameters():
@@ -340,7 +343,7 @@ class Trainer:
             g["lr"] = SCHEDULES[s.schedule](self.step, s.lr, s.warmup)
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return loss_sum, nll_sum, tokens
+        return loss_sum, nll_sum, tokens, int(src_tokens)
 
     def _skip(self, loss_sum: float, norm) -> None:
         """Drop this update's gradients. Under fp16 a finite loss with an infinite gradient is the loss
@@ -419,7 +422,7 @@ class Trainer:
             self.wall += elapsed
             applied = result is not None  # skipped updates leave the step, window and schedule as they were
             if applied:
-                for key, value in zip(("loss", "nll", "tokens", "time"), (*result, elapsed)):
+                for key, value in zip(("loss", "nll", "tokens", "src_tokens", "time"), (*result, elapsed)):
                     self.window[key] += value
             last = self.finished()
             scheduled = (applied and self.step % s.save_every == 0) or last
@@ -464,13 +467,13 @@ class Trainer:
     def _log(self, window: dict) -> None:
         s, tokens = self.settings, max(window["tokens"], 1)
         loss, nll = window["loss"] / tokens / math.log(2), window["nll"] / tokens / math.log(2)
-        speed = window["tokens"] / max(window["time"], 1e-9)
+        speed, src_speed = (window[key] / max(window["time"], 1e-9) for key in ("tokens", "src_tokens"))
         lr = self.optimizer.param_groups[0]["lr"]
         left = (s.max_updates - self.step) * self.wall / max(self.step, 1)
         if s.max_minutes > 0:
             left = min(left, 60 * s.max_minutes - self.wall)
         self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
-                           "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed)})
+                           "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed), "src_tok_s": round(src_speed)})
         # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
         skipped = getattr(self.model, "infeasible_pairs", 0)
         # On a GPU, the peak memory allocated so far: what a larger max_tokens or model would have to fit.

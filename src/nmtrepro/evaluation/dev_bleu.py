@@ -1,0 +1,55 @@
+"""`nmtrepro select-checkpoint`: the kept checkpoint with the best dev BLEU, as the model to evaluate.
+
+Paper D validates every 1,000 updates and tests "the model with the highest BLEU score (dev set)".
+Training keeps its newest checkpoints (`keep_last`); this decodes the dataset's valid split with each
+of the last N, as the test set is decoded (the experiment's beam and length penalty), scores tokenized
+BLEU against the valid reference, and writes the best one in `average`'s format (the average of one
+checkpoint), so decoding and warm starts read it as they read an average. A tie goes to the later
+checkpoint. The candidates are the kept ones, not every checkpoint of the run: keeping 200 would cost
+200 model files.
+"""
+from __future__ import annotations
+
+import logging
+
+from ..core import runtime
+from ..core.files import InputError, read_lines, write_json
+from ..core.text import strip_bpe
+from ..core.vocab import Vocab
+from ..training import checkpoint
+from .bleu import corpus_bleu, make_metric
+from .generate import add_arguments_search, translate
+from .sources import Sources, source_options
+
+log = logging.getLogger("nmtrepro.evaluation.dev_bleu")
+
+
+def add_arguments_select_checkpoint(parser) -> None:
+    parser.add_argument("--checkpoint-dir", required=True, help="training checkpoint directory")
+    parser.add_argument("--last", type=int, required=True, help="candidates: the newest N checkpoints")
+    add_arguments_search(parser)
+    parser.add_argument("--ref-tok", required=True, help="the dev set's Moses-tokenized reference")
+    parser.add_argument("--scores", required=True, help="JSON: each candidate's step and dev BLEU, the chosen step")
+    parser.add_argument("--out", required=True, help="the chosen model file")
+
+
+def run_select_checkpoint(args) -> None:
+    found = checkpoint.checkpoints(args.checkpoint_dir)[-args.last:]
+    if not found:
+        raise InputError(f"{args.checkpoint_dir} holds no checkpoints to choose from")
+    device = runtime.setup(args.threads)
+    src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
+    lines, refs = read_lines(args.src_bpe), read_lines(args.ref_tok)
+    metric, scores = make_metric("tok_bleu"), {}
+    for step, path in found:
+        model = checkpoint.load_model(path, device)
+        sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
+        segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
+                              lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
+        hyps = [strip_bpe(" ".join(seg for seg in segs if seg)) for segs in segmented]
+        scores[step] = corpus_bleu(hyps, refs, metric)["score"]
+        log.info("step %d: dev BLEU %.2f", step, scores[step])
+    step, path = max(found, key=lambda item: (scores[item[0]], item[0]))
+    log.info("chose step %d (dev BLEU %.2f)", step, scores[step])
+    checkpoint.save(checkpoint.average([path]), args.out)
+    write_json(args.scores, {"chosen_step": step, "dev_bleu": {str(s): b for s, b in scores.items()}})
