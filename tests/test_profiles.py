@@ -32,7 +32,7 @@ SLURM_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_slurm") is no
 def test_profile_trains_each_paper_model_on_its_own_gpu_count(tmp_path, profile):
     """Whatever the profile, a training job claims the GPUs its model size asks for (the Transformers
     the scale's 4, under torchrun with one process each; paper C's GRU models one, without it) and
-    every decode one of its own."""
+    every decode, and paper D's choice of checkpoint by dev BLEU, one of its own."""
     out = dry_run(tmp_path, "--profile", f"profiles/{profile}", "--config", "scale=paper")
     trained = {name: e for name, e in experiments({**repo_config(), "scale": "paper"}).items()
                if e.same_as is None}
@@ -45,8 +45,9 @@ def test_profile_trains_each_paper_model_on_its_own_gpu_count(tmp_path, profile)
         torchrun = (f"torchrun --standalone --nproc-per-node {gpus} "
                     "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
         assert launcher == (torchrun if int(gpus) > 1 else ""), name
-    decodes = re.findall(r"^Shell command: (.*?)nmtrepro decode ", out, re.M)
-    assert decodes and set(decodes) == {"nmtrepro with-gpus 1 -- "}
+    for command in ("decode", "select-checkpoint"):  # select-checkpoint decodes paper D's dev set 20 times
+        decodes = re.findall(rf"^Shell command: (.*?)nmtrepro {command} ", out, re.M)
+        assert decodes and set(decodes) == {"nmtrepro with-gpus 1 -- "}, command
 
 
 def test_ci_scale_trains_without_torchrun(tmp_path):
