@@ -4,8 +4,9 @@ the table's baseline (paper A Table 2 "Para." and "Time"; paper D Table V).
 Measured the same way for every experiment: parameters counted on the averaged model (embeddings
 included, as paper A's 88.1M for Transformer Base; the non-embedding count beside it); training speed
 is the median target tokens/s over the training log windows (the curve's `tgt_tok_s`), so a slow first
-window does not skew it, and likewise in source tokens/s (`src_tok_s`, paper D's #Speed1); decoding speed comes from the beam-search run that produced the scored
-hypotheses (sentences/s, target tokens/s, and source BPE tokens/s as paper D counts).
+window does not skew it, and likewise in source tokens/s (`src_tok_s`, paper D's #Speed1); decoding
+speed comes from the beam-search run that produced the scored hypotheses (sentences/s, target
+tokens/s, and source BPE tokens/s as paper D counts).
 """
 from __future__ import annotations
 

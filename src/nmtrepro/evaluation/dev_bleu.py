@@ -18,7 +18,7 @@ from ..core.text import strip_bpe
 from ..core.vocab import Vocab
 from ..training import checkpoint
 from .bleu import corpus_bleu, make_metric
-from .generate import add_arguments_search, translate
+from .generate import add_arguments_search, joined, search_options, translate
 from .sources import Sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.dev_bleu")
@@ -40,13 +40,14 @@ def run_select_checkpoint(args) -> None:
     device = runtime.setup(args.threads)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
     lines, refs = read_lines(args.src_bpe), read_lines(args.ref_tok)
-    metric, scores = make_metric("tok_bleu"), {}
+    metric, scores, sources = make_metric("tok_bleu"), {}, None
     for step, path in found:
         model = checkpoint.load_model(path, device)
-        sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
-        segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
-                              lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
-        hyps = [strip_bpe(" ".join(seg for seg in segs if seg)) for segs in segmented]
+        if sources is None:  # one run's checkpoints read the same inputs: encoded (and annotated) once
+            sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
+        segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision,
+                              **search_options(args))
+        hyps = [strip_bpe(line) for line in joined(segmented)]
         scores[step] = corpus_bleu(hyps, refs, metric)["score"]
         log.info("step %d: dev BLEU %.2f", step, scores[step])
     step, path = max(found, key=lambda item: (scores[item[0]], item[0]))

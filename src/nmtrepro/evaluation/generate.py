@@ -150,6 +150,16 @@ def add_arguments_search(parser) -> None:
     add_arguments_sources(parser)
 
 
+def search_options(args) -> dict:
+    """`add_arguments_search`'s beam settings as `translate`'s options."""
+    return {"beam": args.beam, "lenpen": args.lenpen, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}
+
+
+def joined(segmented: list[list[str]]) -> list[str]:
+    """Each output of `translate` as one BPE'd line: its segments in order, empty ones dropped."""
+    return [" ".join(seg for seg in segs if seg) for segs in segmented]
+
+
 def add_arguments_decode(parser) -> None:
     parser.add_argument("--model", required=True, help="model file (final or averaged)")
     parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
@@ -178,11 +188,10 @@ def run_decode(args) -> None:
     sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
     lm = target_lm(args.prepared, args.lm_order) if args.lm_order else None
     start = time.perf_counter()
-    segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, beam=args.beam,
-                          lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+    segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, **search_options(args),
                           use_cache=not args.no_cache, word_bonus=args.word_bonus, lm=lm, lm_weight=args.lm_weight)
     seconds = time.perf_counter() - start
-    hyps = [" ".join(seg for seg in segs if seg) for segs in segmented]
+    hyps = joined(segmented)
     tokenized = [strip_bpe(h) for h in hyps]
     with atomic_open(args.out_tok) as handle:
         handle.writelines(line + "\n" for line in tokenized)

@@ -181,7 +181,8 @@ class Trainer:
         self.scaler = runtime.grad_scaler(self.device, self.precision)
         self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
         self.curve: list[dict] = []
-        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}  # sums since the last log line
+        # sums since the last log line
+        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}
         self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
         self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
         self.stop_signal = None
@@ -473,7 +474,8 @@ class Trainer:
         if s.max_minutes > 0:
             left = min(left, 60 * s.max_minutes - self.wall)
         self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
-                           "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed), "src_tok_s": round(src_speed)})
+                           "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed),
+                           "src_tok_s": round(src_speed)})
         # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
         skipped = getattr(self.model, "infeasible_pairs", 0)
         # On a GPU, the peak memory allocated so far: what a larger max_tokens or model would have to fit.
