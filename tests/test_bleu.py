@@ -95,3 +95,56 @@ def test_cli_writes_json_with_both_scores(tmp_path):
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(score(**paths)))
     assert set(written["tok_bleu"]) == {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}
+
+
+def write_refs(tmp_path, refs):
+    """One raw and one tokenized file per reference (the tokenized one the same text)."""
+    paths = []
+    for k, lines in enumerate(refs):
+        paths.append(tmp_path / f"test.ref{k}")
+        paths[-1].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return paths
+
+
+def test_multi_reference_bleu_is_sacrebleus_own_and_not_below_any_single_reference(tmp_path):
+    from sacrebleu.metrics import BLEU
+
+    hyps = ["the cat sat on the mat", "a dog is running in the park"]
+    refs = [["the cat sat on a mat", "a dog runs in the park"],
+            ["there is a cat on the mat", "a dog is running through the park"],
+            ["the cat is sitting on the mat", "the dog runs in a park"]]
+    hyp = tmp_path / "test.hyp"
+    hyp.write_text("".join(line + "\n" for line in hyps), encoding="utf-8")
+    ref_paths = write_refs(tmp_path, refs)
+    result = score(hyp, ref_paths, hyp, ref_paths)
+    assert result["references"] == 3
+    for kind, metric in (("sacrebleu", BLEU()), ("tok_bleu", BLEU(tokenize="none", smooth_method="none"))):
+        assert result[kind]["score"] == pytest.approx(metric.corpus_score(hyps, refs).score)
+        assert "nrefs:3" in result[kind]["signature"]
+        for one in ref_paths:
+            assert result[kind]["score"] >= score(hyp, one, hyp, one)[kind]["score"]
+    assert result["tok_bleu"]["score"] > score(hyp, ref_paths[0], hyp, ref_paths[0])["tok_bleu"]["score"]
+    assert score(hyp, ref_paths[0], hyp, ref_paths[0])["references"] == 1
+
+
+def test_a_reference_of_another_line_count_is_named(tmp_path):
+    hyp = tmp_path / "test.hyp"
+    hyp.write_text("a b\nc d\n", encoding="utf-8")
+    good, short = write_refs(tmp_path, [["a b", "c d"], ["a b"]])
+    with pytest.raises(InputError, match="line count") as err:
+        score(hyp, [good, short], hyp, [good, good])
+    assert f"{short} has 1" in str(err.value)
+    with pytest.raises(InputError, match="raw and tokenized"):
+        score(hyp, [good, good], hyp, [good])
+
+
+def test_cli_takes_every_reference_in_order(tmp_path):
+    paths = write_set(tmp_path, ["the cat sat on the mat"], ["the cat sat on a mat"])
+    second, = write_refs(tmp_path, [["the cat sat on the mat"]])
+    out = tmp_path / "test.bleu.json"
+    argv = ["bleu", "--hyp", str(paths["hyp"]), "--ref", str(paths["ref"]), "--ref", str(second),
+            "--hyp-tok", str(paths["hyp_tok"]), "--ref-tok", str(paths["ref_tok"]), "--ref-tok", str(second),
+            "--out", str(out)]
+    assert cli.main(argv) == 0
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["references"] == 2 and written["tok_bleu"]["score"] == pytest.approx(100.0)

@@ -206,3 +206,54 @@ def test_parallel_files_of_different_lengths_are_refused_naming_the_shorter(tmp_
     write_lines(tmp_path / "train.tgt", DE[:2])
     with pytest.raises(InputError, match=r"train\.tgt ends after 2 lines"):
         list(prepare.iter_parallel(tmp_path / "train.src", tmp_path / "train.tgt"))
+
+
+def nist_like(tmp_path, refs):
+    """A licensed-folder dataset whose test split has the references `refs` (the first its `tgt`)."""
+    folder = tmp_path / "ldc"
+    folder.mkdir()
+    write_lines(folder / "test.zh", ["我 走", "你 好", "他 来"])
+    for k, lines in enumerate(refs):
+        write_lines(folder / f"test.en{k}", lines)
+    return {"kind": "download", "src": "zh", "tgt": "en", "local": ["ldc"],
+            "splits": {"test": {"src": "ldc:test.zh", "tgt": "ldc:test.en0",
+                                "refs": [f"ldc:test.en{k}" for k in range(1, len(refs))]}}}, {"ldc": str(folder)}
+
+
+def test_fetch_writes_every_reference_of_a_test_split_cut_like_its_source(tmp_path):
+    refs = [["I go", "Hello", "He comes"], ["I walk", "Hi", "He is coming"], ["I leave", "Hello there", "He arrives"]]
+    spec, local = nist_like(tmp_path, refs)
+    datasets.fetch_download("nist", spec, tmp_path / "out", 2, {}, tmp_path / "cache", local)
+    assert read_lines(tmp_path / "out/test.tgt") == refs[0][:2]
+    assert read_lines(tmp_path / "out/test.tgt1") == refs[1][:2]
+    assert read_lines(tmp_path / "out/test.tgt2") == refs[2][:2]
+    assert len(read_json(tmp_path / "out/manifest.json")["splits"]["test"]["refs_path"]) == 2
+
+
+def test_fetch_names_the_reference_whose_line_count_differs_from_the_source(tmp_path):
+    spec, local = nist_like(tmp_path, [["I go", "Hello", "He comes"], ["I walk", "Hi"]])
+    with pytest.raises(InputError, match=r"reference .*test.en1 \(datasets.nist.splits.test.refs, item 1\) has 2 "
+                                         r"lines, the source has 3"):
+        datasets.fetch_download("nist", spec, tmp_path / "out", None, {}, tmp_path / "cache", local)
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepare_ref_prepares_a_further_reference_as_the_first(tmp_path):
+    data = tmp_path / "fetched"
+    write_lines(data / "train.src", EN * 4)
+    write_lines(data / "train.tgt", DE * 4)
+    write_lines(data / "valid.src", EN[:1])
+    write_lines(data / "valid.tgt", DE[:1])
+    prepare.prepare(data, tmp_path / "prep", "en", "de", bpe_merges=20, max_len=100, max_ratio=3.0)
+    write_lines(data / "test.src", EN)
+    write_lines(data / "test.tgt", DE)
+    write_lines(data / "test.tgt1", DE[::-1])
+    args = dict(prepared=str(tmp_path / "prep"), data_dir=str(data), split="test", tgt_lang="de",
+                out_prefix=str(tmp_path / "t"))
+    prepare.run_prepare_test(Namespace(**args, src_lang="en"))
+    prepare.run_prepare_ref(Namespace(**args, ref=1))
+    assert read_lines(tmp_path / "t.ref1") == DE[::-1]
+    assert read_lines(tmp_path / "t.ref1.tok") == read_lines(tmp_path / "t.ref.tok")[::-1] == tokenize(DE, "de")[::-1]
+    write_lines(data / "test.tgt2", DE[:2])
+    with pytest.raises(InputError, match=r"test.tgt2 has 2"):
+        prepare.run_prepare_ref(Namespace(**args, ref=2))

@@ -566,3 +566,33 @@ def test_killed_training_resumes_from_its_last_checkpoint(tmp_path):
     log = (work / "results/logs/train/base_en_de.log").read_text()
     assert "resuming from" in log and "starting from scratch" not in log
     assert (work / target).is_file()
+
+
+def test_nist_sets_are_scored_and_shown_against_all_four_references(tmp_path):
+    """Paper D's NIST sets name four references (config `refs`); at smoke scale the stand-in folder has
+    them: each further one is prepared by its own job, and BLEU, Fig. 6 and the choice of the checkpoint
+    by dev BLEU (NIST06) read all four, in order."""
+    target = ["results/evaluate/base_zh_en_nist03/nist03.bleu.json", "results/report/D_figure6.md"]
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", *target, "--config", "scale=smoke"],
+                         cwd=repo_copy(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    prefix = "results/prepare/nist_zh_en/test/nist03"
+    refs = [f"{prefix}.ref", f"{prefix}.ref1", f"{prefix}.ref2", f"{prefix}.ref3"]
+    bleu = next(line for line in out.stdout.splitlines() if "nmtrepro bleu" in line)
+    assert re.findall(r"--ref (\S+)", bleu) == refs
+    assert re.findall(r"--ref-tok (\S+)", bleu) == [f"{ref}.tok" for ref in refs]
+    examples = next(line for line in out.stdout.splitlines() if "nmtrepro examples" in line)
+    assert re.findall(r"--ref-tok (\S+)", examples) == [f"{ref}.tok" for ref in refs]
+    select = next(line for line in out.stdout.splitlines() if "nmtrepro select-checkpoint" in line)
+    assert len(re.findall(r"--ref-tok \S+/test/valid\.ref\d?\.tok", select)) == 4  # dev BLEU on NIST06's four
+    assert re.search(r"^prepare_ref\s+6$", out.stdout, re.M)  # three further references of NIST03 and of NIST06
+
+
+def test_a_test_splits_further_references_are_a_list_of_files():
+    config = repo_config()
+    validate(config, SCHEMA)
+    assert len(config["datasets"]["nist_zh_en"]["splits"]["nist03"]["refs"]) == 3  # NIST's four with `tgt`
+    config["datasets"]["nist_zh_en"]["splits"]["nist03"]["refs"] = "ldc_zh_en:nist03.en1"
+    with pytest.raises(InputError, match=r"datasets.nist_zh_en.splits.nist03.refs: 'ldc_zh_en:nist03.en1' is not "
+                                         r"of type 'array'"):
+        validate(config, SCHEMA)

@@ -33,7 +33,7 @@ N = 200  # lines per training file
 PROBING_PER_SPLIT = {"tr": 200, "va": 50, "te": 50}
 
 
-def lines(path: str, start: int, stop: int) -> list[str]:
+def lines(path: str, start: int, stop: int | None) -> list[str]:
     return read_lines(DATA / path)[start:stop]
 
 
@@ -75,7 +75,7 @@ def sgm(rows: list[str], lang: str, side: str) -> bytes:
             f"{body}</doc>\n</{side}set>\n").encode("utf-8")
 
 
-def tatoeba(split: str, lang: str, start: int, stop: int) -> list[str]:
+def tatoeba(split: str, lang: str, start: int, stop: int | None) -> list[str]:
     return lines(f"tatoeba-cmn/{split}.{lang}.gz", start, stop)
 
 
@@ -148,13 +148,33 @@ def files() -> dict[str, bytes]:
     return out
 
 
+NIST_REFS = 4  # NIST's references per set: nist0X.en0 .. en3
+
+
+def other_translations(split: str) -> list[list[str]]:
+    """Per line of a Tatoeba split, the line's English and then every other English translation that
+    Tatoeba gives its Chinese sentence in the split (the splits keep a sentence's pairs together), in
+    file order."""
+    zh, en = tatoeba(split, "zh", 0, None), tatoeba(split, "en", 0, None)
+    by_zh: dict[str, list[str]] = {}
+    for z, e in zip(zh, en):
+        if e not in by_zh.setdefault(z, []):
+            by_zh[z].append(e)
+    return [[e] + [other for other in by_zh[z] if other != e] for z, e in zip(zh, en)]
+
+
 def local_corpus() -> dict[str, bytes]:
-    """The licensed NIST Zh-En folder's files (config `local_data`), from Tatoeba: train, NIST02-06."""
+    """The licensed NIST Zh-En folder's files (config `local_data`), from Tatoeba: train, NIST02-06 with
+    four references each: en0 the line's own translation, en1..en3 the other Tatoeba translations of its
+    Chinese sentence where there are any, else en0 again (most sentences have one)."""
     out = {f"train.{lang}": text(tatoeba("train", lang, 2 * N, 3 * N)) for lang in ("zh", "en")}
+    translations = {split: other_translations(split) for split in ("valid", "test")}
     for k, name in enumerate(("nist02", "nist03", "nist04", "nist05", "nist06")):
         split = "valid" if name in ("nist02", "nist06") else "test"
-        for lang in ("zh", "en"):
-            out[f"{name}.{lang}"] = text(tatoeba(split, lang, 100 + 50 * k, 150 + 50 * k))
+        out[f"{name}.zh"] = text(tatoeba(split, "zh", 100 + 50 * k, 150 + 50 * k))
+        rows = translations[split][100 + 50 * k:150 + 50 * k]
+        for ref in range(NIST_REFS):
+            out[f"{name}.en{ref}"] = text([row[ref] if ref < len(row) else row[0] for row in rows])
     return out
 
 

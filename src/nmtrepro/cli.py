@@ -18,6 +18,7 @@ COMMANDS = {
     "tatoeba-splits": ("nmtrepro.data.tatoeba", "cut Tatoeba's Zh-En pairs into the embedded train/valid/test files"),
     "prepare": ("nmtrepro.data.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
     "prepare-test": ("nmtrepro.data.prepare", "tokenize and BPE one test split with the learned codes"),
+    "prepare-ref": ("nmtrepro.data.prepare", "prepare a test split's further reference (NIST's ref1..ref3) as its first"),
     "train": ("nmtrepro.training.train", "train a model, resuming from the last checkpoint"),
     "average": ("nmtrepro.training.checkpoint", "average the last K checkpoints"),
     "select-checkpoint": ("nmtrepro.evaluation.dev_bleu", "of the last K checkpoints, the one with the best dev BLEU"),

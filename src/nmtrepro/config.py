@@ -411,7 +411,9 @@ def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[st
     """(key path, file) of each repository or local file a dataset's splits name."""
     spec, out = config["datasets"][dataset], []
     for split, sides in spec["splits"].items():
-        for side in ("src", "tgt"):
+        for side in ("src", "tgt", "refs"):  # refs: a test split's further references
+            if side not in sides:
+                continue
             refs = [sides[side]] if isinstance(sides[side], str) else sides[side]
             for ref in refs:
                 source, sep, inner = ref.partition(":")

@@ -47,12 +47,18 @@ def system_args(render):
 
 def one_test_input(wildcards, kind):
     """The test file (`src.bpe`, `ref.tok`) that every system and baseline of the analysis translated."""
+    return test_input(one_test_experiment(wildcards), kind)
+
+
+def one_test_experiment(wildcards):
+    """One experiment of the analysis, once every system and baseline is known to translate its test set."""
     systems = ANALYSES[wildcards.analysis]["systems"]
-    paths = {test_input(e, kind) for s in systems for e in (s["experiment"], baseline_of(s))}
+    named = [e for s in systems for e in (s["experiment"], baseline_of(s))]
+    paths = {test_input(e, "src") for e in named}
     if len(paths) != 1:
         raise WorkflowError(f"analyses.{wildcards.analysis}: its systems translate different test sets "
                             f"({', '.join(sorted(paths))}); its table needs one")
-    return paths.pop()
+    return named[0]
 
 
 def report_outputs(category, caption, extensions):

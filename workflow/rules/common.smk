@@ -123,6 +123,21 @@ def test_files(wildcards, kind):
     return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
 
 
+def reference_files(dataset, split, kind):
+    """A prepared test split's references of a kind ("ref" raw, "ref.tok" Moses-tokenized): the split's
+    `tgt` first (rule prepare_test), then one per entry of its `refs` (rule prepare_ref: .ref1, .ref1.tok, ...)."""
+    extra = len(config["datasets"][dataset]["splits"].get(split, {}).get("refs", []))
+    names = [kind] + [kind.replace("ref", f"ref{k}", 1) for k in range(1, extra + 1)]
+    return [f"results/prepare/{dataset}/test/{split}.{name}" for name in names]
+
+
+def test_refs(experiment, kind):
+    """An experiment's test references of a kind ("ref" or "ref.tok"), in order, the first being
+    test_input(experiment, kind): pass each as a repeated --ref / --ref-tok."""
+    e = EXPERIMENTS[experiment]
+    return reference_files(e.dataset, e.test, kind)
+
+
 def evaluated(experiment, ext):
     """An experiment's evaluate-stage file of its test set (`hyp`, `hyp.tok`, `bleu.json`, ...)."""
     return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.{ext}"

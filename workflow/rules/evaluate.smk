@@ -52,16 +52,18 @@ rule bleu:
     input:
         hyp="results/evaluate/{experiment}/{split}.hyp",
         tok="results/evaluate/{experiment}/{split}.hyp.tok",
-        ref=lambda w: test_files(w, "ref"),
-        ref_tok=lambda w: test_files(w, "ref.tok"),
+        ref=lambda w: reference_files(exp(w).dataset, w.split, "ref"),
+        ref_tok=lambda w: reference_files(exp(w).dataset, w.split, "ref.tok"),
     output:
         "results/evaluate/{experiment}/{split}.bleu.json",
     log:
         "results/logs/evaluate/{experiment}.{split}.bleu.log",
+    params:
+        refs=lambda w, input: shlex.join(a for ref, tok in zip(input.ref, input.ref_tok)
+                                         for a in ("--ref", ref, "--ref-tok", tok)),
     priority: 10
     shell:
-        "nmtrepro bleu --hyp {input.hyp} --ref {input.ref} --hyp-tok {input.tok} --ref-tok {input.ref_tok} "
-        "--out {output} 2> {log}"
+        "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
 
 
 rule significance:

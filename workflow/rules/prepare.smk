@@ -53,3 +53,26 @@ rule prepare_test:
         "nmtrepro prepare-test --prepared {params.prepared} --data-dir {params.data_dir} "
         "--split {wildcards.split} --src-lang {params.src} --tgt-lang {params.tgt} "
         "--out-prefix results/prepare/{wildcards.dataset}/test/{wildcards.split} 2> {log}"
+
+
+# A test split's further references (config `refs`: NIST's ref1..ref3), one job each, prepared as the
+# first (common.smk `reference_files` lists them all).
+rule prepare_ref:
+    input:
+        stats="results/prepare/{dataset}/stats.json",
+        manifest="results/data/{dataset}/manifest.json",
+    output:
+        ref="results/prepare/{dataset}/test/{split}.ref{k}",
+        ref_tok="results/prepare/{dataset}/test/{split}.ref{k}.tok",
+    log:
+        "results/logs/prepare/{dataset}.{split}.ref{k}.log",
+    wildcard_constraints:
+        k="[1-9][0-9]*",
+    params:
+        prepared=subpath(input.stats, parent=True),
+        data_dir=subpath(input.manifest, parent=True),
+        tgt=lambda w: config["datasets"][w.dataset]["tgt"],
+    shell:
+        "nmtrepro prepare-ref --prepared {params.prepared} --data-dir {params.data_dir} --split {wildcards.split} "
+        "--ref {wildcards.k} --tgt-lang {params.tgt} "
+        "--out-prefix results/prepare/{wildcards.dataset}/test/{wildcards.split} 2> {log}"

@@ -90,7 +90,7 @@ rule select_checkpoint:
     input:
         model="results/train/{experiment}/final.pt",
         src=lambda w: f"results/prepare/{exp(w).dataset}/test/valid.src.bpe",
-        ref_tok=lambda w: f"results/prepare/{exp(w).dataset}/test/valid.ref.tok",
+        ref_tok=lambda w: reference_files(exp(w).dataset, "valid", "ref.tok"),  # NIST06: four
         annotations=lambda w: annotation_files(w, ["test/valid"]),
     output:
         model="results/train/{experiment}/averaged.pt",
@@ -106,10 +106,11 @@ rule select_checkpoint:
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
         on_gpus=on_gpus,  # a profile's `gpu` for select_checkpoint, as for decode
+        refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
     threads: SCALE["train"].get("threads") or 1
     shell:
         "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
-        "--prepared {params.data_dir} --src-bpe {input.src} --ref-tok {input.ref_tok} --beam {params.opts[beam]} "
+        "--prepared {params.data_dir} --src-bpe {input.src} {params.refs} --beam {params.opts[beam]} "
         "--lenpen {params.opts[lenpen]} --max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
         "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} "
         "--threads {threads} --scores {output.scores} --out {output.model} 2> {log}"

@@ -1,10 +1,12 @@
-"""`nmtrepro examples`: translations of a system and its baseline beside source and reference (paper D, Fig. 6).
+"""`nmtrepro examples`: translations of a system and its baseline beside source and references (paper D, Fig. 6).
 
-Paper D shows hand-chosen sentences with the hypothesis n-grams found in the references coloured. Here a
-rule picks them, so the figure can be rebuilt and is not cherry-picked by a person: per system, among
-the test sentences short enough to read (source of at most `max_len` tokens), the `count` with the
-largest sentence-BLEU gain over the baseline, ties going to the earlier line. Sentence BLEU is sacreBLEU's
-sentence-level default (exp smoothing, effective order) on the Moses-tokenized text.
+Paper D shows hand-chosen sentences with the hypothesis n-grams coloured by how many of NIST's four
+references hold them. Here a rule picks them, so the figure can be rebuilt and is not cherry-picked by a
+person: per system, among the test sentences short enough to read (source of at most `max_len` tokens),
+the `count` with the largest sentence-BLEU gain over the baseline, ties going to the earlier line.
+Sentence BLEU is sacreBLEU's sentence-level default (exp smoothing, effective order) on the
+Moses-tokenized text, against every reference. With one reference the found n-grams are bold; with
+several, bold with how many references hold each, coloured in HTML as the paper's figure.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from sacrebleu.metrics.bleu import BLEU, MAX_NGRAM_ORDER, BLEUScore
 from ..core.files import InputError, read_lines
 from ..core.text import strip_bpe
 from ..evaluation.bleu import make_metric
-from ..reporting.render import Marked, write_table
+from ..reporting.render import REFERENCE_COLOURS, Marked, write_table
 from ..reporting.report import parse_system_pairs
 
 COLUMNS = ["system", "line", "", "text", "matched n-grams (n = 1/2/3/4)", "sentence BLEU"]
@@ -27,26 +29,29 @@ def ngram_counts(tokens: list[str]) -> Counter:
     return Counter(tuple(tokens[i:i + n]) for n in range(1, MAX_NGRAM_ORDER + 1) for i in range(len(tokens) - n + 1))
 
 
-def highlight(hyp: list[str], ref: list[str]) -> tuple[tuple[str, bool], ...]:
-    """The hypothesis as (text, found) spans: a found span is a reference n-gram (n <= 4).
+def highlight(hyp: list[str], *refs: list[str]) -> tuple[tuple[str, int], ...]:
+    """The hypothesis as (text, k) spans: k references hold the span as an n-gram (n <= 4), 0 if none.
 
-    Greedy from left to right, longest first. A span uses up its n-gram and every n-gram inside it from
-    the reference's counts, and is found only while the reference has them left: a reference n-gram is
-    matched at most as often as it occurs there, as BLEU clips, and a word is never bold twice for one
-    reference word.
+    Greedy from left to right, longest first: a span is the longest n-gram at its place that some
+    reference still holds. It uses up its n-gram and every n-gram inside it from the counts of each
+    reference that holds it, and is held by a reference only while that reference has them left: a
+    reference n-gram is matched at most as often as it occurs there, as BLEU clips, and a word is never
+    marked twice for one reference word. With one reference k is 0 or 1 (bold or not).
     """
-    left = ngram_counts(ref)
+    lefts = [ngram_counts(ref) for ref in refs]
     spans, i = [], 0
     while i < len(hyp):
         for n in range(min(MAX_NGRAM_ORDER, len(hyp) - i), 0, -1):
             inside = ngram_counts(hyp[i:i + n])
-            if all(left[gram] >= k for gram, k in inside.items()):
-                left -= inside
-                spans.append((" ".join(hyp[i:i + n]), True))
+            holders = [left for left in lefts if all(left[gram] >= k for gram, k in inside.items())]
+            if holders:
+                for left in holders:
+                    left.subtract(inside)
+                spans.append((" ".join(hyp[i:i + n]), len(holders)))
                 i += n
                 break
         else:
-            spans.append((hyp[i], False))
+            spans.append((hyp[i], 0))
             i += 1
     return tuple(spans)
 
@@ -63,52 +68,66 @@ def matches(score: BLEUScore) -> str:
     return ", ".join(f"{m}/{t}" for m, t in zip(score.counts, score.totals))
 
 
-def example_rows(label: str, line: int, src: list[str], ref: list[str],
+def example_rows(label: str, line: int, src: list[str], refs: list[list[str]],
                  translations: dict[str, tuple[list[str], BLEUScore]]) -> list[list]:
-    """One example's rows: source and reference as they are, then each translation (baseline, system)
-    with its reference n-grams in bold, its matches per order and its sentence BLEU."""
-    rows = [[name, Marked(((" ".join(words), False),)), "", ""]
-            for name, words in (("Source", src), ("Reference", ref))]
-    rows += [[name, Marked(highlight(hyp, ref)), matches(score), f"{score.score:.2f}"]
+    """One example's rows: source and each reference as they are, then each translation (baseline,
+    system) with its reference n-grams marked (bold; with several references, by how many hold each),
+    its matches per order and its sentence BLEU."""
+    named = [("Reference", refs[0])] if len(refs) == 1 else [(f"Reference {k}", ref) for k, ref in enumerate(refs, 1)]
+    rows = [[name, Marked(((" ".join(words), 0),)), "", ""] for name, words in [("Source", src), *named]]
+    rows += [[name, Marked(highlight(hyp, *refs), counted=len(refs) > 1), matches(score), f"{score.score:.2f}"]
              for name, (hyp, score) in translations.items()]
     return [[label, str(line), *rows[0]]] + [["", "", *row] for row in rows[1:]]  # label and line once
 
 
-def examples_table(src: list[str], refs: list[str], systems: dict[str, tuple[list[str], list[str]]],
+def examples_table(src: list[str], refs: list[list[str]], systems: dict[str, tuple[list[str], list[str]]],
                    count: int, max_len: int, metric: BLEU) -> pd.DataFrame:
-    """Rows for every system's picked examples; `systems` maps a label to its and its baseline's
-    tokenized hypotheses, all aligned with the source and reference lines; `metric` scores sentences."""
+    """Rows for every system's picked examples; `refs` holds one list of lines per reference, `systems`
+    maps a label to its and its baseline's tokenized hypotheses, all aligned with the source lines;
+    `metric` scores sentences against every reference."""
     rows, src_lengths = [], [len(line.split()) for line in src]
     for label, (hyps, base_hyps) in systems.items():
-        if not (len(src) == len(refs) == len(hyps) == len(base_hyps)):
-            raise InputError(f"examples of {label} need aligned inputs: {len(src)} source, {len(refs)} reference, "
-                             f"{len(hyps)} system and {len(base_hyps)} baseline lines")
-        sys_scores = [metric.sentence_score(h, [r]) for h, r in zip(hyps, refs)]
-        base_scores = [metric.sentence_score(h, [r]) for h, r in zip(base_hyps, refs)]
+        if not all(len(src) == len(lines) for lines in (*refs, hyps, base_hyps)):
+            raise InputError(f"examples of {label} need aligned inputs: {len(src)} source, "
+                             f"{'/'.join(str(len(ref)) for ref in refs)} reference, {len(hyps)} system and "
+                             f"{len(base_hyps)} baseline lines")
+        line_refs = [list(row) for row in zip(*refs)]  # per sentence, its references
+        sys_scores = [metric.sentence_score(h, r) for h, r in zip(hyps, line_refs)]
+        base_scores = [metric.sentence_score(h, r) for h, r in zip(base_hyps, line_refs)]
         gains = [s.score - b.score for s, b in zip(sys_scores, base_scores)]
         for i in pick(src_lengths, gains, count, max_len):
-            rows += example_rows(label, i + 1, src[i].split(), refs[i].split(),
+            rows += example_rows(label, i + 1, src[i].split(), [r.split() for r in line_refs[i]],
                                  {"Baseline": (base_hyps[i].split(), base_scores[i]),
                                   "System": (hyps[i].split(), sys_scores[i])})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def picking_note(count: int, max_len: int, metric: BLEU) -> str:
+def picking_note(count: int, max_len: int, metric: BLEU, references: int = 1) -> str:
     """The rule that chose the examples and what the marks mean, for the line under the table (the
     metric's signature exists once it has scored)."""
+    if references == 1:
+        marks = (f"Bold: hypothesis n-grams (n ≤ {MAX_NGRAM_ORDER}) found in the reference, longest first from left "
+                 "to right, each reference n-gram used at most as often as it occurs there.")
+    else:
+        colours = ", ".join(f"{name} {k}" for k, name in zip(REFERENCE_COLOURS, ("orange", "yellow", "blue", "green"))
+                            if k <= references)
+        marks = (f"Bold: hypothesis n-grams (n ≤ {MAX_NGRAM_ORDER}) found in any of the {references} references, "
+                 "longest first from left to right, each reference n-gram used at most as often as it occurs there; "
+                 f"the superscript (and in HTML the colour, as the paper's Fig. 6: {colours}) says how many "
+                 "references hold it.")
     return (f"Examples picked by rule: per system, the {count} test sentence(s) with the largest sentence-BLEU "
             f"gain over its baseline among those whose source has at most {max_len} tokens, ties to the earlier "
-            f"line (sentence BLEU: sacreBLEU {metric.get_signature()}, on Moses tokens). Bold: hypothesis "
-            f"n-grams (n ≤ {MAX_NGRAM_ORDER}) found in the reference, longest first from left to right, each "
-            f"reference n-gram used at most as often as it occurs there. Matched n-grams: BLEU's clipped matches / "
-            f"hypothesis n-grams.")
+            f"line (sentence BLEU: sacreBLEU {metric.get_signature()}, on Moses tokens"
+            f"{', against every reference' if references > 1 else ''}). "
+            f"{marks} Matched n-grams: BLEU's clipped matches / hypothesis n-grams.")
 
 
 def add_example_table_arguments(parser) -> None:
     """The flags of a table of example lines (this command's and `segments`'s): the test source and
     reference, how many lines and how short, title, note and the three table files."""
     parser.add_argument("--src-bpe", required=True, help="the BPE'd tokenized source the models translated")
-    parser.add_argument("--ref-tok", required=True, help="Moses-tokenized reference")
+    parser.add_argument("--ref-tok", action="append", required=True,
+                        help="Moses-tokenized reference (repeat for several references: NIST's four)")
     parser.add_argument("--count", type=int, default=3, help="examples per system")
     parser.add_argument("--max-len", type=int, default=40, help="longest source (tokens) an example may have")
     parser.add_argument("--title", required=True)
@@ -128,6 +147,7 @@ def run_examples(args) -> None:
     systems = {label: (read_lines(hyp), read_lines(base))
                for label, (hyp, base) in parse_system_pairs(args.system, "--system").items()}
     metric = make_metric("sentence_tok_bleu")
-    table = examples_table(src, read_lines(args.ref_tok), systems, args.count, args.max_len, metric)
-    note = " ".join(filter(None, [args.note, picking_note(args.count, args.max_len, metric)]))
+    refs = [read_lines(path) for path in args.ref_tok]
+    table = examples_table(src, refs, systems, args.count, args.max_len, metric)
+    note = " ".join(filter(None, [args.note, picking_note(args.count, args.max_len, metric, len(refs))]))
     write_table(table, args.title, note, args.out_md, args.out_html, args.out_tex)

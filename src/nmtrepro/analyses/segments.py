@@ -57,7 +57,9 @@ def add_arguments_segments(parser) -> None:
 def run_segments(args) -> None:
     src = [strip_bpe(line) for line in read_lines(args.src_bpe)]
     systems = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
-    table = segments_table(src, read_lines(args.ref_tok), systems, args.count, args.max_len, args.seed)
+    if len(args.ref_tok) != 1:
+        raise InputError(f"segments shows one reference; --ref-tok is given {len(args.ref_tok)} times")
+    table = segments_table(src, read_lines(args.ref_tok[0]), systems, args.count, args.max_len, args.seed)
     rule = (f"Average segment length: output tokens over non-empty segments (paper C, footnote 4). Examples: "
             f"{args.count} line(s) drawn with seed {args.seed} among the test sentences whose source has at most "
             f"{args.max_len} tokens, the same for every system; \" • \" separates segments.")

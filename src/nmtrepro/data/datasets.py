@@ -3,7 +3,8 @@
 Two kinds of entry share one slot shape (config `datasets:`). `embedded` sets ship in the repo's
 data/ folder and are checked against the SHA256SUMS file beside them; `download` sets name entries of
 the download manifest (workflow/downloads.yaml), fetched and verified by download.py. Both end the
-same way: {split}.src/.tgt files and a manifest.json, so the later stages never see the difference.
+same way: {split}.src/.tgt files and a manifest.json, so the later stages never see the difference. A
+test split with several references (NIST's four: config `refs`) also gets {split}.tgt1, .tgt2, ...
 """
 from __future__ import annotations
 
@@ -80,6 +81,21 @@ def _write_split(pairs: list[tuple[Path, Path]], staging: Path, split: str, max_
     return written
 
 
+def _write_references(name: str, split: str, srcs: list[Path], refs: list[Path], staging: Path,
+                      max_lines: int | None) -> None:
+    """A test split's further references (config `refs`; NIST's four: `tgt` is the first) into
+    staging/{split}.tgt1, .tgt2, ...: each one file, as many lines as the split's source, cut as the
+    source is by `max_lines`."""
+    expected = sum(1 for src in srcs for _ in _lines(src))
+    for k, ref in enumerate(refs, 1):
+        rows = list(_lines(ref))
+        if len(rows) != expected:
+            raise InputError(f"dataset {name}, split {split}: reference {ref} (datasets.{name}.splits.{split}.refs, "
+                             f"item {k}) has {len(rows)} lines, the source has {expected}")
+        with open(staging / f"{split}.tgt{k}", "w", encoding="utf-8") as out:
+            out.writelines(row + "\n" for row in rows[:max_lines])
+
+
 def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, resolve, tokenized: bool = False) -> None:
     """Write every split to out_dir/{split}.{src,tgt} with a manifest, atomically as a folder.
 
@@ -100,6 +116,10 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
             lines = _write_split(pairs, staging, split, max_lines)
             manifest["splits"][split] = {"lines": lines, "src_path": _one_or_list([str(s) for s, _ in pairs]),
                                          "tgt_path": _one_or_list([str(t) for _, t in pairs])}
+            if files.get("refs"):
+                refs = [resolve(ref, staging) for ref in files["refs"]]
+                _write_references(name, split, [src for src, _ in pairs], refs, staging, max_lines)
+                manifest["splits"][split]["refs_path"] = [str(ref) for ref in refs]
             log.info("%s/%s: %d lines", name, split, lines)
         shutil.rmtree(staging / RECIPE, ignore_errors=True)
         write_json(staging / "manifest.json", manifest)

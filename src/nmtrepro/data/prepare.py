@@ -223,13 +223,25 @@ def binarized(lines: list[str], vocab: Vocab) -> list[str]:
     return [vocab.decode(vocab.encode(line, append_eos=False)) for line in lines]
 
 
+def reference_lines(ref: list[str], prepared: Path, tgt_lang: str) -> tuple[list[str], list[str]]:
+    """One test reference as it is scored: raw (sacreBLEU) and Moses-tokenized (tokenized BLEU), prepared
+    as the dataset was (stats.json; see `run_prepare_test`)."""
+    stats = read_json(prepared / "stats.json")
+    lowercase, tokenized = stats.get("lowercase", False), stats.get("tokenized", False)
+    ref_tok = tokenize_side(ref, tgt_lang, lowercase, tokenized)
+    if stats.get("bpe_merges") == 0 and stats.get("min_count", 1) > 1:
+        ref_tok = binarized(ref_tok, Vocab.load(prepared / "dict.tgt.txt"))
+    return [line.lower() for line in ref] if lowercase else ref, ref_tok
+
+
 def run_prepare_test(args) -> None:
     """Every test line is kept (no filtering), so scores cover the whole test set. A lowercased dataset
     (stats.json) gets lowercased references too: its BLEU is case-insensitive, as paper C's. A dataset its
     recipe tokenized is not tokenized again (stats.json `tokenized`). A word-level dataset that maps rare
     words to <unk> (paper C) gets its tokenized reference (.ref.tok, tokenized BLEU) binarized the same
     way, as paper C's authors scored against their binarized test set (its Table 2's ground truth shows
-    UNK); the raw reference (.ref, sacreBLEU) keeps every word."""
+    UNK); the raw reference (.ref, sacreBLEU) keeps every word. This writes the first reference (the
+    split's `tgt`); `prepare-ref` writes each further one (config `refs`) the same way."""
     data, prepared = Path(args.data_dir), Path(args.prepared)
     stats = read_json(prepared / "stats.json")
     lowercase, tokenized = stats.get("lowercase", False), stats.get("tokenized", False)
@@ -238,9 +250,30 @@ def run_prepare_test(args) -> None:
     prefix = args.out_prefix
     write_lines(f"{prefix}.src", src)
     write_lines(f"{prefix}.src.bpe", bpe(tokenize_side(src, args.src_lang, lowercase, tokenized)))
-    write_lines(f"{prefix}.ref", [line.lower() for line in ref] if lowercase else ref)
-    ref_tok = tokenize_side(ref, args.tgt_lang, lowercase, tokenized)
-    if stats.get("bpe_merges") == 0 and stats.get("min_count", 1) > 1:
-        ref_tok = binarized(ref_tok, Vocab.load(prepared / "dict.tgt.txt"))
+    raw, ref_tok = reference_lines(ref, prepared, args.tgt_lang)
+    write_lines(f"{prefix}.ref", raw)
     write_lines(f"{prefix}.ref.tok", ref_tok)
     log.info("%s: %d sentences", args.split, len(src))
+
+
+def add_arguments_prepare_ref(parser) -> None:
+    parser.add_argument("--prepared", required=True, help="prepared dataset folder (holds stats.json)")
+    parser.add_argument("--data-dir", required=True, help="fetched dataset folder (holds SPLIT.tgtK)")
+    parser.add_argument("--split", required=True)
+    parser.add_argument("--ref", type=int, required=True, help="which further reference: K >= 1 reads SPLIT.tgtK")
+    parser.add_argument("--tgt-lang", required=True)
+    parser.add_argument("--out-prefix", required=True,
+                        help="writes PREFIX.refK (raw) and PREFIX.refK.tok (Moses-tokenized)")
+
+
+def run_prepare_ref(args) -> None:
+    """A test split's K-th further reference (NIST's ref1..ref3; the first is `prepare-test`'s .ref),
+    prepared as the first, aligned with the split's source."""
+    data, prepared = Path(args.data_dir), Path(args.prepared)
+    if args.ref < 1:
+        raise InputError(f"--ref {args.ref}: further references count from 1 (the first is prepare-test's .ref)")
+    _, ref = read_parallel(data / f"{args.split}.src", data / f"{args.split}.tgt{args.ref}")
+    raw, ref_tok = reference_lines(ref, prepared, args.tgt_lang)
+    write_lines(f"{args.out_prefix}.ref{args.ref}", raw)
+    write_lines(f"{args.out_prefix}.ref{args.ref}.tok", ref_tok)
+    log.info("%s: reference %d, %d sentences", args.split, args.ref + 1, len(ref))

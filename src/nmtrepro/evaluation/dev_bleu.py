@@ -28,7 +28,8 @@ def add_arguments_select_checkpoint(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, help="training checkpoint directory")
     parser.add_argument("--last", type=int, required=True, help="candidates: the newest N checkpoints")
     add_arguments_search(parser)
-    parser.add_argument("--ref-tok", required=True, help="the dev set's Moses-tokenized reference")
+    parser.add_argument("--ref-tok", action="append", required=True,
+                        help="the dev set's Moses-tokenized reference (repeat: several references, NIST06's four)")
     parser.add_argument("--scores", required=True, help="JSON: each candidate's step and dev BLEU, the chosen step")
     parser.add_argument("--out", required=True, help="the chosen model file")
 
@@ -39,7 +40,7 @@ def run_select_checkpoint(args) -> None:
         raise InputError(f"{args.checkpoint_dir} holds no checkpoints to choose from")
     device = runtime.setup(args.threads)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
-    lines, refs = read_lines(args.src_bpe), read_lines(args.ref_tok)
+    lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]
     metric, scores, sources = make_metric("tok_bleu"), {}, None
     for step, path in found:
         model = checkpoint.load_model(path, device)

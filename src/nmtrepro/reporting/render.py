@@ -24,26 +24,40 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+# Paper D's Fig. 6 colours for an n-gram that k references hold (its red, for none, is left plain here).
+REFERENCE_COLOURS = {1: "#ffcc80", 2: "#fff59d", 3: "#90caf9", 4: "#a5d6a7"}  # orange, yellow, blue, green
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 @dataclass(frozen=True)
 class Marked:
-    """Text whose spans may be bold, e.g. the words of a translation found in its reference.
+    """Text whose spans may be bold, e.g. the words of a translation found in its references.
 
-    `spans` are (text, bold) pairs in reading order, joined by single spaces; each format escapes the
-    text itself, so a cell prints its words as they are whatever characters they hold.
+    `spans` are (text, level) pairs in reading order, joined by single spaces: level 0 is plain, k >= 1
+    bold (a bool works: True is 1). `counted` (several references): a bold span also shows k, how many
+    references hold it, as a superscript, and in HTML the background of paper D's Fig. 6 colour for k.
+    Each format escapes the text itself, so a cell prints its words as they are whatever characters they hold.
     """
-    spans: tuple[tuple[str, bool], ...]
+    spans: tuple[tuple[str, int], ...]
+    counted: bool = False
 
-    def _spell(self, escape, bold: str) -> str:
-        return " ".join(bold.format(escape(text)) if is_bold else escape(text) for text, is_bold in self.spans)
+    def _spell(self, escape, bold, count) -> str:
+        return " ".join(bold(escape(text), int(level)) + (count(int(level)) if self.counted else "")
+                        if level else escape(text) for text, level in self.spans)
 
     def markdown(self) -> str:
-        return self._spell(lambda text: _MARKDOWN_SPECIAL.sub(r"\\\1", text), "**{}**")
+        return self._spell(lambda text: _MARKDOWN_SPECIAL.sub(r"\\\1", text), lambda text, k: f"**{text}**",
+                           lambda k: str(k).translate(_SUPERSCRIPT))
 
     def html(self) -> str:
-        return self._spell(lambda text: html.escape(text, quote=False), "<b>{}</b>")
+        def bold(text, k):
+            colour = REFERENCE_COLOURS[min(k, max(REFERENCE_COLOURS))]
+            return f'<b style="background-color:{colour}">{text}</b>' if self.counted else f"<b>{text}</b>"
+        return self._spell(lambda text: html.escape(text, quote=False), bold, lambda k: f"<sup>{k}</sup>")
 
     def tex(self) -> str:
-        return self._spell(lambda text: "".join(_TEX_SPECIAL.get(c, c) for c in text), r"\textbf{{{}}}")
+        return self._spell(lambda text: "".join(_TEX_SPECIAL.get(c, c) for c in text),
+                           lambda text, k: rf"\textbf{{{text}}}", lambda k: rf"\textsuperscript{{{k}}}")
 
 
 def text_cells(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
