@@ -23,5 +23,5 @@ include: "workflow/rules/report.smk"
 
 rule all:
     input:
-        all_outputs(),
+        default_outputs(),
     default_target: True

@@ -128,14 +128,14 @@ assert train["nodes"] == 1 and "--signal=TERM@" in train["slurm_extra"], train
 profile["set-resources"] = {rule: ({**small} if "gpu" in res else {"mem_mb": 2000})
                             for rule, res in profile["set-resources"].items()}
 # Training keeps the profile's nodes and signal and config's capped runtime (below). Config asks for
-# no GPU at ci scale: here the continued base_en_de gets 4 (torchrun), its _scratch start one.
+# no GPU at ci scale: here base_en_de gets 4 (torchrun), every other training one.
 profile["set-resources"]["train"] = {**train, "gpu": "4 if wildcards.experiment == 'base_en_de' else 1",
                                      "cpus_per_gpu": 1, "mem_mb": 4000}
 Path(sys.argv[2]).parent.mkdir(parents=True)
 Path(sys.argv[2]).write_text(yaml.safe_dump(profile, sort_keys=False))
 EOF
 
-# One experiment up to its BLEU: 9 jobs (two trainings: the warm start), each ~15-20 s of submission
+# One experiment up to its BLEU: 7 jobs (fetch, prepare, its test set, train, average, decode, bleu), each ~15-20 s of submission
 # and polling. The ci scale's training runtime is set past its cap (30 > max_runtime 20 minutes).
 WF=$WORK/wf
 mkdir -p "$WF"
@@ -168,7 +168,7 @@ EOF
 jobs=$(grep -c "Job .* has been submitted with SLURM jobid" "$WORK/workflow.log" || true)
 [ "$jobs" -ge 7 ] || { say "expected >= 7 SLURM submissions, saw $jobs"; tail -40 "$WORK/workflow.log"; exit 1; }
 gpu_jobs=$(scontrol -o show job | grep -c "gres[:/]gpu" || true)  # trainings and decode ask for fake GPUs
-[ "$gpu_jobs" -ge 3 ] || { say "expected the train and decode jobs to get a GPU, saw $gpu_jobs"; exit 1; }
+[ "$gpu_jobs" -ge 2 ] || { say "expected the train and decode jobs to get a GPU, saw $gpu_jobs"; exit 1; }
 say "workflow completed: $jobs jobs through SLURM, $gpu_jobs with a GPU"
 
 say "the 4-GPU training: its request, its allocation and torchrun's 4 processes"

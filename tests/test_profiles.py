@@ -35,7 +35,7 @@ def test_profile_trains_each_paper_model_on_its_own_gpu_count(tmp_path, profile)
     every decode, and paper D's choice of checkpoint by dev BLEU, one of its own."""
     out = dry_run(tmp_path, "--profile", f"profiles/{profile}", "--config", "scale=paper")
     trained = {name: e for name, e in experiments({**repo_config(), "scale": "paper"}).items()
-               if e.same_as is None}
+               if e.same_as is None and name != "pr_token_en_de"}  # that one: a tiny-scale diagnostic's
     assert {e.model["family"] for e in trained.values() if e.resources["gpu"] == 1} == {"npmt", "gru_attention"}
     trainings = re.findall(r"^Shell command: exec nmtrepro with-gpus (\d+) -- ((?:torchrun .*?--no-python )?)"
                            r"nmtrepro train .*--checkpoint-dir results/checkpoints/(\S+) ", out, re.M)

@@ -48,7 +48,7 @@ def test_paper_a_table1_holds_all_eight_numbers():
 
 
 def test_table_puts_paper_number_beside_ours_with_delta(tmp_path, paper_numbers):
-    cells = [Cell("base_en_de", "Base", "En-De", str(bleu_json(tmp_path, "de", 30.123)))]
+    cells = [Cell("base_en_de", "Base", "En-De", (str(bleu_json(tmp_path, "de", 30.123)),))]
     table = build_table(paper_numbers, cells, "tok_bleu", {"base_en_de": "multi30k test_2016_flickr"})
     row = table[(table["row"] == "Base") & (table["column"] == "En-De")].iloc[0]
     assert row["experiment"] == "base_en_de"
@@ -59,15 +59,23 @@ def test_table_puts_paper_number_beside_ours_with_delta(tmp_path, paper_numbers)
     assert row["signature"] == SIGNATURE
 
 
+def test_a_cell_of_several_seeds_shows_their_mean_and_each_seed(tmp_path, paper_numbers):
+    paths = tuple(str(bleu_json(tmp_path, f"de{seed}", score)) for seed, score in ((1, 30.0), (2, 31.0), (3, 32.5)))
+    table = build_table(paper_numbers, [Cell("base_en_de", "Base", "En-De", paths)], "tok_bleu")
+    row = table[(table["row"] == "Base") & (table["column"] == "En-De")].iloc[0]
+    assert row["ours"] == pytest.approx(31.17) and row["per seed"] == "30.00 / 31.00 / 32.50"
+    assert table[table["row"] == "+PR"]["per seed"].eq("").all()
+
+
 def test_table_reads_the_chosen_metric(tmp_path, paper_numbers):
-    cells = [Cell("base_en_de", "Base", "En-De", str(bleu_json(tmp_path, "de", 30.0, sacrebleu=25.0)))]
+    cells = [Cell("base_en_de", "Base", "En-De", (str(bleu_json(tmp_path, "de", 30.0, sacrebleu=25.0)),))]
     table = build_table(paper_numbers, cells, "sacrebleu")
     assert table.iloc[0]["ours"] == pytest.approx(25.0)
     assert table.iloc[0]["Δ"] == pytest.approx(25.0 - 27.38)
 
 
 def test_table_keeps_unmeasured_paper_rows_in_paper_order(tmp_path, paper_numbers):
-    cells = [Cell("base_en_fr", "Base", "En-Fr", str(bleu_json(tmp_path, "fr", 40.0)))]
+    cells = [Cell("base_en_fr", "Base", "En-Fr", (str(bleu_json(tmp_path, "fr", 40.0)),))]
     table = build_table(paper_numbers, cells, "tok_bleu")
     assert list(zip(table["row"], table["column"])) == [("Base", "En-De"), ("Base", "En-Fr"), ("+PR", "En-De")]
     unmeasured = table[table["row"] == "+PR"].iloc[0]
@@ -79,13 +87,13 @@ def test_table_keeps_unmeasured_paper_rows_in_paper_order(tmp_path, paper_number
 def test_missing_bleu_json_names_the_file(tmp_path, paper_numbers):
     missing = tmp_path / "nowhere.bleu.json"
     with pytest.raises(InputError, match="nowhere.bleu.json"):
-        build_table(paper_numbers, [Cell("x", "Base", "En-De", str(missing))], "tok_bleu")
+        build_table(paper_numbers, [Cell("x", "Base", "En-De", (str(missing),))], "tok_bleu")
 
 
 def test_bleu_json_without_the_metric_names_file_and_metric(tmp_path, paper_numbers):
     path = bleu_json(tmp_path, "de", 30.0)
     with pytest.raises(InputError, match="sacrebleu") as err:
-        build_table(paper_numbers, [Cell("x", "Base", "En-De", str(path))], "sacrebleu")
+        build_table(paper_numbers, [Cell("x", "Base", "En-De", (str(path),))], "sacrebleu")
     assert str(path) in str(err.value)
 
 
@@ -102,14 +110,15 @@ def test_paper_numbers_with_wrong_header_is_refused(tmp_path):
 
 
 def test_cell_not_in_paper_file_is_refused(tmp_path, paper_numbers):
-    cells = [Cell("x", "Transformer base", "En-De", str(bleu_json(tmp_path, "de", 30.0)))]
+    cells = [Cell("x", "Transformer base", "En-De", (str(bleu_json(tmp_path, "de", 30.0)),))]
     with pytest.raises(InputError, match="not in"):
         build_table(paper_numbers, cells, "tok_bleu")
 
 
 def test_cell_spec_splits_into_four_fields_keeping_equals_in_the_path():
     assert parse_cell("base_en_de=Transformer Base=En-De=results/a=b.json") == \
-        Cell("base_en_de", "Transformer Base", "En-De", "results/a=b.json")
+        Cell("base_en_de", "Transformer Base", "En-De", ("results/a=b.json",))
+    assert parse_cell("pr=+PR=En-De=a.json,b.json").paths == ("a.json", "b.json")  # one a seed
     with pytest.raises(InputError, match="EXPERIMENT=ROW=COLUMN=PATH"):
         parse_cell("base_en_de=Transformer Base=results/x.json")
 
@@ -199,7 +208,7 @@ def test_plot_curves_refuses_a_tsv_without_loss_columns(tmp_path, capsys):
 def test_table_can_keep_only_some_paper_columns(tmp_path):
     path = tmp_path / "table2.tsv"
     path.write_text("row\tcolumn\tvalue\tnote\nBase\tBLEU\t27.38\t\nBase\tPara. (M)\t88.1\t\n", encoding="utf-8")
-    cells = [Cell("base", "Base", "BLEU", str(bleu_json(tmp_path, "base", 20.0)))]
+    cells = [Cell("base", "Base", "BLEU", (str(bleu_json(tmp_path, "base", 20.0)),))]
     table = build_table(path, cells, "tok_bleu", columns=["BLEU"])
     assert table["column"].tolist() == ["BLEU"] and table["ours"].tolist() == [20.0]
     with pytest.raises(InputError, match="no column"):
@@ -214,26 +223,54 @@ def test_paper_a_table2_parameter_cells_span_the_rows_the_paper_prints_them_for(
                     "+Max+Attn+TA": 173.0, "Transformer Big": 264.1}
 
 
-def write_significance(path, score, baseline, p_value):
-    entry = {"score": score, "baseline": baseline, "p_value": p_value, "ci_low": score - 0.5, "ci_high": score + 0.5}
+def write_significance(path, score, baseline, p_value, seed_deltas=None):
+    """A pooled significance JSON: `seed_deltas` the seed pairs' differences (default: one, the mean's)."""
+    deltas = seed_deltas or [score - baseline]
+    entry = {"score": score, "baseline": baseline, "p_value": p_value, "ci_low": score - 0.5, "ci_high": score + 0.5,
+             "delta_low": score - baseline - 0.5, "delta_high": score - baseline + 0.5,
+             "seeds": [{"seed": i + 1, "score": baseline + d, "baseline": baseline, "delta": d} for i, d in enumerate(deltas)]}
     path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
     return str(path)
 
 
-@pytest.mark.parametrize("ours, p_value, comparable, expected", [
-    (30.0, 0.001, "yes", "reproduced"),
-    (30.0, 0.2, "yes", "not reproduced"),        # the paper's sign, but no evidence
-    (28.0, 0.001, "yes", "not reproduced"),      # significantly the other way
-    (30.0, 0.001, "no", "not comparable at this scale"),
-])
-def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, capsys, ours, p_value, comparable, expected):
-    sig = write_significance(tmp_path / "sig.json", ours, 29.0, p_value)
+def claim_row(tmp_path, claim, text):
+    """The claims page's row of one --claim."""
     out = tmp_path / "claims.md"
-    assert cli.main(["claims", "--title", "Paper X: claims", "--claim", f"1.29=tok_bleu={comparable}={sig}=+PR helps (a=b)",
-          "--note", "Protocol: test.", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
-    row = next(line for line in out.read_text().splitlines() if line.startswith("| +PR helps (a=b)"))
-    assert row.rstrip(" |").endswith(expected) and f"{ours - 29.0:+.2f}" in row and "+1.29" in row
+    assert cli.main(["claims", "--title", "Paper X: claims", "--claim", claim, "--note", "Protocol: test.",
+                     "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
     assert "Protocol: test." in out.read_text()
+    return next(line for line in out.read_text().splitlines() if line.startswith(f"| {text}"))
+
+
+@pytest.mark.parametrize("ours, p_value, expected", [
+    (30.0, 0.001, "reproduced"),
+    (30.0, 0.2, "not reproduced"),        # the paper's sign, but no evidence
+    (28.0, 0.001, "not reproduced"),      # significantly the other way
+])
+def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, ours, p_value, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, p_value)
+    row = claim_row(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps (a=b)", "+PR helps (a=b)")
+    assert row.rstrip(" |").endswith(expected) and f"{ours - 29.0:+.2f}" in row and "+1.29" in row
+
+
+def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, capsys):
+    row = claim_row(tmp_path, "2.01=tok_bleu=no=-=NPMT beats LL", "NPMT beats LL")
+    assert row.rstrip(" |").endswith("not comparable at this scale") and "+2.01" in row
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.001)
+    assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
+                     str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
+    assert "names none" in capsys.readouterr().err
+
+
+def test_a_claims_verdict_flips_when_one_seeds_sign_flips(tmp_path):
+    """Reproduced needs most seed pairs on the paper's side, besides the pooled p: the same mean and p
+    with two of three seeds against the paper is not reproduced."""
+    agree = write_significance(tmp_path / "agree.json", 30.0, 29.0, 0.01, [1.6, 1.2, -0.1])
+    split = write_significance(tmp_path / "split.json", 30.0, 29.0, 0.01, [3.2, -0.1, -0.1])
+    row = claim_row(tmp_path, f"1.29=tok_bleu=yes={agree}=+PR helps", "+PR helps")
+    assert row.rstrip(" |").endswith("| reproduced") and "+1.60 (seed 1) / +1.20 (seed 2) / -0.10 (seed 3)" in row
+    row = claim_row(tmp_path, f"1.29=tok_bleu=yes={split}=+PR helps", "+PR helps")
+    assert row.rstrip(" |").endswith("not reproduced")
 
 
 def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtrepro.config import (check_analysis_kinds, check_dataset_files, dataset_files, experiments, load,
-                             merge_papers, protocol_note, validate)
+from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
+                             load, merge_papers, protocol_note, replicates, seed_pairs, validate)
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,25 +104,26 @@ def test_a_model_sizes_regime_applies_at_its_scale_only():
         experiments(config)
 
 
-def test_the_warm_start_protocol_trains_each_baseline_from_scratch_then_continues_all():
+def test_papers_a_c_d_train_from_scratch_and_paper_b_continues_from_its_baseline():
+    """Every model trains as its paper trains it: A, C and D from scratch; paper B's from the trained
+    baseline (`init_from`), the scale's `continuation` more (tiny: 300 updates), the full recipe again at
+    paper scale."""
     config = repo_config()
     validate(config, SCHEMA)
-    resolved = experiments(config)  # tiny: the warm-start protocol
-    tiny = config["scales"]["tiny"]
-    scratch = resolved["base_en_de_scratch"]
-    assert scratch.init is None and scratch.train == tiny["train"] and scratch.model == resolved["base_en_de"].model
-    for name in ("base_en_de", "pr_en_de", "mean_en_de", "parse_en_de"):  # the control and its variants
-        assert resolved[name].init == "base_en_de_scratch"
-        assert resolved[name].train == {**tiny["train"], **tiny["warm_start"]}
-    assert resolved["big_pr_en_fr"].init == "big_en_fr_scratch"
-    assert resolved["biarn_en_de"].init == "hao_base_en_de_scratch"  # init_from: under the protocol, a warm start
-    config["scale"] = "paper"  # no protocol: paper A's models from scratch, paper B's from their baseline
     resolved = experiments(config)
-    assert set(resolved) == set(config["experiments"])
+    tiny = config["scales"]["tiny"]
+    for name in ("base_en_de", "pr_en_de", "fusing_en_de", "ll_greedy_de_en", "big_pr_en_fr"):
+        assert resolved[name].init is None and resolved[name].train["max_updates"] in (1000, 1500), name
+    for name in ("biarn_en_de", "hao_base_en_de_continued"):  # the variant and its control alike
+        assert resolved[name].init == "hao_base_en_de"
+        assert resolved[name].train == {**tiny["train"], **tiny["continuation"], "seed": 1}
+    assert resolved["biarn_en_de_seed3"].init == "hao_base_en_de_seed3"  # each seed from its own Base
+    config["scale"] = "paper"
+    resolved = experiments(config)
+    assert set(resolved) == set(config["experiments"])  # paper scale: one seed, under the plain names
     for name, exp in config["experiments"].items():
         assert resolved[name].init == exp.get("init_from"), name
-    assert resolved["biarn_en_de"].init == "hao_base_en_de" and resolved["big_biarn_zh_en"].init == "big_zh_en"
-    assert resolved["pr_en_de"].init is None
+    assert resolved["biarn_en_de"].train == resolved["hao_base_en_de"].train  # the full recipe again
 
 
 def test_paper_b_trains_as_vaswani_and_scores_zh_en_by_nist_bleu():
@@ -148,7 +149,7 @@ def test_paper_b_trains_as_vaswani_and_scores_zh_en_by_nist_bleu():
 def test_paper_b_reads_each_claim_against_a_baseline_continued_as_long():
     """At paper scale a paper B variant starts from its trained baseline and trains the full recipe again;
     each claim against a baseline has a twin against that baseline continued as long (same model, start
-    and recipe), which under the warm-start protocol is the baseline's own training."""
+    and recipe), at tiny too, where both continue the scale's 300 updates."""
     config, owned = load(REPO / "config.yaml")
     validate(config, SCHEMA)
     paper, tiny = (experiments({**config, "scale": scale}) for scale in ("paper", "tiny"))
@@ -161,9 +162,12 @@ def test_paper_b_reads_each_claim_against_a_baseline_continued_as_long():
         control, baseline, variant = paper[twin["baseline"]], paper[claim["baseline"]], paper[claim["experiment"]]
         assert control.init == baseline.name == variant.init and control.model == baseline.model
         assert control.train == baseline.train == variant.train
-        assert tiny[twin["baseline"]].same_as == (tiny[claim["baseline"]].same_as or claim["baseline"])
-    assert "`init_from`" in protocol_note({**config, "scale": "paper"})
-    assert "init_from" not in protocol_note({**config, "scale": "paper", "experiments": {}})
+        control, variant = tiny[twin["baseline"]], tiny[claim["experiment"]]
+        assert control.init == variant.init == claim["baseline"] and control.train == variant.train
+    note = protocol_note(config, paper, ["biarn_en_de", "hao_base_en_de_continued", "hao_base_en_de"])
+    assert "started from the trained hao_base_en_de, then 100,000 updates" in note and "`init_from`" in note
+    assert "trained from scratch, 100,000 updates of at least 25,000 target tokens: hao_base_en_de" in note
+    assert "init_from" not in protocol_note(config, paper, ["base_en_de"])
 
 
 def test_a_model_size_may_set_its_own_training_resources_and_schedule():
@@ -181,11 +185,27 @@ def test_a_model_size_may_set_its_own_training_resources_and_schedule():
         validate(config, SCHEMA)
 
 
-def test_an_experiment_starts_from_one_model_at_most():
+def test_seed_replicates_resolve_to_distinct_trainings_each_from_its_own_seeds_start():
     config = repo_config()
     validate(config, SCHEMA)
-    config["experiments"]["biarn_en_de"]["warm_start"] = "base_en_de"
-    with pytest.raises(InputError, match="experiments.biarn_en_de: set `warm_start` or `init_from`, not both"):
+    tiny = experiments(config)
+    assert replicates(tiny)["pr_en_de"] == ["pr_en_de", "pr_en_de_seed2", "pr_en_de_seed3"]
+    assert [tiny[name].train["seed"] for name in replicates(tiny)["pr_en_de"]] == [1, 2, 3]
+    assert len({tiny[name].same_as or name for name in replicates(tiny)["pr_en_de"]}) == 3  # three trainings
+    assert tiny["d_base_en_de_seed2"].same_as == "base_en_de_seed2"   # paper D's Base seeds are paper A's
+    assert tiny["ll_beam_de_en_seed3"].same_as == "ll_greedy_de_en_seed3"  # one model decoded twice, per seed
+    assert seed_pairs(tiny, "pr_en_de", "base_en_de") == [("pr_en_de", "base_en_de"),
+                                                           ("pr_en_de_seed2", "base_en_de_seed2"),
+                                                           ("pr_en_de_seed3", "base_en_de_seed3")]
+    assert seed_pairs(tiny, "mean_en_de", "base_en_de") == [("mean_en_de", "base_en_de")]  # the seed they share
+    assert set(replicates(experiments({**config, "scale": "ci"}))["base_en_de"]) == {"base_en_de", "base_en_de_seed2"}
+    config["experiments"]["biarn_en_de"]["seeds"] = [1, 4]
+    with pytest.raises(InputError, match="experiments.biarn_en_de: its seed 4 starts from 'hao_base_en_de', "
+                                         "which trains no seed 4"):
+        experiments(config)
+    config["experiments"]["biarn_en_de"]["seeds"] = [1, 2]
+    config["experiments"]["mean_en_de"]["seeds"] = [5]
+    with pytest.raises(InputError, match=r"baseline = 'base_en_de' trains seeds \[1, 2, 3\], but 'mean_en_de' seeds \[5\]"):
         experiments(config)
 
 
@@ -208,7 +228,7 @@ def test_experiments_with_the_same_training_train_once(tmp_path):
     is `same_as` it at both scales, and the workflow links base_en_de's translations (and models, when
     something reads them) instead of training and decoding again."""
     config = repo_config()
-    config["experiments"]["again_en_de"] = {"model": "transformer_base", "task": "en-de", "warm_start": "base_en_de"}
+    config["experiments"]["again_en_de"] = {"model": "transformer_base", "task": "en-de"}
     validate(config, SCHEMA)
     for scale in ("tiny", "paper"):
         resolved = experiments({**config, "scale": scale})
@@ -218,7 +238,7 @@ def test_experiments_with_the_same_training_train_once(tmp_path):
                     "results/analyse/speed/again_en_de.json")  # speed reads the model too
     assert out.returncode == 0, out.stderr[-3000:]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out.stdout, re.M))
-    assert jobs["train"] == "2" and jobs["decode"] == "1"  # base_en_de_scratch and base_en_de (the control)
+    assert jobs["train"] == "1" and jobs["decode"] == "1"  # base_en_de's
     assert jobs["shared_training"] == "1" and jobs["shared_decode"] == "1"
 
 
@@ -240,16 +260,17 @@ def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="base_en_fr"), "trains on multi30k_en_fr"),
-    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="big_en_de"), "lacks or shapes differently"),
-    (lambda c: c["experiments"]["pr_en_de"].update(warm_start="mean_en_de"), "itself warm-starts"),
-    (lambda c: c["experiments"].update(base_en_de_scratch={"model": "transformer_base", "task": "en-de"}),
-     "the name is taken"),
-    (lambda c: c["scales"]["tiny"]["warm_start"].update(max_update=3), "tiny.warm_start key = 'max_update'"),
+    (lambda c: c["experiments"]["mean_en_de"].update(init_from="base_en_fr"), "trains on multi30k_en_fr"),
+    (lambda c: c["experiments"]["mean_en_de"].update(init_from="big_en_de"), "lacks or shapes differently"),
+    (lambda c: c["experiments"]["mean_en_de"].update(init_from="biarn_en_de"), "itself starts from another"),
+    (lambda c: c["experiments"].update(pr_en_de_seed2={"model": "transformer_base", "task": "en-de"}),
+     "the name is taken by seed 2 of experiments.pr_en_de.seeds"),
+    (lambda c: c["scales"]["tiny"]["continuation"].update(max_update=3), "tiny.continuation key = 'max_update'"),
     (lambda c: c["claims"]["mean"].update(baseline="base_en_fr"), "claims.mean.baseline"),
     (lambda c: c["tables"]["A_tiny_gap"].update(scales=["tinny"]), "tables.A_tiny_gap.scales"),
+    (lambda c: c["tables"]["C_table1"]["cells"][2].update(scales=["papr"]), r"tables.C_table1.cells\[2\].scales"),
 ])
-def test_bad_warm_starts_and_claims_are_named(edit, message):
+def test_bad_starts_seeds_and_claims_are_named(edit, message):
     config = repo_config()
     validate(config, SCHEMA)
     edit(config)
@@ -349,9 +370,32 @@ def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     assert "results/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
 
 
+def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_table(tmp_path):
+    """`snakemake` alone at tiny trains each paper's central claim over three seeds and builds what those
+    models fill, nothing else; `tables` builds every table, with no NPMT (it trains at paper scale only)."""
+    config = repo_config()
+    validate(config, SCHEMA)
+    central = central_study(config, experiments(config))
+    assert central == {"claims": ["pr_base_en_de", "biarn_base_en_de_continued", "reorder_hurts_ll_beam", "fusing_en_de"],
+                       "tables": ["C_table1", "C_gain"], "analyses": ["D_table4"]}
+    work = repo_copy(tmp_path)
+    texts = {}
+    for target in ([], ["tables"]):
+        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", *target, "--config", "scale=tiny"], cwd=work,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        texts[bool(target)] = out.stdout + out.stderr
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", texts[False], re.M))
+    trained = set(re.findall(r"Training (\S+) \(", texts[False]))  # rule train's message
+    assert jobs["train"] == "21" and trained == {f"{name}{seed}" for seed in ("", "_seed2", "_seed3") for name in (
+        "base_en_de", "pr_en_de", "fusing_en_de", "biarn_en_de", "hao_base_en_de_continued", "ll_greedy_de_en",
+        "ll_reorder_greedy_de_en")}
+    assert "results/report/central_claims.md" in texts[False] and "A_table1" not in texts[False]
+    assert "results/report/A_table1.md" in texts[True] and "results/train/npmt" not in texts[True]
+
+
 def test_a_diagnostic_table_is_built_by_its_own_target_at_its_scales_only(tmp_path):
-    # A_tiny_gap compares with the protocol's scratch baseline, which paper scale lacks: resolving
-    # paper scale skips it (the protocol test above), and ci, not among its scales, builds nothing.
+    # A_tiny_gap is a diagnostic of tiny scale: ci, not among its scales, builds nothing of it.
     work = repo_copy(tmp_path)
     out = snakemake(work, "-n", "diagnostics_A")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -363,8 +407,8 @@ def test_a_diagnostic_table_is_built_by_its_own_target_at_its_scales_only(tmp_pa
         out = snakemake(work, "-n", target)
         assert out.returncode == 0, out.stderr[-3000:]
         texts[target] = out.stdout + out.stderr
-    assert "results/report/A_tiny_gap.md" in texts["diagnostics_A"] and "pr_en_de_from_scratch" in texts["diagnostics_A"]
-    assert "A_tiny_gap" not in texts["paper_A"] and "pr_en_de_from_scratch" not in texts["paper_A"]
+    assert "results/report/A_tiny_gap.md" in texts["diagnostics_A"] and "pr_token_en_de" in texts["diagnostics_A"]
+    assert "A_tiny_gap" not in texts["paper_A"] and "pr_token_en_de" not in texts["paper_A"]
 
 
 def test_an_unknown_model_name_is_named():
@@ -483,13 +527,16 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
     assert (results / "report/A_table1.html").stat().st_size > 0
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
-    assert "Protocol (scale `ci`): warm start" in table
+    assert "Protocol (scale `ci`): every row trained from scratch, 30 updates" in table
+    assert "Seeds: base_en_de 1, 2" in table and "per seed" in table
     claims = (results / "report/A_claims.md").read_text()  # every claim of paper A, with a verdict
     assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
     assert all(("reproduced" in line) for line in claims.splitlines() if line.startswith("| +PR"))
-    assert (results / "train/pr_en_de/curve.tsv").exists() and (results / "train/base_en_de_scratch/averaged.pt").exists()
+    assert (results / "train/pr_en_de_seed2/curve.tsv").exists() and (results / "train/base_en_de_seed2/averaged.pt").exists()
     sig = json.loads((results / "analyse/significance/base_en_de.vs.base_en_de.json").read_text())
     assert sig["tok_bleu"]["p_value"] == 1.0 and "bs:1000" in sig["tok_bleu"]["signature"]  # itself: p = 1
+    sig = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())["tok_bleu"]
+    assert [entry["seed"] for entry in sig["seeds"]] == [1, 2]  # pooled over ci's two seeds
     ours = [line for line in table.splitlines() if line.startswith("| base_en_")]
     assert "95% CI" in table and len(ours) == 2 and not any("†" in line for line in ours)
     for figure in ("A_figure3", "D_figure4", "D_figure5"):
@@ -525,9 +572,14 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "**" in (results / "report/D_figure6.md").read_text()                     # matched n-grams in bold
     assert (results / "report/D_claims.md").read_text().count(" | tokenized BLEU |") == 18
     assert (results / "train/d_base_en_de/averaged.pt").is_symlink()  # paper A's Base at ci: trained once
-    paper_c = (results / "report/C_table1.md").read_text()                     # paper C: NPMT and its baselines
-    assert "| npmt_lm_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
-    assert "average segment length" in (results / "report/C_table2.md").read_text()
+    paper_c = (results / "report/C_table1.md").read_text()  # paper C: the LL rows; NPMT trains at paper scale only
+    assert "| ll_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
+    assert "| npmt_" not in paper_c and not (results / "train/npmt_greedy_de_en").exists()
+    assert not (results / "report/C_table2.md").exists()
+    assert (results / "report/C_claims.md").read_text().count("not comparable at this scale") == 6
+    central = (results / "report/central_claims.md").read_text()  # the four central claims, over two seeds at ci
+    assert central.count("(seed 2)") == 4 and "+PR improves Transformer Base En-De" in central
+    assert "started from the trained hao_base_en_de, then 20 updates" in central
     assert (results / "evaluate/ll_beam_de_en/test_2016_flickr.decode.json").exists()        # decoded on its own
     assert (results / "train/ll_beam_de_en/averaged.pt").is_symlink()                        # ... from one training
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
@@ -538,7 +590,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "training_curves.png" in html and "A_table1.html" in html
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
-    assert "A_figure4.png" in html and "A_claims.html" in html
+    assert "A_figure4.png" in html and "A_claims.html" in html and "central_claims.html" in html
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -20,8 +20,6 @@ import yaml
 from .core.files import InputError, require_file
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
-# An experiment's keys naming the experiment whose trained weights it starts from (`_warm_starts`).
-STARTS = ("warm_start", "init_from")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
@@ -45,8 +43,10 @@ class Experiment:
     average: dict           # checkpoint averaging, likewise
     resources: dict         # what its training job asks of the executor, likewise
     decode: dict            # decoding at the scale, with the experiment's own options over it
-    init: str | None = None  # the experiment whose averaged model this one warm-starts from
+    init: str | None = None  # the experiment whose averaged model this one starts from (`init_from`)
     same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
+    seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
+    replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -193,8 +193,9 @@ def experiments(config: dict) -> dict[str, Experiment]:
         for key in regime.get("train", {}):
             _known(key, scale["train"], f"scales.{config['scale']}.by_regime.{name}.train key")
     regimes = {name for s in config["scales"].values() for name in s.get("by_regime", {})}
+    specs = _seeded(config)
     out = {}
-    for name, exp in config["experiments"].items():
+    for name, exp in specs.items():
         _known(exp["task"], scale["tasks"], f"experiments.{name}.task")
         task = scale["tasks"][exp["task"]]
         _known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
@@ -206,29 +207,37 @@ def experiments(config: dict) -> dict[str, Experiment]:
             _known(exp["regime"], regimes, f"experiments.{name}.regime")
             own = scale["by_regime"].get(exp["regime"], {})
             regime = {key: {**regime.get(key, {}), **own.get(key, {})} for key in ("train", "average", "resources")}
+        train = {**scale["train"], **regime.get("train", {})}
+        seed = exp.get("seed", train.get("seed", 1))
         out[name] = Experiment(name=name, dataset=task["dataset"], src_lang=dataset["src"],
                                tgt_lang=dataset["tgt"], test=task["test"], variant=exp["model"],
                                model=model_options(config, exp["model"], f"experiments.{name}.model"),
-                               train={**scale["train"], **regime.get("train", {})},
+                               train={**train, "seed": seed}, seed=seed,
                                average={**scale["average"], **regime.get("average", {})},
                                resources={**scale["resources"], **regime.get("resources", {})},
-                               decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})})
+                               decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})},
+                               replicate_of=exp["replicate_of"])
         _enough_checkpoints(config, name, out[name])
-    _warm_starts(config, out)
+    _inits(config, specs, out)
     _shared_trainings(out)
     for table, spec in config["tables"].items():
         _known_scales(config, spec, f"tables.{table}.scales")
+        for i, cell in enumerate(spec["cells"]):
+            _known_scales(config, cell, f"tables.{table}.cells[{i}].scales")
     for table, spec in tables_at_scale(config).items():
         for i, cell in enumerate(spec["cells"]):
             _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
             baseline = cell.get("baseline", spec.get("baseline"))
             if baseline is not None:
                 _comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
+                seed_pairs(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
     for name, claim in config.get("claims", {}).items():
         _known(claim["experiment"], out, f"claims.{name}.experiment")
         _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
+        seed_pairs(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         _known_scales(config, claim, f"claims.{name}.scales")
     for name, spec in config.get("analyses", {}).items():
+        _known_scales(config, spec, f"analyses.{name}.scales")
         labels = [system["label"] for system in spec["systems"]]
         if len(set(labels)) != len(labels):
             raise InputError(f"config: analyses.{name}.systems: labels must be unique, got {labels}")
@@ -270,55 +279,123 @@ def _known_scales(config: dict, spec: dict, key: str) -> None:
 
 
 def tables_at_scale(config: dict) -> dict[str, dict]:
-    """The tables built at `config['scale']` (a table may compare models that exist at one scale only,
-    e.g. the warm-start protocol's scratch runs)."""
-    return {name: spec for name, spec in config["tables"].items() if at_scale(config, spec)}
+    """The tables built at `config['scale']`, each with the cells filled there (a table or a cell may
+    name the `scales` where its models exist: paper C's NPMT trains at paper scale only)."""
+    return {name: {**spec, "cells": [cell for cell in spec["cells"] if at_scale(config, cell)]}
+            for name, spec in config["tables"].items() if at_scale(config, spec)}
 
 
-def _warm_starts(config: dict, out: dict[str, Experiment]) -> None:
-    """The warm-start protocol, where the scale has `warm_start` (continuation settings): each
-    experiment named by another's `warm_start` or `init_from` trains from scratch as `<name>_scratch`;
-    it and every experiment that names it then continue from that model's average for the same number
-    of updates. So a variant (new sublayers initialised as its family does) and its control (the
-    baseline continued) see the same data, schedule and updates. Without the protocol `warm_start` is
-    ignored (paper A trains every model from scratch) and `init_from` starts the experiment from the
-    named one's trained weights with the scale's full recipe (paper B initialises its models from the
-    trained baseline)."""
-    scale_name = config["scale"]
-    protocol = config["scales"][scale_name].get("warm_start")
-    sources, inits = {}, {}
+def analyses_at_scale(config: dict) -> dict[str, dict]:
+    """The analyses built at `config['scale']` (an analysis' `scales`, as a table's)."""
+    return {name: spec for name, spec in config.get("analyses", {}).items() if at_scale(config, spec)}
+
+
+def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, list[str]]:
+    """What the central study builds at this scale: its `claims` (those marked `central`, comparable
+    here), and the non-diagnostic `tables` and the `analyses` whose every experiment and baseline is a
+    training those claims need already (same_as counts: paper D's Base is paper A's below paper scale),
+    so that they cost decoding and scoring, never a training more."""
+    claims = [name for name, claim in config.get("claims", {}).items() if claim.get("central") and at_scale(config, claim)]
+    trained = {_training(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
+
+    def covered(names) -> bool:
+        return all(_training(resolved, name) in trained for name in names)
+
+    tables = [name for name, spec in tables_at_scale(config).items() if spec["cells"] and not spec["diagnostic"]
+              and covered(name for cell in spec["cells"] for name in
+                          (cell["experiment"], cell.get("baseline", spec.get("baseline", cell["experiment"]))))]
+    analyses = [name for name, spec in analyses_at_scale(config).items()
+                if covered(name for system in spec["systems"] for name in
+                           (system["experiment"], system.get("baseline", system["experiment"])))]
+    return {"claims": claims, "tables": tables, "analyses": analyses}
+
+
+def _training(resolved: dict[str, Experiment], name: str) -> str:
+    """The experiment whose training `name` is (itself, or the one it is `same_as`)."""
+    return resolved[name].same_as or name
+
+
+def _seeded(config: dict) -> dict[str, dict]:
+    """The configured experiments with one entry a seed: an experiment naming `seeds: [1, 2, 3]` trains
+    once per seed (the seed sets initialisation, dropout and batch order), the first under its own name,
+    the others as `<name>_seed<N>`; the scale's `max_seeds` keeps the first N (paper scale: 1, as each
+    seed there costs GPU-days). Each entry records `replicate_of`, and `seed` where the
+    experiment names its seeds (else it trains with the scale's `train.seed`). A replicate of an
+    experiment that starts from another (`init_from`) starts from that one's replicate of the same seed."""
+    cap = config["scales"][config["scale"]].get("max_seeds")
+    default_seed = config["scales"][config["scale"]]["train"].get("seed", 1)
+    specs = {}
     for name, exp in config["experiments"].items():
-        keys = [key for key in STARTS if key in exp]
-        if not keys:
+        seeds = exp.get("seeds")
+        if seeds is None:
+            specs[name] = {**exp, "replicate_of": name}
             continue
-        if len(keys) > 1:
-            raise InputError(f"config: experiments.{name}: set `warm_start` or `init_from`, not both")
-        key, source = f"experiments.{name}.{keys[0]}", exp[keys[0]]
-        _known(source, out, key)
-        if any(start in config["experiments"][source] for start in STARTS):
-            raise InputError(f"config: {key} = {source!r} itself warm-starts; start from an experiment "
-                             "trained from scratch")
+        for i, seed in enumerate(seeds[:cap]):
+            replica = name if i == 0 else f"{name}_seed{seed}"
+            if replica in specs or (i and replica in config["experiments"]):
+                raise InputError(f"config: experiments.{replica}: the name is taken by seed {seed} of "
+                                 f"experiments.{name}.seeds; rename it")
+            specs[replica] = {key: value for key, value in exp.items() if key != "seeds"}
+            specs[replica].update(seed=seed, replicate_of=name)
+    for name, spec in specs.items():
+        if "init_from" not in spec:
+            continue
+        source = spec["init_from"]
+        _known(source, config["experiments"], f"experiments.{spec['replicate_of']}.init_from")
+        twins = {specs[n].get("seed", default_seed): n for n in specs if specs[n]["replicate_of"] == source}
+        seed = spec.get("seed", default_seed)
+        if seed not in twins:
+            raise InputError(f"config: experiments.{spec['replicate_of']}: its seed {seed} starts from "
+                             f"{source!r}, which trains no seed {seed} here (its seeds: {sorted(twins)}); "
+                             "give both the same `seeds`")
+        spec["init_from"] = twins[seed]
+    return specs
+
+
+def _inits(config: dict, specs: dict[str, dict], out: dict[str, Experiment]) -> None:
+    """Experiments that start from another's trained weights (`init_from`; paper B initialises its
+    models from its trained baseline) load that one's averaged model, then train the scale's
+    `continuation` (keys of `train` overridden: tiny continues 300 updates), or the full recipe again
+    where the scale sets none (paper scale, where the variant so trains twice as long as its baseline,
+    and each claim has a control that trains the baseline as long, `*_continued`)."""
+    scale_name = config["scale"]
+    continuation = config["scales"][scale_name].get("continuation", {})
+    for key in continuation:
+        _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.continuation key")
+    for name, spec in specs.items():
+        if "init_from" not in spec:
+            continue
+        key, source = f"experiments.{spec['replicate_of']}.init_from", spec["init_from"]
+        if "init_from" in specs[source]:
+            raise InputError(f"config: {key} = {specs[source]['replicate_of']!r} itself starts from another "
+                             "experiment; start from an experiment trained from scratch")
         if out[source].dataset != out[name].dataset:
             raise InputError(f"config: {key} = {source!r} trains on {out[source].dataset}, but {name!r} on "
-                             f"{out[name].dataset}: a warm start needs the same data and vocabulary")
+                             f"{out[name].dataset}: starting from it needs the same data and vocabulary")
         _contains(out[name].model, out[source].model, key)
-        sources.setdefault(source, []).append(name)
-        if keys[0] == "init_from":
-            inits[name] = source
-    if not protocol:
-        for name, source in inits.items():
-            out[name] = replace(out[name], init=source)
-        return
-    for key in protocol:
-        _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.warm_start key")
-    for source in sorted(sources):
-        scratch = f"{source}_scratch"
-        if scratch in out:
-            raise InputError(f"config: experiments.{scratch}: the name is taken by the warm-start protocol "
-                             f"(experiment {source!r} trained from scratch); rename it")
-        out[scratch] = replace(out[source], name=scratch)
-        for name in [source, *sources[source]]:
-            out[name] = replace(out[name], init=scratch, train={**out[name].train, **protocol})
+        out[name] = replace(out[name], init=source, train={**out[name].train, **continuation})
+
+
+def replicates(resolved: dict[str, Experiment]) -> dict[str, list[str]]:
+    """Each configured experiment -> its seed replicates (itself first), as `_seeded` named them."""
+    out = {}
+    for name, e in resolved.items():
+        out.setdefault(e.replicate_of, []).append(name)
+    return out
+
+
+def seed_pairs(resolved: dict[str, Experiment], experiment: str, baseline: str,
+               key: str = "baseline") -> list[tuple[str, str]]:
+    """(experiment replicate, baseline replicate) of each seed both train, in seed order: a comparison
+    pools the differences of same-seed pairs (`nmtrepro significance`). A variant with one seed against
+    a baseline with three is read on the seed they share."""
+    ours = {resolved[n].seed: n for n in replicates(resolved)[experiment]}
+    theirs = {resolved[n].seed: n for n in replicates(resolved)[baseline]}
+    shared = sorted(set(ours) & set(theirs))
+    if not shared:
+        raise InputError(f"config: {key} = {baseline!r} trains seeds {sorted(theirs)}, but {experiment!r} "
+                         f"seeds {sorted(ours)}: a paired comparison needs a seed in common")
+    return [(ours[seed], theirs[seed]) for seed in shared]
 
 
 def _shared_trainings(out: dict[str, Experiment]) -> None:
@@ -338,31 +415,40 @@ def _shared_trainings(out: dict[str, Experiment]) -> None:
             first[key] = name
 
 
-def protocol_note(config: dict) -> str:
-    """How this scale trains the models a table compares, for the notes under tables and claims."""
-    name = config["scale"]
-    scale = config["scales"][name]
-    train, protocol = scale["train"], scale.get("warm_start")
-    regimes = "".join(f"; {size} models {regime['train']['max_updates']}" for size, regime in scale["by_size"].items()
-                      if "max_updates" in regime.get("train", {}))
-    regimes += "".join(f"; experiments of regime {name} {regime['train']['max_updates']}"  # paper D's own
-                       for name, regime in scale["by_regime"].items() if "max_updates" in regime.get("train", {}))
-    batch = (f"one batch of up to {train['max_tokens']} tokens" if train["update_tokens"] <= train["max_tokens"]
-             else f"at least {train['update_tokens']} target tokens")
-    scratch = f"{train['max_updates']} updates of {batch}{regimes}"
-    if not protocol:
-        note = f"Protocol (scale `{name}`): every model trained from scratch, {scratch}, as the papers do"
-        if not any("init_from" in exp for exp in config["experiments"].values()):
-            return note + "."
-        return (note + ", except those that start from a trained baseline as paper B's do (`init_from`): they "
-                "load its averaged weights and train that long again, twice the baseline's training; so does the "
-                "baseline's continued twin (`*_continued`), against which each such claim is read a second time.")
-    settings = ", ".join(f"{key} {value}" for key, value in protocol.items())
-    return (f"Protocol (scale `{name}`): warm start. Each baseline trains from scratch ({scratch}); then the "
-            f"baseline itself (the control) and every variant that names it continue from its averaged weights "
-            f"with a fresh optimizer and schedule ({settings}). A variant's new sublayers start as its family "
-            f"initialises them, so variant and control see the same data and updates; a baseline row is the "
-            f"continued baseline.")
+def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
+    """How the rows of one table or claims page (experiments `names`) were trained at this scale, for the
+    note under it: from scratch with which recipe, or from which trained model for how many updates
+    more, grouped by recipe, and over which seeds."""
+    names = list(dict.fromkeys(names))
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(_recipe(resolved, name), []).append(name)
+    if len(groups) == 1:
+        body = f"every row {next(iter(groups))}"
+    else:
+        body = "; ".join(f"{how}: {', '.join(rows)}" for how, rows in groups.items())
+    note = f"Protocol (scale `{config['scale']}`): {body}."
+    if any(resolved[name].init for name in names):
+        note += (" A model started from a trained baseline (`init_from`, as paper B's) is read against that "
+                 "baseline continued as long as well (`*_continued`, the control).")
+    seeded = {name: [resolved[r].seed for r in replicates(resolved)[name]] for name in names}
+    seeded = {name: seeds for name, seeds in seeded.items() if len(seeds) > 1}
+    if seeded:
+        note += (" Seeds: " + "; ".join(f"{name} {', '.join(map(str, seeds))}" for name, seeds in seeded.items())
+                 + " (a row is the mean over its seeds; the rest one seed).")
+    return note
+
+
+def _recipe(resolved: dict[str, Experiment], name: str) -> str:
+    """One experiment's training in words: from scratch or from which model, how many updates of what."""
+    train = resolved[name].train
+    batch = (f"one batch of up to {train['max_tokens']:,} tokens" if train["update_tokens"] <= train["max_tokens"]
+             else f"at least {train['update_tokens']:,} target tokens")
+    recipe = f"{train['max_updates']:,} updates of {batch}"
+    init = resolved[name].init
+    if init is None:
+        return f"trained from scratch, {recipe}"
+    return f"started from the trained {resolved[init].replicate_of}, then {recipe} more"
 
 
 def _contains(variant: dict, source: dict, key: str) -> None:

@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import experiments, load, model_options, tables_at_scale, validate
+from .config import experiments, load, model_options, replicates, tables_at_scale, validate
 from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
@@ -208,9 +208,10 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
+    seeds = replicates(resolved)  # a cell's experiment -> its seed replicates
     tables = {}
     for table, spec in tables_at_scale(config).items():
-        cells = {trained_as(cell["experiment"]) for cell in spec["cells"]}
+        cells = {trained_as(name) for cell in spec["cells"] for name in seeds[cell["experiment"]]}
         names = sorted((cells | {trained_as(resolved[n].init) for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in cells}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}

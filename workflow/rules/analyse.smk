@@ -1,7 +1,7 @@
 # Analyses beyond corpus BLEU (config `analyses`), one rule file per kind under analyses/: each
 # measures per experiment under results/analyse/ and renders its paper figure or table under
 # results/report/<analysis>.*. A kind's file registers the report files it renders in ANALYSIS_OUTPUTS.
-ANALYSES = config.get("analyses", {})
+ANALYSES = analyses_at_scale(config)  # the analyses built at this scale (an analysis' `scales`)
 ANALYSIS_OUTPUTS = {}  # kind -> extensions of results/report/<analysis>.<ext>
 FIGURE, TABLE = ["png", "svg"], ["md", "html", "tex"]
 

@@ -4,9 +4,9 @@ import os
 import shlex
 from pathlib import Path
 
-from nmtrepro.config import (at_scale, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             merge_papers, model_options, protocol_note, tables_at_scale, validate,
-                             with_scale_data)
+from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
+                             dataset_files, experiments, merge_papers, model_options, protocol_note, replicates,
+                             seed_pairs, tables_at_scale, validate, with_scale_data)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -27,8 +27,12 @@ SCALE = config["scales"][config["scale"]]
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
 # ... and of those, the ones that also decode as it (paper C decodes one model greedily and by beam).
 SHARED_DECODES = [name for name, source in SHARED.items() if EXPERIMENTS[name].decode == EXPERIMENTS[source].decode]
-TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`)
-PROTOCOL_NOTE = protocol_note(config)  # how this scale trains what tables compare (scratch or warm start)
+TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`), with their cells there
+# Each configured experiment -> its seed replicates (itself first; `seeds`, config.py `_seeded`).
+REPLICATES = replicates(EXPERIMENTS)
+# What the central study builds (`claims.<name>.central`): its claims, and the tables and analyses that
+# its models fill; `snakemake` alone builds it where the scale's `target` is `central` (tiny).
+CENTRAL = central_study(config, EXPERIMENTS)
 PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
     f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
 ] + [f"{split}.src.bpe" for split in ("train", "valid")]
@@ -150,8 +154,14 @@ def test_input(experiment, kind):
 
 
 def significance_file(experiment, baseline):
-    """The paired bootstrap of an experiment against a baseline (rule significance)."""
+    """The paired bootstrap of an experiment against a baseline, pooled over the seeds both train (rule
+    significance)."""
     return f"results/analyse/significance/{experiment}.vs.{baseline}.json"
+
+
+def protocol(names):
+    """The note on how these experiments (a table's rows, a claims page's) were trained (config.py)."""
+    return protocol_note(config, EXPERIMENTS, names)
 
 
 def bleu_file(experiment):

@@ -66,20 +66,38 @@ rule bleu:
         "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
 
 
+def seed_pair_files(ext, side):
+    """Input function: the evaluate-stage `ext` file of each seed pair's system (side 0) or baseline
+    (side 1), in seed order (config.py `seed_pairs`)."""
+    return lambda w: [evaluated(pair[side], ext) for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)]
+
+
+def significance_args(wildcards, input):
+    """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
+    pairs = seed_pairs(EXPERIMENTS, wildcards.experiment, wildcards.baseline)
+    args = [a for i, (system, _) in enumerate(pairs)
+            for a in ("--hyp", input.hyp[i], "--hyp-tok", input.hyp_tok[i], "--base-hyp", input.base_hyp[i],
+                      "--base-hyp-tok", input.base_hyp_tok[i], "--seed", str(EXPERIMENTS[system].seed))]
+    args += [a for path in input.ref for a in ("--ref", path)]
+    return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])
+
+
+# A claim or table cell against its baseline, pooled over the seeds both train (`seeds`).
 rule significance:
     input:
-        hyp=lambda w: evaluated(w.experiment, "hyp"),
-        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
-        base_hyp=lambda w: evaluated(w.baseline, "hyp"),
-        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
-        ref=lambda w: test_input(w.experiment, "ref"),
-        ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
+        hyp=seed_pair_files("hyp", 0),
+        hyp_tok=seed_pair_files("hyp.tok", 0),
+        base_hyp=seed_pair_files("hyp", 1),
+        base_hyp_tok=seed_pair_files("hyp.tok", 1),
+        ref=lambda w: test_refs(w.experiment, "ref"),          # every reference (NIST: four)
+        ref_tok=lambda w: test_refs(w.experiment, "ref.tok"),
     output:
         "results/analyse/significance/{experiment}.vs.{baseline}.json",
     log:
         "results/logs/analyse/significance.{experiment}.vs.{baseline}.log",
     wildcard_constraints:
         baseline="|".join(EXPERIMENTS) or "^$",
+    params:
+        args=significance_args,
     shell:
-        "nmtrepro significance --hyp {input.hyp} --hyp-tok {input.hyp_tok} --base-hyp {input.base_hyp} "
-        "--base-hyp-tok {input.base_hyp_tok} --ref {input.ref} --ref-tok {input.ref_tok} --out {output} 2> {log}"
+        "nmtrepro significance {params.args} --out {output} 2> {log}"

@@ -1,5 +1,7 @@
 def table_cells(wildcards):
-    return {f"cell{i}": bleu_file(c["experiment"]) for i, c in enumerate(TABLES[wildcards.table]["cells"])}
+    """Each cell's BLEU files, one a seed replicate of its experiment."""
+    return {f"cell{i}": [bleu_file(name) for name in REPLICATES[c["experiment"]]]
+            for i, c in enumerate(TABLES[wildcards.table]["cells"])}
 
 
 def cell_baseline(table, cell):
@@ -16,7 +18,7 @@ def table_cell_args(wildcards, input):
     args = []
     for i, cell in enumerate(TABLES[wildcards.table]["cells"]):
         e = EXPERIMENTS[cell["experiment"]]
-        args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={input[f'cell{i}']}"]
+        args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={','.join(input[f'cell{i}'])}"]
         args += ["--test-set", f"{e.name}={e.dataset}/{e.test}"]
         if f"sig{i}" in input.keys():
             args += ["--significance", f"{e.name}={cell_baseline(wildcards.table, cell)}={input[f'sig{i}']}"]
@@ -63,7 +65,8 @@ rule table:
         columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
         tagger=lambda w, input: shlex.join(a for path in input.pos_stats for a in ("--pos-stats", path)),
-        notes=lambda w: shlex.join(a for n in [PROTOCOL_NOTE, TABLES[w.table].get("note")] if n for a in ("--note", n)),
+        notes=lambda w: shlex.join(a for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]),
+                                               TABLES[w.table].get("note")] if n for a in ("--note", n)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
         "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} {params.tagger} "
@@ -71,48 +74,89 @@ rule table:
         "--out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
+def replicates_of(names):
+    """These experiments' seed replicates, each once, in order."""
+    return list(dict.fromkeys(replica for name in names for replica in REPLICATES[name]))
+
+
+def compared(claims):
+    """The experiments and baselines of these claims."""
+    return [config["claims"][claim][key] for claim in claims for key in ("experiment", "baseline")]
+
+
+# The training curves of the experiments that this scale's tables, analyses and claims read (the `tables`
+# target; an experiment none reads, e.g. NPMT below paper scale, is not trained), and of the central
+# study's alone.
+CURVES = {"training_curves": replicates_of(
+              [c[key] for spec in TABLES.values() for c in spec["cells"] for key in ("experiment", "baseline") if key in c]
+              + [spec["baseline"] for spec in TABLES.values() if "baseline" in spec]
+              + [s[key] for spec in ANALYSES.values() for s in spec["systems"] for key in ("experiment", "baseline") if key in s]
+              + compared(name for name, claim in config["claims"].items() if at_scale(config, claim))),
+          "central_training_curves": replicates_of(compared(CENTRAL["claims"]))}
+
+
 rule plot_curves:
     input:
-        expand("results/train/{experiment}/curve.tsv", experiment=EXPERIMENTS),
+        lambda w: expand("results/train/{experiment}/curve.tsv", experiment=CURVES[w.curves]),
     output:
-        report("results/report/training_curves.png", caption="../report/curves.rst", category="Training"),
+        report("results/report/{curves}.png", caption="../report/curves.rst", category="Training"),
     log:
-        "results/logs/report/training_curves.log",
+        "results/logs/report/{curves}.log",
+    wildcard_constraints:
+        curves="|".join(CURVES),
     params:
-        curves=lambda w, input: " ".join(f"--curve {e}={path}" for e, path in zip(EXPERIMENTS, input)),
+        curves=lambda w, input: " ".join(f"--curve {e}={path}" for e, path in zip(CURVES[w.curves], input)),
     shell:
         "nmtrepro plot-curves {params.curves} --out {output} 2> {log}"
 
 
-def claim_args(wildcards, input):
-    """--claim PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT per claim of the paper (nmtrepro claims)."""
+def claim_args(names, input):
+    """--claim PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON|-=TEXT per claim (nmtrepro claims): a claim
+    not comparable at this scale is listed, unmeasured."""
     args = []
-    for name in PAPERS[wildcards.paper]["claims"]:
+    for name in names:
         claim = config["claims"][name]
-        comparable = "yes" if at_scale(config, claim) else "no"
+        comparable = at_scale(config, claim)
         says = f":{claim['paper_says']}" if "paper_says" in claim else ""
-        args += ["--claim", f"{claim['paper_delta']}{says}={claim['metric']}={comparable}="
-                            f"{input[name]}={claim['claim']}"]
+        args += ["--claim", f"{claim['paper_delta']}{says}={claim['metric']}={'yes' if comparable else 'no'}="
+                            f"{input[name] if comparable else '-'}={claim['claim']}"]
     return shlex.join(args)
+
+
+def claim_significance(names):
+    """The pooled paired bootstrap of each of these claims comparable at this scale."""
+    return {name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
+            for name in names if at_scale(config, config["claims"][name])}
+
+
+def claims_protocol(names):
+    """The protocol note of the experiments these claims compare."""
+    return protocol(compared(n for n in names if at_scale(config, config["claims"][n])))
+
+
+# Each paper's claims page, and the central claims of all four on one page, which the report opens with.
+CLAIMS_PAGES = {f"{paper}_claims": owned["claims"] for paper, owned in PAPERS.items() if owned["claims"]}
+CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
 
 
 rule claims:
     input:
-        unpack(lambda w: {name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
-                          for name in PAPERS[w.paper]["claims"]}),
+        unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
     output:
-        md="results/report/{paper}_claims.md",
-        html=report("results/report/{paper}_claims.html", caption="../report/claims.rst", category="Claims",
-                    labels={"paper": "{paper}"}),
+        md="results/report/{page}.md",
+        html=report("results/report/{page}.html", caption="../report/claims.rst", category="Claims",
+                    labels={"page": "{page}"}),
     log:
-        "results/logs/report/{paper}_claims.log",
+        "results/logs/report/{page}.log",
     wildcard_constraints:
-        paper="|".join(PAPERS) or "^$",
+        page="|".join(CLAIMS_PAGES) or "^$",
     params:
-        claims=claim_args,
-        protocol=PROTOCOL_NOTE,
+        title=lambda w: ("The central claims of papers A-D beside this run" if w.page == "central_claims"
+                         else f"Paper {w.page.removesuffix('_claims')}: claims beside this run"),
+        claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
+        protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title 'Paper {wildcards.paper}: claims beside this run' {params.claims} "
+        "nmtrepro claims --title {params.title:q} {params.claims} "
         "--note {params.protocol:q} --out-md {output.md} --out-html {output.html} 2> {log}"
 
 
@@ -131,8 +175,33 @@ def paper_tables(names, diagnostic=False):
     return [name for name in names if name in TABLES and TABLES[name]["diagnostic"] == diagnostic]
 
 
+def central_outputs():
+    """The central study: the central claims page, the tables and analyses its models fill, their curves."""
+    if not CENTRAL["claims"]:
+        return []
+    return (expand("results/report/{page}.{ext}", page="central_claims", ext=("md", "html"))
+            + report_files(CENTRAL["tables"], CENTRAL["analyses"]) + ["results/report/central_training_curves.png"])
+
+
 def all_outputs():
-    return report_files(paper_tables(TABLES), ANALYSES, PAPERS) + ["results/report/training_curves.png"]
+    """Every table, analysis and claims page at this scale, and the central study."""
+    return (report_files(paper_tables(TABLES), ANALYSES, PAPERS) + ["results/report/training_curves.png"]
+            + central_outputs())
+
+
+def default_outputs():
+    """What `snakemake` without a target builds: the scale's `target` (tiny: the central study)."""
+    return central_outputs() if SCALE["target"] == "central" else all_outputs()
+
+
+rule central:
+    input:
+        central_outputs(),
+
+
+rule tables:
+    input:
+        all_outputs(),
 
 
 # One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures;
@@ -143,7 +212,7 @@ for _paper, _owned in PAPERS.items():
         name:
             f"paper_{_paper}"
         input:
-            report_files(paper_tables(_owned["tables"]), _owned["analyses"], [_paper]),
+            report_files(paper_tables(_owned["tables"]), [a for a in _owned["analyses"] if a in ANALYSES], [_paper]),
 
     rule:
         name:

@@ -17,7 +17,7 @@ from ..core.files import InputError, read_json, require_file
 from .papers import read_paper_numbers
 from .render import save_figure, write_table
 
-TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "Δ",
+TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
                  "our test set", "signature", "baseline", "vs baseline", "p", "95% CI", "mark"]
 METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
@@ -28,19 +28,20 @@ CURVE_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
 
 @dataclass(frozen=True)
 class Cell:
-    """One measured table cell: which experiment fills (row, column), and its BLEU JSON."""
+    """One measured table cell: which experiment fills (row, column), and the BLEU JSON of each of its
+    seeds (one a seed replicate, in seed order; the cell shows their mean)."""
     experiment: str
     row: str
     column: str
-    path: str
+    paths: tuple[str, ...]
 
 
 def parse_cell(spec: str) -> Cell:
-    """Parse EXPERIMENT=ROW=COLUMN=PATH (the path may itself contain '=')."""
+    """Parse EXPERIMENT=ROW=COLUMN=PATH[,PATH...] (a path per seed; the last may itself contain '=')."""
     parts = spec.split("=", 3)
     if len(parts) != 4 or not all(parts):
-        raise InputError(f"--cell wants EXPERIMENT=ROW=COLUMN=PATH, got {spec!r}")
-    return Cell(*parts)
+        raise InputError(f"--cell wants EXPERIMENT=ROW=COLUMN=PATH[,PATH...], got {spec!r}")
+    return Cell(*parts[:3], tuple(parts[3].split(",")))
 
 
 def parse_pairs(specs: list[str], option: str) -> dict[str, str]:
@@ -98,6 +99,7 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
 
     `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
     row then carries p, the 95% CI and the paper's mark (style `marks`) for a significant improvement.
+    A cell of several seeds shows their mean, and each seed's score beside it.
     Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
     those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
     """
@@ -128,8 +130,8 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
     rows = []
     for entry in paper.itertuples(index=False):
         cell = by_cell.get((entry.row, entry.column))
-        measured = read_score(cell.path, metric) if cell else None
-        ours = round(measured["score"], 2) if measured else float("nan")
+        measured = [read_score(path, metric) for path in cell.paths] if cell else []
+        ours = round(sum(m["score"] for m in measured) / len(measured), 2) if measured else float("nan")
         sig = read_significance(significance[cell.experiment], metric) \
             if cell and cell.experiment in significance else None
         rows.append({
@@ -139,13 +141,14 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "paper BLEU": entry.value,
             "paper note": entry.note,
             "ours": ours,
+            "per seed": " / ".join(f"{m['score']:.2f}" for m in measured) if len(measured) > 1 else "",
             "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
             "our test set": test_sets.get(cell.experiment, "") if cell else "",
-            "signature": measured["signature"] if measured else "",
+            "signature": measured[0]["signature"] if measured else "",
             "baseline": baselines.get(cell.experiment, "") if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
             "p": sig["p_value"] if sig else float("nan"),
-            "95% CI": f"{sig['ci_low']:.2f}–{sig['ci_high']:.2f}" if sig else "",
+            "95% CI": f"{sig['delta_low']:+.2f} to {sig['delta_high']:+.2f}" if sig else "",
             "mark": mark(sig["score"], sig["baseline"], sig["p_value"], marks) if sig else "",
         })
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
@@ -232,8 +235,8 @@ def add_arguments_table(parser) -> None:
     parser.add_argument("--title", required=True)
     parser.add_argument("--paper-numbers", required=True, help="TSV: row, column, value, note")
     parser.add_argument("--metric", required=True, choices=sorted(METRICS), help="key of the BLEU JSON")
-    parser.add_argument("--cell", action="append", default=[], metavar="EXPERIMENT=ROW=COLUMN=PATH",
-                        help="a measured cell and its BLEU JSON (repeat)")
+    parser.add_argument("--cell", action="append", default=[], metavar="EXPERIMENT=ROW=COLUMN=PATH[,PATH...]",
+                        help="a measured cell and the BLEU JSON of each of its seeds (repeat)")
     parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
                         help="the test set an experiment was scored on, shown in its row (repeat)")
     parser.add_argument("--scale", help="the configured scale, named in the note under the table")
@@ -264,9 +267,11 @@ def run_table(args) -> None:
     if significance:
         from ..evaluation.significance import MARK_STYLES
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
-        note += (f" Significance: paired bootstrap resampling (sacreBLEU, 1000 resamples) against the row's "
-                 f"baseline; 'vs baseline' = ours − baseline, p the chance of a difference this large by "
-                 f"luck (either sign); {levels} for an improvement; 95% CI of ours over the resamples.")
+        note += (f" Significance: paired bootstrap resampling (sacreBLEU's statistics, 1000 resamples of the "
+                 f"test sentences and of the seed pairs the row shares with its baseline) against the row's "
+                 f"baseline; 'vs baseline' = ours − baseline (means over those seeds), p the chance of a "
+                 f"difference this large by luck (either sign); {levels} for an improvement; 95% CI of the "
+                 f"difference over the resamples. 'per seed': each seed's score where a row has several.")
     if args.parser_stats:
         note += " " + parser_note(args.parser_stats)
     if args.pos_stats:
