@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             load, merge_papers, protocol_note, replicates, seed_pairs, validate)
+                             load, merge_papers, protocol_note, replicates, seed_pairs, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -269,6 +269,7 @@ def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
     (lambda c: c["claims"]["mean"].update(baseline="base_en_fr"), "claims.mean.baseline"),
     (lambda c: c["tables"]["A_tiny_gap"].update(scales=["tinny"]), "tables.A_tiny_gap.scales"),
     (lambda c: c["tables"]["C_table1"]["cells"][2].update(scales=["papr"]), r"tables.C_table1.cells\[2\].scales"),
+    (lambda c: c["scales"]["tiny"].update(leave_out=["D_figure9"]), "scales.tiny.leave_out = 'D_figure9'"),
 ])
 def test_bad_starts_seeds_and_claims_are_named(edit, message):
     config = repo_config()
@@ -392,6 +393,17 @@ def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_ta
         "ll_reorder_greedy_de_en")}
     assert "results/report/central_claims.md" in texts[False] and "A_table1" not in texts[False]
     assert "results/report/A_table1.md" in texts[True] and "results/train/npmt" not in texts[True]
+
+
+def test_smoke_leaves_out_the_heads_sweep_that_paper_scale_builds():
+    """smoke runs the paper scale's study but leaves out paper D's Fig. 3 sweep (15 more trainings of one
+    family through rules the other tables run); NPMT's rows exist at both, not below."""
+    config = repo_config()
+    validate(config, SCHEMA)
+    smoke, paper, tiny = (tables_at_scale({**config, "scale": scale}) for scale in ("smoke", "paper", "tiny"))
+    assert "D_figure3_paper" in paper and "D_figure3_paper" not in smoke and set(paper) - set(smoke) == {"D_figure3_paper"}
+    npmt = lambda tables: [c["experiment"] for c in tables["C_table1"]["cells"] if c["experiment"].startswith("npmt")]
+    assert npmt(smoke) == npmt(paper) == ["npmt_greedy_de_en", "npmt_beam_de_en", "npmt_lm_beam_de_en"] and not npmt(tiny)
 
 
 def test_a_diagnostic_table_is_built_by_its_own_target_at_its_scales_only(tmp_path):

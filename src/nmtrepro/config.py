@@ -10,6 +10,7 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -167,17 +168,25 @@ def model_options(config: dict, variant: str, key: str) -> dict:
 
 
 def _buildable(variant: str, options: dict) -> None:
-    """Build the model on the meta device (no memory, no time), so that values its family refuses
-    (a glance it does not know, d_model not divisible by heads) fail the dry run, not the training job."""
+    """Build the model on the meta device (no memory), so that values its family refuses (a glance it
+    does not know, d_model not divisible by heads) fail the dry run, not the training job."""
+    try:
+        _meta_weights(json.dumps(options, sort_keys=True))
+    except ValueError as err:
+        raise InputError(f"config: models.{variant}: {err}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _meta_weights(options: str) -> dict:
+    """The state dict of the model that these options (JSON) build, on the meta device. Cached: seed
+    replicates, shared trainings and every dry run resolve the same few dozen models over and over, and a
+    build costs ~40 ms of Python."""
     import torch
 
     from .models import build_model
 
-    try:
-        with torch.device("meta"):
-            build_model({**options, "src_vocab": 8, "tgt_vocab": 8})
-    except ValueError as err:
-        raise InputError(f"config: models.{variant}: {err}") from None
+    with torch.device("meta"):
+        return build_model({**json.loads(options), "src_vocab": 8, "tgt_vocab": 8}).state_dict()
 
 
 def experiments(config: dict) -> dict[str, Experiment]:
@@ -193,6 +202,8 @@ def experiments(config: dict) -> dict[str, Experiment]:
         for key in regime.get("train", {}):
             _known(key, scale["train"], f"scales.{config['scale']}.by_regime.{name}.train key")
     regimes = {name for s in config["scales"].values() for name in s.get("by_regime", {})}
+    for name in scale.get("leave_out", []):
+        _known(name, {**config["tables"], **config.get("analyses", {})}, f"scales.{config['scale']}.leave_out")
     specs = _seeded(config)
     out = {}
     for name, exp in specs.items():
@@ -281,13 +292,16 @@ def _known_scales(config: dict, spec: dict, key: str) -> None:
 def tables_at_scale(config: dict) -> dict[str, dict]:
     """The tables built at `config['scale']`, each with the cells filled there (a table or a cell may
     name the `scales` where its models exist: paper C's NPMT trains at paper scale only)."""
+    left_out = config["scales"][config["scale"]].get("leave_out", [])
     return {name: {**spec, "cells": [cell for cell in spec["cells"] if at_scale(config, cell)]}
-            for name, spec in config["tables"].items() if at_scale(config, spec)}
+            for name, spec in config["tables"].items() if at_scale(config, spec) and name not in left_out}
 
 
 def analyses_at_scale(config: dict) -> dict[str, dict]:
-    """The analyses built at `config['scale']` (an analysis' `scales`, as a table's)."""
-    return {name: spec for name, spec in config.get("analyses", {}).items() if at_scale(config, spec)}
+    """The analyses built at `config['scale']` (an analysis' `scales`, as a table's; the scale's `leave_out`)."""
+    left_out = config["scales"][config["scale"]].get("leave_out", [])
+    return {name: spec for name, spec in config.get("analyses", {}).items()
+            if at_scale(config, spec) and name not in left_out}
 
 
 def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, list[str]]:
@@ -453,13 +467,9 @@ def _recipe(resolved: dict[str, Experiment], name: str) -> str:
 
 def _contains(variant: dict, source: dict, key: str) -> None:
     """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
-    import torch
+    from .models import warm_start_mismatch
 
-    from .models import build_model, warm_start_mismatch
-
-    with torch.device("meta"):
-        own, theirs = (build_model({**options, "src_vocab": 8, "tgt_vocab": 8}).state_dict()
-                       for options in (variant, source))
+    own, theirs = (_meta_weights(json.dumps(options, sort_keys=True)) for options in (variant, source))
     mismatch = warm_start_mismatch(own, theirs)
     if mismatch:
         raise InputError(f"config: {key}: the {variant['family']} model lacks or shapes differently a weight "

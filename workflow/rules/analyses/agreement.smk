@@ -51,7 +51,7 @@ rule plot_agreement:
     input:
         unpack(system_inputs(lambda a, s: f"results/analyse/{s['experiment']}/contrastive.json")),
     output:
-        **report_outputs("Analyses", "../../report/agreement.rst", FIGURE),
+        **report_outputs("Subject-verb agreement", "../../report/agreement.rst", FIGURE),
     log:
         "results/logs/report/{analysis}.log",
     wildcard_constraints:
