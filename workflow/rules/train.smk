@@ -12,7 +12,8 @@
 # rule's constant in Snakemake, so they stay the scale's.
 # The models others start from train first: on a few cores the scheduler would otherwise fill them with
 # short continuations and leave a long baseline (and everything waiting on it) for the end.
-STARTED_FROM = {e.init for e in EXPERIMENTS.values() if e.init}
+# (The training job of a model others start from: paper B's baseline is paper A's training below paper scale.)
+STARTED_FROM = {EXPERIMENTS[e.init].same_as or e.init for e in EXPERIMENTS.values() if e.init}
 
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
