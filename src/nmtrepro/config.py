@@ -310,10 +310,10 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     training those claims need already (same_as counts: paper D's Base is paper A's below paper scale),
     so that they cost decoding and scoring, never a training more."""
     claims = [name for name, claim in config.get("claims", {}).items() if claim.get("central") and at_scale(config, claim)]
-    trained = {_training(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
+    trained = {training_of(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
 
     def covered(names) -> bool:
-        return all(_training(resolved, name) in trained for name in names)
+        return all(training_of(resolved, name) in trained for name in names)
 
     tables = [name for name, spec in tables_at_scale(config).items() if spec["cells"] and not spec["diagnostic"]
               and covered(name for cell in spec["cells"] for name in
@@ -324,8 +324,8 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     return {"claims": claims, "tables": tables, "analyses": analyses}
 
 
-def _training(resolved: dict[str, Experiment], name: str) -> str:
-    """The experiment whose training `name` is (itself, or the one it is `same_as`)."""
+def training_of(resolved: dict[str, Experiment], name: str) -> str:
+    """The experiment whose training job makes `name`'s model (itself, or the one it is `same_as`)."""
     return resolved[name].same_as or name
 
 

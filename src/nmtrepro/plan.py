@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import experiments, load, model_options, replicates, tables_at_scale, validate
+from .config import experiments, load, model_options, replicates, tables_at_scale, training_of, validate
 from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
@@ -189,9 +189,6 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     resolved = experiments(config)
     speedup = speedup or {}
 
-    def trained_as(name: str) -> str:  # the experiment whose training job makes this one's model
-        return resolved[name].same_as or name
-
     jobs = {}
     for name in sorted(pending):
         size = config["models"][resolved[name].variant].get("size")
@@ -211,8 +208,8 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
     seeds = replicates(resolved)  # a cell's experiment -> its seed replicates
     tables = {}
     for table, spec in tables_at_scale(config).items():
-        cells = {trained_as(name) for cell in spec["cells"] for name in seeds[cell["experiment"]]}
-        names = sorted((cells | {trained_as(resolved[n].init) for n in cells if resolved[n].init}) & set(jobs))
+        cells = {training_of(resolved, name) for cell in spec["cells"] for name in seeds[cell["experiment"]]}
+        names = sorted((cells | {training_of(resolved, resolved[n].init) for n in cells if resolved[n].init}) & set(jobs))
         datasets = {resolved[n].dataset for n in cells}
         needed = {r for d in datasets for r in config["datasets"][d].get("downloads", []) if r in downloads}
         gpu_hours = sum(jobs[n]["gpu_hours"] or 0 for n in names)

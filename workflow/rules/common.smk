@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
                              dataset_files, experiments, merge_papers, model_options, protocol_note, replicates,
-                             seed_pairs, tables_at_scale, validate, with_scale_data)
+                             seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
 from nmtrepro.core.files import InputError
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.

@@ -13,7 +13,7 @@
 # The models others start from train first: on a few cores the scheduler would otherwise fill them with
 # short continuations and leave a long baseline (and everything waiting on it) for the end.
 # (The training job of a model others start from: paper B's baseline is paper A's training below paper scale.)
-STARTED_FROM = {EXPERIMENTS[e.init].same_as or e.init for e in EXPERIMENTS.values() if e.init}
+STARTED_FROM = {training_of(EXPERIMENTS, e.init) for e in EXPERIMENTS.values() if e.init}
 
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
