@@ -19,25 +19,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmtrepro.config import central_study, experiments, load, replicates, validate
+from nmtrepro.config import Experiment, central_study, experiments, load, replicates, training_of, validate
 
 
-def trainings(config: dict) -> dict[str, int]:
+def trainings(config: dict, resolved: dict[str, Experiment]) -> dict[str, int]:
     """The central study's distinct trainings (one seed each) -> how many seeds each trains."""
-    resolved = experiments(config)
     seeds = replicates(resolved)
     names = {config["claims"][claim][key] for claim in central_study(config, resolved)["claims"]
              for key in ("experiment", "baseline")}
     out = {}
     for name in sorted(names):
-        first = resolved[name].same_as or name
+        first = training_of(resolved, name)
         out[first] = max(out.get(first, 0), len(seeds[name]))
     return out
 
 
-def inputs(config: dict, names) -> list[str]:
+def inputs(resolved: dict[str, Experiment], names) -> list[str]:
     """The prepared data and annotations these trainings read (Snakemake makes them)."""
-    resolved = experiments(config)
     files = set()
     for name in names:
         e = resolved[name]
@@ -47,9 +45,8 @@ def inputs(config: dict, names) -> list[str]:
     return sorted(files)
 
 
-def time_pair(config: dict, pair, updates: int, work: Path) -> dict[str, float]:
+def time_pair(resolved: dict[str, Experiment], pair, updates: int, work: Path) -> dict[str, float]:
     """Seconds an update of each experiment of `pair`, trained side by side."""
-    resolved = experiments(config)
     running = {}
     for name in pair:
         e = resolved[name]
@@ -74,15 +71,15 @@ def main() -> None:
     args = parser.parse_args()
     config, _ = load("config.yaml", ["scale=tiny"])
     validate(config, "workflow/schemas/config.schema.yaml")
-    seeds = trainings(config)
-    subprocess.run([sys.executable, "-m", "snakemake", *inputs(config, seeds), "--cores", "2", "--quiet", "all"],
-                   check=True)
     resolved = experiments(config)
+    seeds = trainings(config, resolved)
+    subprocess.run([sys.executable, "-m", "snakemake", *inputs(resolved, seeds), "--cores", "2", "--quiet", "all"],
+                   check=True)
     names = list(seeds)
     per_update = {}
     with tempfile.TemporaryDirectory() as work:
         for i in range(0, len(names), 2):
-            per_update.update(time_pair(config, names[i:i + 2], args.updates, Path(work)))
+            per_update.update(time_pair(resolved, names[i:i + 2], args.updates, Path(work)))
     total = 0.0
     print(f"{'training':32} {'s/update':>8} {'updates':>8} {'seeds':>5} {'core-min':>8}")
     for name in names:
