@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -9,16 +10,17 @@ import time
 import pytest
 
 from nmtrepro.core.files import InputError
-from nmtrepro.core.gpus import claim, visible_devices
+from nmtrepro.core.gpus import claim, try_claim, visible_devices
 
 
-def with_gpus(tmp_path, n: int, name: str, env: dict) -> subprocess.Popen:
+def with_gpus(tmp_path, n: int, name: str, env: dict, slots: int = 1) -> subprocess.Popen:
     """`nmtrepro with-gpus n` running a shell that writes the devices it sees to <name>.seen and then
     holds them until <name>.done exists."""
     script = f'echo "$CUDA_VISIBLE_DEVICES" > {name}.seen; while [ ! -e {name}.done ]; do sleep 0.05; done'
     return subprocess.Popen([sys.executable, "-m", "nmtrepro.cli", "with-gpus", "--lock-dir", str(tmp_path / "locks"),
-                             "--poll-seconds", "0.05", str(n), "--", "sh", "-c", script],
-                            cwd=tmp_path, env={**os.environ, **env}, stderr=subprocess.PIPE, text=True)
+                             "--poll-seconds", "0.05", "--slots", str(slots), str(n), "--", "sh", "-c", script],
+                            cwd=tmp_path, env={**os.environ, **env}, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def seen(tmp_path, name: str, timeout: float = 30.0) -> list[str]:
@@ -53,6 +55,46 @@ def test_concurrent_claims_get_disjoint_devices_and_a_third_waits_for_a_release(
     assert set(seen(tmp_path, "third")) < set(a)
     finish(tmp_path, "second", second)
     finish(tmp_path, "third", third)
+
+
+def test_a_shared_device_runs_as_many_jobs_as_it_has_slots_and_the_next_waits(tmp_path, four_gpus):
+    one_gpu = {"CUDA_VISIBLE_DEVICES": "0"}
+    jobs = {f"job{i}": with_gpus(tmp_path, 1, f"job{i}", one_gpu, slots=3) for i in range(3)}
+    assert all(seen(tmp_path, name) == ["0"] for name in jobs)
+    waiting = with_gpus(tmp_path, 1, "fourth", one_gpu, slots=3)
+    time.sleep(1.0)
+    assert not (tmp_path / "fourth.seen").exists(), "a fourth job started on a device of three slots"
+    finish(tmp_path, "job1", jobs.pop("job1"))
+    assert seen(tmp_path, "fourth") == ["0"]
+    for name, proc in {**jobs, "fourth": waiting}.items():
+        finish(tmp_path, name, proc)
+
+
+def test_a_killed_job_frees_its_slot(tmp_path, four_gpus):
+    one_gpu = {"CUDA_VISIBLE_DEVICES": "0"}
+    holders = [with_gpus(tmp_path, 1, f"holder{i}", one_gpu, slots=2) for i in range(2)]
+    for i in range(2):
+        seen(tmp_path, f"holder{i}")
+    waiting = with_gpus(tmp_path, 1, "next", one_gpu, slots=2)
+    time.sleep(0.5)
+    assert not (tmp_path / "next.seen").exists()
+    os.killpg(holders[0].pid, signal.SIGKILL)  # the job and its shell's children, as a killed Snakemake job
+    holders[0].wait(timeout=30)
+    assert seen(tmp_path, "next") == ["0"]
+    finish(tmp_path, "holder1", holders[1])
+    finish(tmp_path, "next", waiting)
+
+
+def test_a_slot_counts_as_free_only_while_its_device_has_the_memory(tmp_path):
+    free = {"0": 1000, "1": 30000}
+    devices, fds = claim(1, ["0", "1"], tmp_path, slots=8, free_mb=20000, free_of=free.get)
+    assert devices == ["1"], "the job went to the device without the memory it needs"
+    assert try_claim(1, ["0"], tmp_path, slots=8, free_mb=20000, free_of=free.get) is None
+    free["0"] = 25000  # another job ended
+    again, more = claim(1, ["0"], tmp_path, slots=8, free_mb=20000, free_of=free.get)
+    assert again == ["0"]
+    for fd in fds + more:
+        os.close(fd)
 
 
 def test_claims_pick_from_the_visible_devices_only(tmp_path, monkeypatch):

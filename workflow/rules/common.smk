@@ -8,6 +8,7 @@ from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_a
                              dataset_files, experiments, merge_papers, model_options, protocol_note, replicates,
                              seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
 from nmtrepro.core.files import InputError
+from nmtrepro.core.gpus import count_visible
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
 ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("*.smk"))
@@ -55,12 +56,26 @@ def of_shared(pattern):
     return lambda w: pattern.format(**dict(w.items(), experiment=SHARED[w.experiment]))
 
 
+# Jobs one GPU runs at once (`jobs_per_gpu`; the gpu scale: 8). Snakemake counts slots: unless the
+# command line gives a `gpu` limit, the workflow sets it to the visible GPUs times the slots, so
+# `snakemake --cores all` keeps one card full without a profile; decoding then takes a slot too.
+JOBS_PER_GPU = SCALE["jobs_per_gpu"]
+if JOBS_PER_GPU > 1 and "gpu" not in workflow.global_resources:
+    workflow.register_resource("gpu", max(1, count_visible()) * JOBS_PER_GPU)
+DECODE_GPUS = 1 if JOBS_PER_GPU > 1 else 0  # a profile's set-resources gives decode a GPU elsewhere
+
+
 def on_gpus(wildcards, resources):
     """`nmtrepro with-gpus N --` ahead of a job that asks for N >= 1 GPUs (config or a profile's
-    set-resources): run locally, it claims N devices no other job holds (Snakemake only counts them);
-    under SLURM the allocation has pinned them already and it only runs the command."""
+    set-resources): run locally, it claims a slot on N devices that no other job holds beyond their
+    slots (Snakemake only counts them); under SLURM the allocation has pinned them already and it only
+    runs the command."""
     gpus = int(resources.get("gpu", 0))
-    return f"nmtrepro with-gpus {gpus} -- " if gpus else ""
+    if not gpus:
+        return ""
+    sharing = (f"--slots {JOBS_PER_GPU} --free-mb {SCALE['gpu_free_mb']} --poll-seconds 2 "
+               if JOBS_PER_GPU > 1 else "")
+    return f"nmtrepro with-gpus {sharing}{gpus} -- "
 
 
 def link_commands(wildcards, input, output):

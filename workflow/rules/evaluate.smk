@@ -14,9 +14,11 @@ rule decode:
         tgt=lambda w: exp(w).tgt_lang,
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
-        on_gpus=on_gpus,  # a profile's `gpu` for decode: that many devices of its own
+        on_gpus=on_gpus,  # a slot of a shared GPU (jobs_per_gpu), or a profile's `gpu`: devices of its own
     threads: SCALE["train"].get("threads") or 1
     priority: 10
+    resources:
+        gpu=DECODE_GPUS,
     shell:
         "{params.on_gpus}nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "

@@ -10,10 +10,18 @@
 # models (`SHARED`).
 # Resources per experiment: the scale's, with its model size's `by_size` over them; retries are a
 # rule's constant in Snakemake, so they stay the scale's.
-# The models others start from train first: on a few cores the scheduler would otherwise fill them with
-# short continuations and leave a long baseline (and everything waiting on it) for the end.
+# The longest trainings (a size's `priority`) and the models others start from train first: on a few
+# cores (or slots of a GPU) the scheduler would otherwise fill them with short continuations and leave
+# a long baseline (and everything waiting on it) for the end.
 # (The training job of a model others start from: paper B's baseline is paper A's training below paper scale.)
 STARTED_FROM = {training_of(EXPERIMENTS, e.init) for e in EXPERIMENTS.values() if e.init}
+
+
+def train_priority(wildcards):
+    """Its size's `priority` (the longest trainings first), plus one where other models start from it."""
+    size = config["models"][exp(wildcards).variant].get("size")
+    return SCALE["by_size"].get(size, {}).get("priority", 0) + (wildcards.experiment in STARTED_FROM)
+
 
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
@@ -58,7 +66,7 @@ rule train:
         annotations=annotation_dirs,
         init=lambda w, input: f"--init {input.init}" if input.init else "",
     threads: SCALE["train"].get("threads") or 1
-    priority: lambda w: 1 if w.experiment in STARTED_FROM else 0
+    priority: train_priority
     resources:
         gpu=lambda w: exp(w).resources["gpu"],
         cpus_per_gpu=lambda w: exp(w).resources["cpus_per_gpu"],
@@ -106,9 +114,11 @@ rule select_checkpoint:
         data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
-        on_gpus=on_gpus,  # a profile's `gpu` for select_checkpoint, as for decode
+        on_gpus=on_gpus,  # a slot of a shared GPU or a profile's `gpu`, as for decode
         refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
     threads: SCALE["train"].get("threads") or 1
+    resources:
+        gpu=DECODE_GPUS,
     shell:
         "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
         "--prepared {params.data_dir} --src-bpe {input.src} {params.refs} --beam {params.opts[beam]} "
