@@ -142,7 +142,8 @@ def claims_note(claims: list[Claim], correction: str) -> str:
                f"claim of no gain a difference below its margin), with our mean and most seed pairs on that "
                f"side; contradicted means it shows the opposite as firmly (the other direction, or a gain "
                f"beyond the margin). Not reproduced means this run cannot tell either way at its size, which is "
-               f"no evidence against the paper, and not comparable at this scale that nothing was measured.")
+               f"no evidence against the paper, and 'not comparable' that its comparison was not made at this "
+               f"scale.")
     return " ".join([ours, multiplicity, meaning])
 
 
