@@ -73,12 +73,13 @@ def bootstrap_seed() -> int:
         raise InputError(f"SACREBLEU_SEED={value!r}: want an integer seed, or 'none' for a fresh one") from None
 
 
-def resampled_scores(metric, stats: np.ndarray, idxs: np.ndarray, chunk: int = 500) -> list[float]:
-    """The metric's corpus score on each resample (a row of sentence indices `idxs`), from the sentences'
-    sufficient statistics `stats` summed a chunk of resamples at a time: sacreBLEU sums all at once, a
-    resamples x sentences x statistics array (400 MB at 10,000 resamples of 1,000 sentences)."""
-    sums = np.concatenate([stats[idxs[i:i + chunk]].sum(1) for i in range(0, len(idxs), chunk)])
-    return [metric._compute_score_from_stats(row).score for row in sums]
+def sentence_counts(idxs: np.ndarray, n: int) -> np.ndarray:
+    """How often each resample (a row of sentence indices `idxs`) draws each of the n sentences: with it a
+    resample's sufficient statistics are one matrix product, where sacreBLEU gathers a resamples x
+    sentences x statistics array (400 MB at 10,000 resamples of 1,000 sentences). Counts and statistics
+    are small integers, so the float32 sums are exact and equal sacreBLEU's."""
+    cells = idxs + n * np.arange(len(idxs))[:, None]          # (resample, sentence) as one index
+    return np.bincount(cells.ravel(), minlength=idxs.size).reshape(idxs.shape).astype("float32")
 
 
 def inflate_seed_deviations(deltas: np.ndarray) -> np.ndarray:
@@ -140,14 +141,14 @@ def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[s
     metric = make_metric(metric_name)
     seed = bootstrap_seed()
     rng = np.random.default_rng(seed)
-    idxs = rng.choice(n, size=(samples, n), replace=True)   # sacreBLEU's draw: [samples, n]
+    counts = sentence_counts(rng.choice(n, size=(samples, n), replace=True), n)  # sacreBLEU's draw
     drawn = rng.choice(len(pairs), size=(samples, len(pairs)), replace=True) if len(pairs) > 1 else \
         np.zeros((samples, 1), dtype=int)                    # seed pairs drawn per resample
     observed, resampled = [], []                              # per pair: (system, baseline) scores
     for hyps, base in pairs:
         stats = [np.array(metric._extract_corpus_statistics(h, refs), dtype="float32") for h in (hyps, base)]
         observed.append([metric._compute_score_from_stats(s.sum(0)).score for s in stats])
-        resampled.append([resampled_scores(metric, s, idxs) for s in stats])
+        resampled.append([[metric._compute_score_from_stats(row).score for row in counts @ s] for s in stats])
     observed, resampled = np.array(observed), np.array(resampled)      # [k, 2], [k, 2, samples]
     sys_scores, base_scores = pool(resampled[:, 0], drawn), pool(resampled[:, 1], drawn)
     diffs = np.round(pool(inflate_seed_deviations(resampled[:, 0] - resampled[:, 1]), drawn), DIGITS)
