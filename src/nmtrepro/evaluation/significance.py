@@ -60,7 +60,6 @@ def mark(score: float, baseline: float, p_value: float, style: str) -> str:
     return ""
 
 
-
 def bootstrap_seed() -> int:
     """The resampling seed as sacreBLEU reads it, SACREBLEU_SEED (default 12345). Where sacreBLEU leaves
     'none' unseeded, a seed is drawn from the OS's entropy here: the result records it and can be redone."""
