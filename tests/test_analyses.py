@@ -119,15 +119,17 @@ def test_table_command_marks_significant_cells(tmp_path):
     bleu = tmp_path / "b.json"
     bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry}))
     sig = tmp_path / "s.json"
-    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "p_value": 0.004, "mean": 30.0,
+    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "p_greater": 0.004, "mean": 30.0,
                                             "ci": 0.5, "ci_low": 29.5, "ci_high": 30.5, "delta_low": 0.4,
-                                            "delta_high": 1.6}}))
+                                            "delta_high": 1.6, "samples": 10000, "bootstrap_seed": 12345,
+                                            "seeds": [{"seed": 1, "score": 30.0, "baseline": 29.0, "delta": 1.0}]}}))
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
     assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
                      "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
                      "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]) == 0
     md = out["md"].read_text()
-    assert "30.00++" in md and "+0.40 to +1.60" in md and "0.004" in md
+    assert "30.00++" in md and "+0.40 to +1.60" in md and "0.004" in md and "| base " in md
+    assert "p (one-sided)" in md and "10,000 resamples, seed 12345" in md
     assert "\\begin{tabular}" in out["tex"].read_text()
 
 

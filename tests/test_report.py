@@ -1,12 +1,15 @@
-"""Results tables beside the paper's numbers, and training-curve plots."""
+"""Results tables beside the paper's numbers, claims pages with their verdicts, and training-curve plots."""
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
+from nmtrepro.evaluation.multiplicity import holm
+from nmtrepro.evaluation.significance import one_sided_p
 from nmtrepro.reporting.papers import read_paper_numbers
 from nmtrepro.reporting.report import Cell, build_table, parse_cell
 
@@ -223,40 +226,103 @@ def test_paper_a_table2_parameter_cells_span_the_rows_the_paper_prints_them_for(
                     "+Max+Attn+TA": 173.0, "Transformer Big": 264.1}
 
 
-def write_significance(path, score, baseline, p_value, seed_deltas=None):
-    """A pooled significance JSON: `seed_deltas` the seed pairs' differences (default: one, the mean's)."""
+def write_significance(path, score, baseline, spread=0.5, seed_deltas=None):
+    """A pooled significance JSON whose resampled differences lie evenly on ours ± `spread`, so that the
+    one-sided p of 'beats' is (1 - Δ/spread)/2 to within a resample (Δ = 0.98, spread 1: p = 0.010);
+    `seed_deltas`: the seed pairs' differences (default: one, the mean's)."""
     deltas = seed_deltas or [score - baseline]
-    entry = {"score": score, "baseline": baseline, "p_value": p_value, "ci_low": score - 0.5, "ci_high": score + 0.5,
-             "delta_low": score - baseline - 0.5, "delta_high": score - baseline + 0.5,
+    resampled = score - baseline + spread * np.linspace(-1, 1, 10001)
+    entry = {"score": score, "baseline": baseline, "p_greater": one_sided_p(resampled, score - baseline, +1),
+             "ci_low": score - 0.5, "ci_high": score + 0.5, "delta_low": score - baseline - spread,
+             "delta_high": score - baseline + spread, "samples": 10001, "bootstrap_seed": 12345,
+             "resampled_deltas": resampled.tolist(),
              "seeds": [{"seed": i + 1, "score": baseline + d, "baseline": baseline, "delta": d} for i, d in enumerate(deltas)]}
     path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
     return str(path)
 
 
+def claims_page(tmp_path, *claims, correction=None):
+    """The markdown claims page of these --claim specs."""
+    out = tmp_path / "claims.md"
+    argv = ["claims", "--title", "Paper X: claims", "--note", "Protocol: test.", "--out-md", str(out),
+            "--out-html", str(tmp_path / "claims.html")]
+    argv += [arg for claim in claims for arg in ("--claim", claim)]
+    assert cli.main(argv + (["--correction", correction] if correction else [])) == 0
+    assert "Protocol: test." in out.read_text()
+    return out.read_text()
+
+
 def claim_row(tmp_path, claim, text):
     """The claims page's row of one --claim."""
-    out = tmp_path / "claims.md"
-    assert cli.main(["claims", "--title", "Paper X: claims", "--claim", claim, "--note", "Protocol: test.",
-                     "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
-    assert "Protocol: test." in out.read_text()
-    return next(line for line in out.read_text().splitlines() if line.startswith(f"| {text}"))
+    return next(line for line in claims_page(tmp_path, claim).splitlines() if line.startswith(f"| {text}"))
 
 
-@pytest.mark.parametrize("ours, p_value, expected", [
-    (30.0, 0.001, "reproduced"),
-    (30.0, 0.2, "not reproduced"),        # the paper's sign, but no evidence
-    (28.0, 0.001, "not reproduced"),      # significantly the other way
+def verdict_of(row):
+    return row.rstrip(" |").rsplit("|", 1)[1].strip()
+
+
+@pytest.mark.parametrize("ours, spread, expected", [
+    (30.0, 0.5, "reproduced"),
+    (30.0, 4.0, "not reproduced"),                         # the paper's sign, but no evidence
+    (28.0, 0.5, "contradicted (Δ < 0: p <0.001, Holm <0.001)"),  # significantly the other way
 ])
-def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, ours, p_value, expected):
-    sig = write_significance(tmp_path / "sig.json", ours, 29.0, p_value)
+def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, ours, spread, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, spread)
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps (a=b)", "+PR helps (a=b)")
-    assert row.rstrip(" |").endswith(expected) and f"{ours - 29.0:+.2f}" in row and "+1.29" in row
+    assert verdict_of(row) == expected and f"{ours - 29.0:+.2f}" in row and "+1.29" in row and "| Δ > 0 " in row
+
+
+@pytest.mark.parametrize("ours, expected", [(28.0, "reproduced"), (30.0, "contradicted (Δ > 0: p <0.001, Holm <0.001)")])
+def test_a_claim_of_a_negative_difference_is_tested_in_its_own_direction(tmp_path, ours, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0)
+    row = claim_row(tmp_path, f"-0.65=tok_bleu=yes={sig}=the layer hurts", "the layer hurts")
+    assert verdict_of(row) == expected and "| Δ < 0 " in row and "-0.65" in row
+
+
+@pytest.mark.parametrize("ours, spread, expected", [
+    (29.02, 0.2, "reproduced"),            # Δ ≈ 0 and its upper bound below the margin: no gain, as claimed
+    (29.02, 1.0, "not reproduced"),        # Δ ≈ 0 but too uncertain to rule out a gain of 0.3
+    (29.9, 0.2, "contradicted (Δ > +0.30: p <0.001, Holm <0.001)"),  # a gain well beyond the margin
+])
+def test_a_claim_of_no_gain_is_tested_for_non_superiority_within_its_margin(tmp_path, ours, spread, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, spread)
+    page = claims_page(tmp_path, f"-0.65<0.3=tok_bleu=yes={sig}=the layer does not help")
+    row = next(line for line in page.splitlines() if line.startswith("| the layer does not help"))
+    assert verdict_of(row) == expected and "| Δ < +0.30 " in row and "below the stated margin" in page
+
+
+def test_holm_adjusts_a_pages_p_values_and_the_primary_page_does_not(tmp_path):
+    """Three claims at raw one-sided p 0.010, 0.030 and 0.040: Holm makes them 0.030, 0.060 and 0.060, so
+    one is reproduced on a paper's page; on the primary claims' page, uncorrected, all three are."""
+    claims = [f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0 + delta, 29.0, 1.0)}=claim {i}"
+              for i, delta in enumerate((0.98, 0.94, 0.92))]
+    page = claims_page(tmp_path, *claims)
+    rows = [line for line in page.splitlines() if line.startswith(("| claim 0", "| claim 1", "| claim 2"))]
+    assert [[cell.strip() for cell in row.split("|")[8:10]] for row in rows] == [["0.010", "0.030"], ["0.030", "0.060"],
+                                                                                ["0.040", "0.060"]]
+    assert [verdict_of(row) for row in rows] == ["reproduced", "not reproduced", "not reproduced"]
+    assert "Holm's method over this page's 3 measured claims" in page and "10,001 resamples, seed 12345" in page
+    primary = claims_page(tmp_path, *claims, correction="none")
+    assert [verdict_of(line) for line in primary.splitlines() if line.startswith("| claim ")][1:] == ["reproduced"] * 3
+    assert "Holm p" not in primary and "no correction for multiplicity" in primary
+
+
+def test_holm_multiplies_the_ith_smallest_of_m_by_m_minus_i_and_keeps_the_order():
+    assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([]) == []
+
+
+def test_a_claims_page_says_in_two_sentences_what_its_verdicts_mean(tmp_path):
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0)
+    page = claims_page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps")
+    assert "Reproduced means this run shows what the claim says at 0.05 after that correction" in page
+    assert "Not reproduced means this run cannot tell either way at its size" in page
 
 
 def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, capsys):
     row = claim_row(tmp_path, "2.01=tok_bleu=no=-=NPMT beats LL", "NPMT beats LL")
-    assert row.rstrip(" |").endswith("not comparable at this scale") and "+2.01" in row
-    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.001)
+    assert verdict_of(row) == "not comparable at this scale" and "+2.01" in row
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0)
     assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
                      str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
     assert "names none" in capsys.readouterr().err
@@ -265,24 +331,36 @@ def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, cap
 def test_a_claims_verdict_flips_when_one_seeds_sign_flips(tmp_path):
     """Reproduced needs most seed pairs on the paper's side, besides the pooled p: the same mean and p
     with two of three seeds against the paper is not reproduced."""
-    agree = write_significance(tmp_path / "agree.json", 30.0, 29.0, 0.01, [1.6, 1.2, -0.1])
-    split = write_significance(tmp_path / "split.json", 30.0, 29.0, 0.01, [3.2, -0.1, -0.1])
+    agree = write_significance(tmp_path / "agree.json", 30.0, 29.0, 0.5, [1.6, 1.2, -0.1])
+    split = write_significance(tmp_path / "split.json", 30.0, 29.0, 0.5, [3.2, -0.1, -0.1])
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={agree}=+PR helps", "+PR helps")
-    assert row.rstrip(" |").endswith("| reproduced") and "+1.60 (seed 1) / +1.20 (seed 2) / -0.10 (seed 3)" in row
+    assert verdict_of(row) == "reproduced" and "+1.60 (seed 1) / +1.20 (seed 2) / -0.10 (seed 3)" in row
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={split}=+PR helps", "+PR helps")
-    assert row.rstrip(" |").endswith("not reproduced")
+    assert verdict_of(row) == "not reproduced"
 
 
 def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path):
-    sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.3)
-    out = tmp_path / "claims.md"
-    assert cli.main(["claims", "--title", "t", "--claim", f"0.09:marginally=tok_bleu=yes={sig}=stack beats gated",
-                     "--out-md", str(out), "--out-html", str(tmp_path / "claims.html")]) == 0
-    row = next(line for line in out.read_text().splitlines() if line.startswith("| stack beats gated"))
-    assert row.rstrip(" |").endswith("not reproduced (the paper: marginally)") and "+0.09" in row
+    sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.6)
+    row = claim_row(tmp_path, f"0.09:marginally=tok_bleu=yes={sig}=stack beats gated", "stack beats gated")
+    assert verdict_of(row) == "not reproduced (the paper: marginally)" and "+0.09" in row
 
 
-def test_a_malformed_claim_is_named(tmp_path, capsys):
-    assert cli.main(["claims", "--title", "t", "--claim", "big=tok_bleu=yes=x.json=text",
+@pytest.mark.parametrize("spec, message", [
+    ("big=tok_bleu=yes=x.json=a text", "'big' is not a number"),
+    ("0=tok_bleu=yes=x.json=a text", "needs a non-zero paper difference"),
+    ("-0.2<0=tok_bleu=yes=x.json=a text", "needs a positive margin"),
+])
+def test_a_malformed_claim_is_named(tmp_path, capsys, spec, message):
+    assert cli.main(["claims", "--title", "t", "--claim", spec,
                      "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
-    assert "'big' is not a number" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_a_tables_comparison_over_fewer_seeds_than_its_cell_names_them(tmp_path, paper_numbers):
+    """'ours' is the mean over the cell's three seeds; 'vs baseline' pools only the seed its baseline shares."""
+    paths = tuple(str(bleu_json(tmp_path, f"pr{seed}", score)) for seed, score in ((1, 30.0), (2, 31.0), (3, 32.5)))
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.5)
+    table = build_table(paper_numbers, [Cell("pr_en_de", "+PR", "En-De", paths)], "tok_bleu",
+                        significance={"pr_en_de": sig}, baselines={"pr_en_de": "base_en_de"})
+    row = table[table["row"] == "+PR"].iloc[0]
+    assert row["baseline"] == "base_en_de (seed 1)" and row["vs baseline"] == 1.0 and row["ours"] == pytest.approx(31.17)

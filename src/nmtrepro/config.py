@@ -249,6 +249,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         seed_pairs(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         _known_scales(config, claim, f"claims.{name}.scales")
+        _claim_test(claim, f"claims.{name}")
     for name, spec in config.get("analyses", {}).items():
         _known_scales(config, spec, f"analyses.{name}.scales")
         labels = [system["label"] for system in spec["systems"]]
@@ -284,6 +285,16 @@ def with_scale_data(config: dict) -> dict:
 def at_scale(config: dict, spec: dict) -> bool:
     """Whether a table or claim with optional `scales` applies at the study's scale (no `scales`: all)."""
     return study_scale(config) in spec.get("scales", [study_scale(config)])
+
+
+def _claim_test(claim: dict, key: str) -> None:
+    """A claim of no gain (`test: non_superiority`) names its margin, and only it does; a claim of a
+    difference has a direction, the sign of its paper_delta."""
+    if (claim.get("test") == "non_superiority") != ("margin" in claim):
+        raise InputError(f"config: {key}.margin: a margin goes with test: non_superiority, and that test needs one")
+    if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
+        raise InputError(f"config: {key}.paper_delta: 0 gives a superiority test no direction; a claim of no "
+                         f"gain is test: non_superiority with a margin")
 
 
 def _known_scales(config: dict, spec: dict, key: str) -> None:

@@ -111,15 +111,16 @@ rule plot_curves:
 
 
 def claim_args(names, input):
-    """--claim PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON|-=TEXT per claim (nmtrepro claims): a claim
-    not comparable at this scale is listed, unmeasured."""
+    """--claim=PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON|-=TEXT per claim (nmtrepro claims):
+    a claim of no gain carries its margin; a claim not comparable at this scale is listed, unmeasured."""
     args = []
     for name in names:
         claim = config["claims"][name]
         comparable = at_scale(config, claim)
+        margin = f"<{claim['margin']}" if claim["test"] == "non_superiority" else ""
         says = f":{claim['paper_says']}" if "paper_says" in claim else ""
-        args += ["--claim", f"{claim['paper_delta']}{says}={claim['metric']}={'yes' if comparable else 'no'}="
-                            f"{input[name] if comparable else '-'}={claim['claim']}"]
+        args.append(f"--claim={claim['paper_delta']}{margin}{says}={claim['metric']}={'yes' if comparable else 'no'}="
+                    f"{input[name] if comparable else '-'}={claim['claim']}")
     return shlex.join(args)
 
 
@@ -154,9 +155,10 @@ rule claims:
         title=lambda w: ("The central claims of papers A-D beside this run" if w.page == "central_claims"
                          else f"Paper {w.page.removesuffix('_claims')}: claims beside this run"),
         claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
+        correction=lambda w: "none" if w.page == "central_claims" else "holm",  # the primary claims: one a paper
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title {params.title:q} {params.claims} "
+        "nmtrepro claims --title {params.title:q} {params.claims} --correction {params.correction} "
         "--note {params.protocol:q} --out-md {output.md} --out-html {output.html} 2> {log}"
 
 

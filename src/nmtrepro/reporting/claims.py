@@ -3,15 +3,18 @@
 A claim is config data (a paper file's `claims`): a sentence, the experiment and the baseline it
 compares, and the difference the paper printed. Ours is the seed-pooled paired bootstrap of the same two
 experiments (`nmtrepro significance`: sentences and seed pairs resampled); the verdict follows from it
-alone, never from typing:
+alone, never from typing. Each claim is a one-sided hypothesis (its `tested` column): the paper's
+direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of no gain ("the reordering layer does
+not help", a `margin`) non-superiority, Δ below the margin. The verdicts:
 
-- reproduced: our mean difference has the paper's sign, p < ALPHA, and most seed pairs (more than half)
-  have the paper's sign too, so that one lucky seed cannot carry a verdict;
-- not reproduced: the other sign, p >= ALPHA (no evidence of the paper's effect here), or the seeds split
-  against it;
-- not comparable at this scale: the claim names the scales where its comparison means something
-  (e.g. a claim about a model that trains at paper scale only) and this is not one of them; nothing is
-  measured for it.
+- reproduced: the one-sided p of that hypothesis < ALPHA (after Holm's correction over the page, except
+  on the page of primary claims), and our mean and more than half of the seed pairs on the claim's side,
+  so that one lucky seed cannot carry a verdict;
+- contradicted: the same the other way (significantly the opposite direction, or a gain beyond the
+  margin), corrected the same way;
+- not reproduced: neither; this run cannot tell, which is no evidence against the paper;
+- not comparable at this scale (unmeasured): the claim names the scales where its comparison means
+  something (e.g. a claim about a model that trains at paper scale only) and this is not one of them.
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict: a small difference that is not reproduced is what such a claim leads one to expect.
@@ -20,15 +23,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..core.files import InputError
+from ..evaluation.multiplicity import holm
+from ..evaluation.significance import confidence_bounds, one_sided_p
 from .render import write_table
-from .report import read_significance
+from .report import format_p, read_significance, resampling
 
 ALPHA = 0.05
+CONFIDENCE = 1 - 2 * ALPHA  # the interval whose bounds are the one-sided tests at ALPHA: 90%
+CI = f"{CONFIDENCE:.0%} CI of ours"
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
-COLUMNS = ["claim", "metric", "paper Δ", "ours Δ", "Δ per seed", "95% CI of ours", "p", "verdict"]
+COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, "p", "Holm p", "verdict"]
+CORRECTIONS = ("holm", "none")
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
 
 
@@ -40,82 +49,154 @@ class Claim:
     significance: str          # pooled paired-bootstrap JSON of the claim's experiment vs its baseline
     comparable: bool = True
     paper_says: str = ""       # the word the paper qualifies the claim by ("marginally"), if any
+    margin: float | None = None  # a claim of no gain: tested as Δ < margin (non-superiority)
+
+    @property
+    def direction(self) -> int:
+        """+1 where the claim is that the experiment beats the baseline, -1 where it trails it or (a claim
+        of no gain) falls short of the margin."""
+        return -1 if self.margin is not None else int(np.sign(self.paper_delta))
+
+    @property
+    def threshold(self) -> float:
+        return 0.0 if self.margin is None else self.margin
 
 
-def verdict(paper_delta: float, ours_delta: float, p_value: float, comparable: bool,
-            seed_deltas: list[float] = ()) -> str:
-    """The verdict (module docstring); `seed_deltas` are the differences of each seed pair."""
-    if not comparable:
-        return "not comparable at this scale"
-    agreeing = sum(delta * paper_delta > 0 for delta in seed_deltas)
-    if ours_delta * paper_delta > 0 and p_value < ALPHA and 2 * agreeing > len(seed_deltas):
+def hypothesis(direction: int, threshold: float) -> str:
+    """The one-sided alternative as the page prints it: "Δ > 0", "Δ < +0.30"."""
+    return f"Δ {'>' if direction > 0 else '<'} {f'{threshold:+.2f}' if threshold else '0'}"
+
+
+def verdict(p_for: float, p_against: float, sides: list[int]) -> str:
+    """The verdict of a measured claim (module docstring) from the p's of its hypothesis and of the
+    opposite one (adjusted where the page corrects) and the side of the claim's threshold that our mean
+    (sides[0]) and each seed pair (the rest) fall on: +1 the claim's, -1 the other."""
+    ours, seeds = sides[0], sides[1:]
+    if p_for < ALPHA and ours > 0 and 2 * seeds.count(1) > len(seeds):
         return "reproduced"
+    if p_against < ALPHA and ours < 0 and 2 * seeds.count(-1) > len(seeds):
+        return "contradicted"
     return "not reproduced"
 
 
-def build_claims(claims: list[Claim]) -> pd.DataFrame:
+def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
+    """The claims page's rows. `correction` "holm" adjusts each direction's p's over the page's measured
+    claims (a paper's page); "none" tests each claim on its own (the primary claims, one a paper)."""
+    sigs = {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
+    resampled = {i: np.array(sig["resampled_deltas"]) for i, sig in sigs.items()}
+    ours = {i: sig["score"] - sig["baseline"] for i, sig in sigs.items()}
+    raw = {i: [one_sided_p(resampled[i], ours[i], side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
+           for i in sigs}                                  # [the claim's hypothesis, the opposite one]
+    adjust = holm if correction == "holm" else list
+    adjusted_for = dict(zip(sigs, adjust([raw[i][0] for i in sigs])))
+    adjusted_against = dict(zip(sigs, adjust([raw[i][1] for i in sigs])))
     rows = []
-    for claim in claims:
+    for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
+        row = {"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
+               "tested": hypothesis(claim.direction, claim.threshold)}
         if not claim.comparable:
-            rows.append({"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
-                         "ours Δ": float("nan"), "Δ per seed": "", "95% CI of ours": "", "p": float("nan"),
-                         "verdict": verdict(claim.paper_delta, 0.0, 1.0, False) + says})
+            rows.append({**row, "ours Δ": float("nan"), "Δ per seed": "", CI: "", "p": float("nan"),
+                         "Holm p": float("nan"), "verdict": "not comparable at this scale" + says})
             continue
-        sig = read_significance(claim.significance, claim.metric)
-        ours = sig["score"] - sig["baseline"]
-        deltas = [entry["delta"] for entry in sig["seeds"]]
-        rows.append({"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta, "ours Δ": ours,
-                     "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in sig["seeds"]),
-                     "95% CI of ours": f"{sig['delta_low']:+.2f} to {sig['delta_high']:+.2f}",
-                     "p": sig["p_value"],
-                     "verdict": verdict(claim.paper_delta, ours, sig["p_value"], True, deltas) + says})
-    return pd.DataFrame(rows, columns=COLUMNS)
+        seeds = sigs[i]["seeds"]
+        low, high = confidence_bounds(resampled[i], ours[i], CONFIDENCE)
+        sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
+                 for delta in [ours[i]] + [entry["delta"] for entry in seeds]]
+        found = verdict(adjusted_for[i], adjusted_against[i], sides)
+        if found == "contradicted":
+            holm_p = f", Holm {format_p(adjusted_against[i])}" if correction == "holm" else ""
+            found += f" ({hypothesis(-claim.direction, claim.threshold)}: p {format_p(raw[i][1])}{holm_p})"
+        rows.append({**row, "ours Δ": ours[i],
+                     "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in seeds),
+                     CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0], "Holm p": adjusted_for[i],
+                     "verdict": found + says})
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table if correction == "holm" else table.drop(columns="Holm p")
 
 
-FORMAT = "PAPER_DELTA[:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
+def claims_note(claims: list[Claim], correction: str) -> str:
+    """The note under a claims page: what ours and p are, how the page treats multiplicity, and in two
+    sentences what its verdicts mean."""
+    measured = [claim for claim in claims if claim.comparable]
+    runs = resampling([read_significance(claim.significance, claim.metric) for claim in measured]) or "none run"
+    ours = (f"Ours: the difference of the claim's system and baseline on this run's test set, the mean over the "
+            f"seeds both were trained with (each seed pair's own difference beside it). p: one-sided, of the "
+            f"hypothesis in 'tested' (the paper's direction; for a claim of no gain, a difference below the "
+            f"stated margin), from a paired bootstrap that resamples the test sentences and the seed pairs "
+            f"({runs}; sacreBLEU's statistics, each seed pair's deviation from the mean inflated by √(k/(k−1)) "
+            f"so that k seeds are not taken for more; with one seed pair sacreBLEU's paired bootstrap); "
+            f"{CI}: the interval these p's invert, each bound a one-sided test at {ALPHA}.")
+    if correction == "holm":
+        multiplicity = (f"Holm p: each p adjusted by Holm's method over this page's {len(measured)} measured "
+                        f"claims, so that the chance of any false 'reproduced' on the page stays at {ALPHA} (and "
+                        f"of any false 'contradicted', corrected the same way); the verdicts read the adjusted "
+                        f"p's, the CI is unadjusted.")
+        level = f"at {ALPHA} after that correction"
+    else:
+        multiplicity = (f"These are the primary claims, one a paper, each tested on its own at {ALPHA} (no "
+                        f"correction for multiplicity); each paper's page tests it again among that paper's "
+                        f"other claims, with Holm's correction.")
+        level = f"at {ALPHA}"
+    meaning = (f"Reproduced means this run shows what the claim says {level} (the paper's direction, or for a "
+               f"claim of no gain a difference below its margin), with our mean and most seed pairs on that "
+               f"side; contradicted means it shows the opposite as firmly (the other direction, or a gain "
+               f"beyond the margin). Not reproduced means this run cannot tell either way at its size, which is "
+               f"no evidence against the paper, and 'not comparable' that its comparison was not made at this "
+               f"scale.")
+    return " ".join([ours, multiplicity, meaning])
+
+
+FORMAT = "PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
 
 
 def parse_claim(spec: str) -> Claim:
-    """FORMAT: the paper's difference (with the word it qualifies it by: "0.09:marginally"), the metric,
-    whether comparable at this scale, the paired bootstrap JSON (NOT_MEASURED where not comparable) and
-    the sentence (which may contain '=')."""
+    """FORMAT: the paper's difference (a claim of no gain adds its margin, "-0.65<0.3"; the word the
+    paper qualifies the claim by follows a colon, "0.09:marginally"), the metric, whether comparable at
+    this scale, the paired bootstrap JSON (NOT_MEASURED where not comparable) and the sentence (which may
+    contain '=')."""
     parts = spec.split("=", 4)
     if len(parts) != 5 or parts[1] not in METRICS or parts[2] not in ("yes", "no") or not parts[4]:
         raise InputError(f"--claim wants {FORMAT} (METRIC one of {sorted(METRICS)}), got {spec!r}")
-    number, _, says = parts[0].partition(":")
+    numbers, _, says = parts[0].partition(":")
+    number, has_margin, margin = numbers.partition("<")
     try:
-        delta = float(number)
+        delta, margin = float(number), float(margin) if has_margin else None
     except ValueError:
-        raise InputError(f"--claim {spec!r}: the paper's difference {number!r} is not a number") from None
+        raise InputError(f"--claim {spec!r}: {numbers!r} is not a number (PAPER_DELTA[<MARGIN])") from None
+    if margin is not None and margin <= 0:
+        raise InputError(f"--claim {spec!r}: a claim of no gain needs a positive margin, got {margin}")
+    if margin is None and delta == 0:
+        raise InputError(f"--claim {spec!r}: a claim of a difference needs a non-zero paper difference "
+                         f"(a claim of no gain names its margin: PAPER_DELTA<MARGIN)")
     if (parts[2] == "yes") == (parts[3] == NOT_MEASURED):
         raise InputError(f"--claim {spec!r}: a comparable claim needs its significance JSON, and one not "
                          f"comparable at this scale names none ({NOT_MEASURED!r})")
     return Claim(text=parts[4], paper_delta=delta, metric=parts[1], significance=parts[3],
-                 comparable=parts[2] == "yes", paper_says=says)
+                 comparable=parts[2] == "yes", paper_says=says, margin=margin)
 
 
 def add_arguments_claims(parser) -> None:
     parser.add_argument("--title", required=True)
     parser.add_argument("--claim", action="append", required=True, metavar=FORMAT,
-                        help="a claim: the paper's difference, the BLEU it is in, whether it is comparable "
-                             "at this scale, the paired bootstrap of its two experiments, its sentence (repeat)")
+                        help="a claim: the paper's difference (and a claim of no gain's margin), the BLEU it "
+                             "is in, whether it is comparable at this scale, the paired bootstrap of its two "
+                             "experiments, its sentence (repeat)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                        help="holm: Holm's correction over the page's claims (a paper's page); none: each "
+                             "claim on its own (the primary claims, one a paper)")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
 
 
 def run_claims(args) -> None:
-    table = build_claims([parse_claim(spec) for spec in args.claim])
+    claims = [parse_claim(spec) for spec in args.claim]
+    table = build_claims(claims, args.correction)
     shown = table.assign(**{"paper Δ": table["paper Δ"].map("{:+.2f}".format),
-                            "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}"),
-                            "p": table["p"].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")})
-    note = " ".join([f"Ours: the difference of the claim's system and baseline on this run's test set, the mean "
-                     f"over the seeds both were trained with (each seed pair's own difference beside it). p: a "
-                     f"paired bootstrap that resamples both the test sentences and the seed pairs (1000 "
-                     f"resamples; sacreBLEU's statistics and p-value, and with one seed exactly sacreBLEU's "
-                     f"paired bootstrap), so that it sees the test-set sample and the seed variance; 95% CI of "
-                     f"ours over those resamples. Reproduced: the paper's sign, p < {ALPHA}, and more than "
-                     f"half of the seed pairs with the paper's sign; not reproduced: otherwise.", *args.note])
+                            "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}")},
+                         **{column: table[column].map(format_p) for column in ("p", "Holm p") if column in table})
+    note = " ".join([claims_note(claims, args.correction), *args.note])
     write_table(shown, args.title, note, args.out_md, args.out_html,
-                colalign=["left", "left", "right", "right", "left", "right", "right", "left"])
+                colalign=["right" if column in ("paper Δ", "ours Δ", CI, "p", "Holm p") else "left"
+                          for column in shown.columns])

@@ -18,7 +18,7 @@ from .papers import read_paper_numbers
 from .render import save_figure, write_table
 
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
-                 "our test set", "signature", "baseline", "vs baseline", "p", "95% CI", "mark"]
+                 "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "95% CI", "mark"]
 METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
@@ -83,12 +83,26 @@ def read_score(path, metric: str) -> dict:
 
 
 def read_significance(path, metric: str) -> dict:
-    """The metric's entry of a JSON written by `nmtrepro significance`, plus the baseline it names."""
+    """The metric's entry of a JSON written by `nmtrepro significance`."""
     try:
         entry = read_json(path)[metric]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
     return entry
+
+
+def resampling(entries: list[dict]) -> str:
+    """How the bootstraps behind these significance entries resampled ("10,000 resamples, seed 12345"),
+    each count and seed once, so that a page says what redoes its p's."""
+    runs = sorted({(entry["samples"], entry["bootstrap_seed"]) for entry in entries})
+    return "; ".join(f"{samples:,} resamples, seed {seed}" for samples, seed in runs)
+
+
+def shared_seeds(sig: dict, seeds: int) -> str:
+    """' (seeds 1, 2)' where a comparison pools fewer seed pairs than the cell's `seeds` (its baseline
+    trained fewer): its difference is then not 'ours' less the baseline's mean over all of them."""
+    pooled = [str(entry["seed"]) for entry in sig["seeds"]]
+    return f" (seed{'s' * (len(pooled) > 1)} {', '.join(pooled)})" if len(pooled) < seeds else ""
 
 
 def build_table(paper_numbers, cells: list[Cell], metric: str,
@@ -145,11 +159,11 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
             "our test set": test_sets.get(cell.experiment, "") if cell else "",
             "signature": measured[0]["signature"] if measured else "",
-            "baseline": baselines.get(cell.experiment, "") if sig else "",
+            "baseline": baselines.get(cell.experiment, "") + shared_seeds(sig, len(cell.paths)) if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
-            "p": sig["p_value"] if sig else float("nan"),
+            "p (one-sided)": sig["p_greater"] if sig else float("nan"),
             "95% CI": f"{sig['delta_low']:+.2f} to {sig['delta_high']:+.2f}" if sig else "",
-            "mark": mark(sig["score"], sig["baseline"], sig["p_value"], marks) if sig else "",
+            "mark": mark(sig["score"], sig["baseline"], sig["p_greater"], marks) if sig else "",
         })
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -189,6 +203,13 @@ def tagger_note(stats_paths: list[str]) -> str:
     return "POS tags: made by " + made_by(stats_paths, "tagger", TAGGERS, "POS tagger") + "."
 
 
+def format_p(value: float) -> str:
+    """A p-value with 3 decimals; below 0.001 (10,000 resamples reach 0.0001) "<0.001", not "0.000"."""
+    if pd.isna(value):
+        return ""
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def _display(table: pd.DataFrame) -> pd.DataFrame:
     """Numbers as text with 2 decimals (Δ signed), ours with its significance mark; empty where unmeasured."""
     def fmt(spec):
@@ -197,7 +218,7 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
                             "ours": table["ours"].map(fmt(".2f")) + table["mark"],
                             "Δ": table["Δ"].map(fmt("+.2f")),
                             "vs baseline": table["vs baseline"].map(fmt("+.2f")),
-                            "p": table["p"].map(fmt(".3f"))})
+                            "p (one-sided)": table["p (one-sided)"].map(format_p)})
     return shown.drop(columns="mark")
 
 
@@ -267,18 +288,20 @@ def run_table(args) -> None:
     if significance:
         from ..evaluation.significance import MARK_STYLES
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
-        note += (f" Significance: paired bootstrap resampling (sacreBLEU's statistics, 1000 resamples of the "
-                 f"test sentences and of the seed pairs the row shares with its baseline) against the row's "
-                 f"baseline; 'vs baseline' = ours − baseline (means over those seeds), p the chance of a "
-                 f"difference this large by luck (either sign); {levels} for an improvement; 95% CI of the "
-                 f"difference over the resamples. 'per seed': each seed's score where a row has several.")
+        runs = resampling([read_significance(path, args.metric) for path in significance.values()])
+        note += (f" Significance: paired bootstrap resampling (sacreBLEU's statistics; {runs}) of the test "
+                 f"sentences and of the seed pairs the row shares with its baseline, against the row's "
+                 f"baseline; 'vs baseline' = ours − baseline (means over those seeds, named beside the "
+                 f"baseline where fewer than the row's); p one-sided, the chance of a difference at least "
+                 f"this far above the baseline were the row no better; {levels} for an improvement; 95% CI of "
+                 f"the difference over the resamples. 'per seed': each seed's score where a row has several.")
     if args.parser_stats:
         note += " " + parser_note(args.parser_stats)
     if args.pos_stats:
         note += " " + tagger_note(args.pos_stats)
     note = " ".join([note, *args.note])
     shown = _display(table)
-    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p"}
+    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p (one-sided)"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
                 colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False)
 
