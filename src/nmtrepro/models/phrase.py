@@ -114,7 +114,7 @@ class PhraseBuilder(nn.Module):
     ATTNCombiner (Neutron modules/LD.py, built by transformer/LD/AttnEncoder.py): each token gets
     sigmoid(s_i) / n of its n real tokens and the glance the rest, 1 - sum of those. At initialisation the
     gates are near 1/2, so the phrase starts near (mean + glance) / 2, where the softmax starts near the
-    mean: with a max glance the code's phrases start closer to +Max than to +Mean. Same parameters.
+    mean: with a max glance the code's phrases start halfway between +Mean's and +Max's. Same parameters.
     """
 
     def __init__(self, d_model: int, glance: str, attentive: bool, gate: str = "softmax"):
