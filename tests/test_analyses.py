@@ -33,13 +33,26 @@ def test_bucket_scores_count_sentences_and_score_each_bucket_alone():
     refs = ["a b c d e", "f g h i j", "k l m n o"]
     hyps = ["a b c d e", "f g h i j", "x y z w v"]        # perfect short ones, wrong long one
     base = ["a b c d e", "x y z w v", "x y z w v"]
-    buckets = bucket_scores([3, 10, 50], hyps, base, refs, [5, 20])
+    buckets = bucket_scores([3, 10, 50], [(hyps, base)], refs, [5, 20])
     assert [b["n"] for b in buckets] == [1, 1, 1]
     assert buckets[0]["bleu"] == pytest.approx(100) and buckets[0]["delta"] == pytest.approx(0)
     assert buckets[1]["bleu"] == pytest.approx(100) and buckets[1]["baseline_bleu"] == pytest.approx(0)
     assert buckets[2]["bleu"] == pytest.approx(0)
-    empty = bucket_scores([3], ["a"], ["a"], ["a"], [5, 20])
-    assert [b["n"] for b in empty] == [1, 0, 0] and empty[1]["bleu"] is None
+    empty = bucket_scores([3], [(["a"], ["a"])], ["a"], [5, 20])
+    assert [b["n"] for b in empty] == [1, 0, 0] and empty[1]["bleu"] is None and empty[1]["delta_low"] is None
+
+
+def test_bucket_deltas_are_seed_means_with_the_pooled_bootstrap_ci_of_the_bucket():
+    refs = [f"w{i} x{i} y{i} z{i}" for i in range(8)]
+    wrong = [f"q{i} r{i} s{i} t{i}" for i in range(8)]
+    lengths = [3] * 4 + [30] * 4                          # short sentences in bucket 0, long in bucket 1
+    # seed 1: the system is right on every sentence; seed 2: only on the short ones; the baseline never
+    pairs = [(refs, wrong), (refs[:4] + wrong[4:], wrong)]
+    short, long = bucket_scores(lengths, pairs, refs, [10], samples=200, seeds=[1, 2])
+    assert short["delta"] == pytest.approx(100) and [s["delta"] for s in short["seeds"]] == pytest.approx([100, 100])
+    assert long["delta"] == pytest.approx(50) and [s["delta"] for s in long["seeds"]] == pytest.approx([100, 0])
+    assert short["delta_low"] == short["delta_high"] == pytest.approx(100)   # no resample changes it
+    assert long["delta_low"] == pytest.approx(0) and long["delta_high"] == pytest.approx(100)  # the seeds split
 
 
 def test_ngram_gaps_are_system_minus_baseline_per_order():
@@ -149,7 +162,7 @@ def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
 
 
 def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
-    buckets = bucket_scores([3, 50], ["a b", "c d"], ["a b", "x y"], ["a b", "c d"], [15, 30, 45])
+    buckets = bucket_scores([3, 50], [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
     result = tmp_path / "b.json"
     result.write_text(json.dumps(buckets))
     paper = tmp_path / "paper.tsv"
@@ -160,3 +173,4 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     assert out["png"].read_bytes()[:4] == b"\x89PNG" and "<svg" in out["svg"].read_text()
     md = out["md"].read_text()
     assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72
+    assert "CI ≤15" in md and "[+0.00, +0.00]" in md                     # one identical sentence: no spread

@@ -6,8 +6,8 @@ from nmtrepro.core.vocab import Vocab
 from nmtrepro.data.parse import tokens_per_phrase
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
-from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, gather_index, gather_tokens,
-                                    ngram_spans)
+from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, ResidueCombiner, gather_index,
+                                    gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
 from nmtrepro.training.batching import collate, pad_spans
@@ -20,7 +20,13 @@ VARIANTS = {
     "max_attn_ta": {"glance": "max", "attentive": True, "transparent_attention": True},
     "max_attn_ta_parse": {"glance": "max", "attentive": True, "transparent_attention": True,
                           "phrases": "parse"},
+    # +Max+Attn+TA as the authors' code builds it: all four of its differences from the printed text.
+    "code": {"glance": "max", "attentive": True, "transparent_attention": True, "combiner": "residue_ln",
+             "token_transparent": True, "pool_gate": "sigmoid", "pre_norm": False},
 }
+# Each difference of the authors' code alone, over the printed +Max+Attn+TA (the ablation rows).
+CODE_FORMS = {"residue_ln": {"combiner": "residue_ln"}, "token_transparent": {"token_transparent": True},
+              "sigmoid_gate": {"pool_gate": "sigmoid"}, "post_norm": {"pre_norm": False}}
 
 
 def tiny_phrase_model(variant, **extra):
@@ -142,45 +148,128 @@ def test_transparent_attention_weights_are_7x6_softmax_columns():
     assert tiny_phrase_model("max_attn").level_weights is None
 
 
-def hand_built_combination(combiner):
-    """A PhraseAttention with d 2, FFN 2, one head, whose weights are small integers and halves."""
-    attention = PhraseAttention(PhraseConfig(d_model=2, ffn=2, heads=1, combiner=combiner)).eval()
+def hand_built_combination(**options):
+    """A PhraseAttention with d 3, FFN 2, one head, whose weights are small integers and halves: one
+    phrase, so the attention output o is that phrase whatever the query."""
+    attention = PhraseAttention(PhraseConfig(d_model=3, ffn=2, heads=1, **options)).eval()
     with torch.no_grad():
-        attention.attn.q_proj.weight.copy_(torch.eye(2))
-        attention.attn.kv_proj.weight.copy_(torch.eye(2).repeat(2, 1))
-        attention.attn.out_proj.weight.copy_(torch.eye(2))
-        attention.w3.weight.copy_(torch.tensor([[1.0, 0, -1, 0], [0, 2, 0, 1]]))
+        attention.attn.q_proj.weight.copy_(torch.eye(3))
+        attention.attn.kv_proj.weight.copy_(torch.eye(3).repeat(2, 1))
+        attention.attn.out_proj.weight.copy_(torch.eye(3))
+        attention.w3.weight.copy_(torch.tensor([[1.0, 0, 0, -1, 0, 0], [0, 2, 0, 0, 1, 0]]))
         attention.w3.bias.copy_(torch.tensor([0.5, -1.0]))
-        attention.w4.weight.copy_(torch.tensor([[2.0, -1], [1, 1]]))
-        attention.w4.bias.copy_(torch.tensor([0.25, -0.5]))
+        attention.w4.weight.copy_(torch.tensor([[2.0, -1], [1, 1], [0, 1]]))
+        attention.w4.bias.copy_(torch.tensor([0.25, -0.5, 0]))
     return attention
 
 
-@pytest.mark.parametrize("combiner", ["paper", "residue"])
-def test_combination_is_eq8_as_printed_or_plus_the_attention_output(combiner):
-    x = torch.tensor([[[1.0, -2.0]]])                       # (B 1, T 1, d 2)
-    phrases = torch.tensor([[[3.0, 1.0]]])                  # one phrase: the attention returns it
-    out = hand_built_combination(combiner)(x, phrases, torch.tensor([[False]]))
-    o = phrases[0, 0]
-    hidden = torch.sigmoid(torch.tensor([1 - 3 + 0.5, -4 + 1 - 1.0]))   # W3[x | o] + b3
-    eq8 = torch.tensor([2 * hidden[0] - hidden[1] + 0.25, hidden[0] + hidden[1] - 0.5])
-    expected = eq8 if combiner == "paper" else o + eq8
-    assert torch.allclose(out[0, 0], expected, atol=1e-6)
+def eq8_by_hand(x, o):
+    """W4 sigmoid(W3[x | o] + b3) + b4 with hand_built_combination's weights, for x, o of width 3."""
+    hidden = torch.sigmoid(torch.stack([x[0] - o[0] + 0.5, 2 * x[1] + o[1] - 1.0]))
+    return torch.stack([2 * hidden[0] - hidden[1] + 0.25, hidden[0] + hidden[1] - 0.5, hidden[1]])
 
 
-def test_paper_combiner_is_the_default_and_both_have_the_same_parameters():
+def layer_norm_by_hand(v):
+    """LayerNorm at initialisation (weight 1, bias 0, eps 1e-5) of one vector."""
+    return (v - v.mean()) / torch.sqrt(v.var(unbiased=False) + 1e-5)
+
+
+X, PHRASE = torch.tensor([1.0, -2.0, 0.5]), torch.tensor([3.0, 1.0, 0.0])
+
+
+def test_printed_combination_is_eq8():
+    out = hand_built_combination()(X[None, None], PHRASE[None, None], torch.tensor([[False]]))
+    assert torch.allclose(out[0, 0], eq8_by_hand(X, PHRASE), atol=1e-6)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_residue_ln_combination_is_the_authors_residue_combiner(pre_norm):
+    # Neutron's ResidueCombiner: LN(x + o + Eq. 8); a pre-norm stack normalises x before it.
+    combiner = ResidueCombiner(PhraseConfig(d_model=3, ffn=2, heads=1, combiner="residue_ln", pre_norm=pre_norm))
+    combiner.sublayer = hand_built_combination()
+    out = combiner.eval()(X[None, None], PHRASE[None, None], torch.tensor([[False]]))
+    x = layer_norm_by_hand(X) if pre_norm else X
+    assert torch.allclose(out[0, 0], layer_norm_by_hand(x + PHRASE + eq8_by_hand(x, PHRASE)), atol=1e-5)
+
+
+def test_printed_combiner_is_the_default_and_post_norm_residue_ln_has_its_parameters():
     assert PhraseConfig().combiner == "paper"
-    shapes = {combiner: [(name, p.shape) for name, p in tiny_phrase_model("max_attn_ta", combiner=combiner)
-                         .named_parameters()] for combiner in ("paper", "residue")}
-    assert shapes["paper"] == shapes["residue"]
+
+    def shapes(**options):
+        model = tiny_phrase_model("max_attn_ta", **options)
+        return [(name, p.shape) for name, p in model.named_parameters()]
+    assert shapes(pre_norm=False) == shapes(pre_norm=False, combiner="residue_ln")
+    # pre-norm, the combiner's own layer norm comes on top of the one that normalises its input
+    extra = dict(shapes(combiner="residue_ln")).keys() - dict(shapes()).keys()
+    assert sorted(extra) == [f"{side}.{i}.phrase_attn.in_norm.{w}" for side in ("decoder", "encoder")
+                             for i in range(2) for w in ("bias", "weight")]
     with pytest.raises(ValueError, match="combiner"):
-        PhraseConfig(combiner="neutron")
+        PhraseConfig(combiner="residue")
 
 
-@pytest.mark.parametrize("combiner", ["paper", "residue"])
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_incremental_decoding_matches_full_forward(variant, combiner):
-    model = tiny_phrase_model(variant, combiner=combiner)
+def test_sigmoid_gate_pooling_is_the_authors_attn_combiner():
+    # gates sigmoid(s_i) over the n real tokens, the weight they leave to the max glance; hand-set
+    # scorer: hidden = sigmoid(x_i), s_i = hidden_0 - hidden_1.
+    builder = PhraseBuilder(2, "max", attentive=True, gate="sigmoid")
+    with torch.no_grad():
+        builder.w1.weight.copy_(torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0]]))
+        builder.w1.bias.zero_()
+        builder.w2.weight.copy_(torch.tensor([[1.0, -1.0]]))
+        builder.w2.bias.zero_()
+    x = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [5.0, 5.0]]])              # the third position is padding
+    index, mask = gather_index(torch.tensor([[[0, 3], [3, 3]]]), torch.tensor([[False, False, True]]))
+    out = builder(x, index, mask)
+    s = torch.sigmoid(torch.tensor([1.0, 0.0])) - torch.sigmoid(torch.tensor([0.0, 2.0]))
+    gates = torch.sigmoid(s) / 2                                          # 2 real tokens
+    glance = torch.tensor([1.0, 2.0])                                     # max over the real tokens
+    expected = gates[0] * x[0, 0] + gates[1] * x[0, 1] + (1 - gates.sum()) * glance
+    assert torch.allclose(out[0, 0], expected, atol=1e-6) and out[0, 1].tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="attentive"):
+        PhraseConfig(attentive=False, pool_gate="sigmoid")
+
+
+def encoder_token_levels(model, src):
+    """The token levels of a phrase model's encoder: each encoder layer's input, then the encoder output."""
+    levels = []
+    hooks = [layer.register_forward_pre_hook(lambda _, args: levels.append(args[0])) for layer in model.encoder]
+    hooks.append(model.encoder_norm.register_forward_hook(lambda _, args, out: levels.append(out)))
+    enc = model.encode(src)
+    for hook in hooks:
+        hook.remove()
+    return enc, levels
+
+
+def test_token_transparent_attention_mixes_the_token_levels_per_decoder_layer():
+    model = tiny_phrase_model("max_attn_ta", token_transparent=True)
+    with torch.no_grad():
+        model.token_level_weights.normal_()
+    enc, levels = encoder_token_levels(model, source()[0])
+    assert len(levels) == 3 and enc["tokens"].shape == (2, 2, 7, 16) and torch.equal(enc["out"], levels[-1])
+    w = model.token_level_weights
+    for j in range(2):                                       # decoder layer j: sum_k softmax_k(w)[k, j] level_k
+        expected = sum(torch.exp(w[k, j]) / torch.exp(w[:, j]).sum() * levels[k] for k in range(3))
+        assert torch.allclose(enc["tokens"][:, j], expected, atol=1e-5)
+
+
+def test_decoder_layers_read_their_own_token_mix():
+    # all weight on the top level: every decoder layer reads the encoder output, as without the option
+    plain, mixed = tiny_phrase_model("max_attn_ta"), tiny_phrase_model("max_attn_ta", token_transparent=True)
+    mixed.load_state_dict(plain.state_dict(), strict=False)
+    with torch.no_grad():
+        mixed.token_level_weights.zero_()[-1] = 50.0
+    src, prev = source()[0], torch.tensor([[1, 9, 10], [1, 11, 12]])
+    assert torch.allclose(mixed(src, prev), plain(src, prev), atol=1e-5)
+    with torch.no_grad():
+        mixed.token_level_weights[-1, 1] = -50.0              # the top decoder layer reads the embeddings
+    assert not torch.allclose(mixed(src, prev), plain(src, prev), atol=1e-3)
+
+
+FORMS = [(variant, {}) for variant in VARIANTS] + [("max_attn_ta", extra) for extra in CODE_FORMS.values()]
+
+
+@pytest.mark.parametrize("variant, extra", FORMS, ids=[*VARIANTS, *CODE_FORMS])
+def test_incremental_decoding_matches_full_forward(variant, extra):
+    model = tiny_phrase_model(variant, **extra)
     src, spans = source()
     prev = torch.tensor([[1, 9, 10, 11, 12], [1, 13, 14, 15, 16]])
     enc = model.encode(src, spans)

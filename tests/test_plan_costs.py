@@ -109,3 +109,15 @@ def test_a_scale_without_preprocess_settings_gets_one_shard_and_the_profile_defa
     validate(config, ROOT / "workflow/schemas/config.schema.yaml")
     assert config["scales"]["tiny"]["preprocess"] == {
         "shards": 1, **{stage: {"cpus": 1, "mem_mb": 4000, "runtime": 60} for stage in ("prepare", "parse", "pos")}}
+
+
+def test_paper_a_code_forms_add_four_paper_scale_trainings(paper, monkeypatch):
+    # Every paper-scale size is post-norm, so A_code_forms' post-norm Base and +PR rows are the Base and
+    # +PR trainings: the table adds the code's +PR and the three other one-difference rows, each sized.
+    monkeypatch.chdir(ROOT)
+    rates, _, speedup = throughput(paper, None)
+    pending = {"base_en_de", "pr_en_de", "pr_code_en_de", "pr_residue_ln_en_de", "pr_token_ta_en_de",
+               "pr_sigmoid_pool_en_de"}
+    table = plan(paper, pending, set(), rates, {}, speedup, [])["tables"]["A_code_forms"]
+    assert table["training_jobs"] == 6 and set(table["experiments"]) == pending
+    assert table["gpu_hours"] > 0 and not table["jobs_of_unknown_speed"]

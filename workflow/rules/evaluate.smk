@@ -74,12 +74,18 @@ def seed_pair_files(ext, side):
     return lambda w: [evaluated(pair[side], ext) for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)]
 
 
+def seed_pair_args(wildcards, input, flags):
+    """`--FLAG FILE` for each file of each (flag, input name) of `flags` (`seed_pair_files`: one a seed
+    pair, in seed order), then `--seed N` once a pair."""
+    args = [a for flag, name in flags for path in input[name] for a in (flag, path)]
+    pairs = seed_pairs(EXPERIMENTS, wildcards.experiment, wildcards.baseline)
+    return args + [a for system, _ in pairs for a in ("--seed", str(EXPERIMENTS[system].seed))]
+
+
 def significance_args(wildcards, input):
     """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
-    pairs = seed_pairs(EXPERIMENTS, wildcards.experiment, wildcards.baseline)
-    args = [a for i, (system, _) in enumerate(pairs)
-            for a in ("--hyp", input.hyp[i], "--hyp-tok", input.hyp_tok[i], "--base-hyp", input.base_hyp[i],
-                      "--base-hyp-tok", input.base_hyp_tok[i], "--seed", str(EXPERIMENTS[system].seed))]
+    args = seed_pair_args(wildcards, input, [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"),
+                                             ("--base-hyp-tok", "base_hyp_tok")])
     args += [a for path in input.ref for a in ("--ref", path)]
     return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])
 

@@ -3,6 +3,12 @@
 Sentences are grouped by the length of their Moses-tokenized source (BPE removed), as paper A (≤15,
 (15,30], (30,45], >45 tokens; Figure 3) and paper D (10-token bins; Fig. 4) do, and each group is scored
 as its own corpus with tokenized BLEU, for the system and for its baseline on the same sentences.
+
+A system may come with several seed pairs (system and baseline trained with the same seed): each bucket
+then reports the mean over the pairs and the seed-pooled paired bootstrap of the difference on that
+bucket's sentences (`evaluation.significance.pooled_bootstrap`: sentences and seed pairs resampled), so
+a bucket's Δ comes with its 95% CI and p, and a bucket of a few dozen sentences shows how little it
+can say. One pair is sacreBLEU's paired bootstrap.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..core.text import strip_bpe
-from ..evaluation.bleu import corpus_bleu, make_metric
+from ..evaluation.significance import pooled_bootstrap
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import save_figure, text_cells, write_table
 from ..reporting.report import parse_pairs
@@ -32,30 +38,38 @@ def bucket_index(length: int, edges: list[int]) -> int:
     return bisect.bisect_left(edges, length)
 
 
-def bucket_scores(src_lengths: list[int], hyps: list[str], base_hyps: list[str], refs: list[str],
-                  edges: list[int]) -> list[dict]:
-    """Per bucket: sentence count, tokenized BLEU of system and baseline, and their difference."""
-    if not (len(src_lengths) == len(hyps) == len(base_hyps) == len(refs)):
-        raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, {len(hyps)} "
-                         f"system, {len(base_hyps)} baseline and {len(refs)} reference lines")
+def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]]], refs: list[str],
+                  edges: list[int], samples: int = 1000, seeds: list[int] | None = None) -> list[dict]:
+    """Per bucket: sentence count, tokenized BLEU of system and baseline (means over the seed `pairs` of
+    (system, baseline) hypotheses), their difference with its seed-pooled 95% CI and one-sided p (the system beats the baseline), and each seed's
+    difference; a bucket without sentences has None."""
+    if not pairs or any(len(src_lengths) != len(lines) for pair in pairs for lines in (*pair, refs)):
+        raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, (system, baseline) "
+                         f"lines {[(len(h), len(b)) for h, b in pairs]} and {len(refs)} reference lines")
     groups: list[list[int]] = [[] for _ in range(len(edges) + 1)]
     for i, length in enumerate(src_lengths):
         groups[bucket_index(length, edges)].append(i)
     out = []
     for label, members in zip(bucket_labels(edges), groups):
-        entry = {"bucket": label, "n": len(members), "bleu": None, "baseline_bleu": None, "delta": None}
+        entry = {"bucket": label, "n": len(members), "bleu": None, "baseline_bleu": None, "delta": None,
+                 "delta_low": None, "delta_high": None, "p_greater": None, "seeds": []}
         if members:
-            ref = [refs[i] for i in members]
-            bleu = corpus_bleu([hyps[i] for i in members], ref, make_metric("tok_bleu"))["score"]
-            base = corpus_bleu([base_hyps[i] for i in members], ref, make_metric("tok_bleu"))["score"]
-            entry.update(bleu=bleu, baseline_bleu=base, delta=bleu - base)
+            def pick(lines):
+                return [lines[i] for i in members]
+            result = pooled_bootstrap([(pick(hyps), pick(base)) for hyps, base in pairs], [pick(refs)], "tok_bleu",
+                                      samples, seeds)
+            entry.update(bleu=result["score"], baseline_bleu=result["baseline"],
+                         delta=result["score"] - result["baseline"], delta_low=result["delta_low"],
+                         delta_high=result["delta_high"], p_greater=result["p_greater"],
+                         seeds=[{"seed": s["seed"], "delta": s["delta"]} for s in result["seeds"]])
         out.append(entry)
     return out
 
 
 def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None) -> Figure:
-    """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline,
-    with the paper's Δ as a black cross on the bar of the system whose label is the paper's row."""
+    """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline with
+    its 95% CI (where the results have one), the paper's Δ as a black cross on the bar of the system whose
+    label is the paper's row."""
     paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
     fig = Figure(figsize=(10, 4), layout="constrained")
     left, right = fig.subplots(1, 2, sharex=True)
@@ -64,7 +78,13 @@ def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = No
         xs = [i + (k - (len(results) - 1) / 2) * width for i in range(len(buckets))]
         bars = left.bar(xs, [b["bleu"] or 0 for b in buckets], width, label=label, color=f"C{k}")
         left.bar_label(bars, labels=[f"n={b['n']}" for b in buckets], fontsize="x-small")
-        right.bar(xs, [b["delta"] or 0 for b in buckets], width, label=label, color=f"C{k}")
+        deltas = [b["delta"] or 0 for b in buckets]
+        right.bar(xs, deltas, width, label=label, color=f"C{k}")
+        spans = [(x, d, b) for x, d, b in zip(xs, deltas, buckets) if b.get("delta_low") is not None]
+        if spans:
+            right.errorbar([x for x, _, _ in spans], [d for _, d, _ in spans], fmt="none", ecolor="black",
+                           elinewidth=0.8, capsize=2, yerr=[[d - b["delta_low"] for _, d, b in spans],
+                                                           [b["delta_high"] - d for _, d, b in spans]])
         marked = [(x, paper_delta[label, f"Δ {b['bucket']}"]) for x, b in zip(xs, buckets)
                   if (label, f"Δ {b['bucket']}") in paper_delta]
         if marked:
@@ -83,29 +103,42 @@ def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = No
 
 
 def bucket_table(results: dict[str, list[dict]]) -> pd.DataFrame:
-    """One row per system: BLEU, Δ (named as the paper's columns, 'Δ ≤15') and n per bucket."""
+    """One row per system: BLEU, Δ (named as the paper's columns, 'Δ ≤15'), the 95% CI of Δ ('CI ≤15', text:
+    results without one leave it empty) and n per bucket."""
+    def ci(b):
+        return None if b.get("delta_low") is None else f"[{b['delta_low']:+.2f}, {b['delta_high']:+.2f}]"
     rows = {label: {**{b["bucket"]: b["bleu"] for b in buckets},
                     **{f"Δ {b['bucket']}": b["delta"] for b in buckets},
+                    **{f"CI {b['bucket']}": ci(b) for b in buckets},
                     **{f"n {b['bucket']}": b["n"] for b in buckets}}
             for label, buckets in results.items()}
     table = pd.DataFrame.from_dict(rows, orient="index")
-    counts = [f"n {b['bucket']}" for b in next(iter(results.values()))]
-    return table.astype({c: float for c in table.columns if c not in counts} | {c: "Int64" for c in counts})
+    first = next(iter(results.values()))
+    counts, cis = [f"n {b['bucket']}" for b in first], {f"CI {b['bucket']}" for b in first}
+    return table.astype({c: float for c in table.columns if c not in counts and c not in cis}
+                        | {c: "Int64" for c in counts})
 
 
 def add_arguments_length_buckets(parser) -> None:
     parser.add_argument("--src-bpe", required=True, help="the BPE'd tokenized source the model translated")
-    parser.add_argument("--hyp-tok", required=True, help="system: Moses-tokenized hypothesis")
-    parser.add_argument("--base-hyp-tok", required=True, help="baseline: Moses-tokenized hypothesis")
+    parser.add_argument("--hyp-tok", action="append", required=True,
+                        help="system: Moses-tokenized hypothesis (one a seed)")
+    parser.add_argument("--base-hyp-tok", action="append", required=True,
+                        help="baseline: Moses-tokenized hypothesis of the same seed, in the order of --hyp-tok")
+    parser.add_argument("--seed", action="append", type=int, default=[], help="each pair's seed, in order (labels)")
+    parser.add_argument("--samples", type=int, default=1000, help="bootstrap resamples per bucket")
     parser.add_argument("--ref-tok", required=True, help="Moses-tokenized reference")
     parser.add_argument("--edges", type=int, nargs="+", required=True, help="inclusive upper bounds, e.g. 15 30 45")
     parser.add_argument("--out", required=True, help="JSON list of buckets")
 
 
 def run_length_buckets(args) -> None:
+    if len(args.hyp_tok) != len(args.base_hyp_tok):
+        raise InputError("--hyp-tok and --base-hyp-tok need one file a seed each")
     lengths = [len(strip_bpe(line).split()) for line in read_lines(args.src_bpe)]
-    write_json(args.out, bucket_scores(lengths, read_lines(args.hyp_tok), read_lines(args.base_hyp_tok),
-                                       read_lines(args.ref_tok), args.edges))
+    pairs = [(read_lines(hyps), read_lines(base)) for hyps, base in zip(args.hyp_tok, args.base_hyp_tok)]
+    write_json(args.out, bucket_scores(lengths, pairs, read_lines(args.ref_tok), args.edges, args.samples,
+                                       args.seed or None))
 
 
 def add_arguments_plot_buckets(parser) -> None:

@@ -15,12 +15,16 @@ sentence in `encode`, so incremental decoding reorders it with the rest of the e
 With pre-norm layers (the project default) phrases are pooled from the un-normalised layer input,
 the paper's "input representation"; the phrase attention's query is normalised as usual.
 
-Follows the paper where the authors' code (Neutron `transformer/LD/`) differs: softmax scores over
-the phrase's real tokens (not sigmoid gates), and Eq. 8 with both biases. Eq. 8 itself comes in two
-forms (`combiner`): "paper", as printed, returns W4 sigmoid(W3[x | o] + b3) + b4; "residue", the
-authors' `ResidueCombiner`, adds the attention output o to that. The paper's is the default; the
-code's is kept because the paper's numbers were presumably produced with it, so a gap between the
-two forms is a question worth running. Both have the same parameters.
+The paper's text is the default. Where the authors' code (Neutron, github hfxunlp/transformer,
+`transformer/LD/` of April 2020) does something else, an option builds the code's form, so that the
+code's model is a second row beside the printed one (docs/paper-A-code-forms.md):
+  `combiner="residue_ln"`  Eq. 8 as their `ResidueCombiner` (modules/base.py): LN(x + o + net), the
+                           attention output added directly, not only through W4 sigmoid(W3[x | o]);
+  `token_transparent`      each decoder layer also mixes the *token* memory over the encoder levels
+                           (transformer/TA/Encoder.py, read per layer by transformer/LD/Decoder.py);
+  `pool_gate="sigmoid"`    attentive pooling as their `ATTNCombiner` (modules/LD.py): sigmoid gates over
+                           the token count, the weight left over to the glance, instead of Eq. 4's softmax;
+  `pre_norm=False`         (a `ModelConfig` option) post-norm layers, as every layer of theirs.
 """
 from __future__ import annotations
 
@@ -45,20 +49,28 @@ class PhraseConfig(ModelConfig):
     phrases: "ngram" (fixed-length chunks) | "parse" (spans passed to `encode`, "+Parsing Phrase") |
         "token" (every token a phrase of its own: the phrase sublayers with no phrases to pool, a
         diagnostic that tells their cost from the phrase mechanism's);
-    combiner: "paper" (Eq. 8 as printed) | "residue" (Eq. 8 plus the attention output, Neutron).
+    combiner: "paper" (Eq. 8 as printed) | "residue_ln" (the authors' ResidueCombiner: LN(x + o + Eq. 8));
+    pool_gate: "softmax" (Eq. 4) | "sigmoid" (the authors' ATTNCombiner; needs `attentive`);
+    token_transparent: each decoder layer also reads a learned mix of the token levels (the authors' code).
     """
     glance: str = "max"
     attentive: bool = True
     transparent_attention: bool = True
     phrases: str = "ngram"
     combiner: str = "paper"
+    pool_gate: str = "softmax"
+    token_transparent: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         if self.phrases not in ("ngram", "parse", "token"):
             raise ValueError(f"phrases must be 'ngram', 'parse' or 'token', not {self.phrases!r}")
-        if self.combiner not in ("paper", "residue"):
-            raise ValueError(f"combiner must be 'paper' or 'residue', not {self.combiner!r}")
+        if self.combiner not in ("paper", "residue_ln"):
+            raise ValueError(f"combiner must be 'paper' or 'residue_ln', not {self.combiner!r}")
+        if self.pool_gate not in ("softmax", "sigmoid"):
+            raise ValueError(f"pool_gate must be 'softmax' or 'sigmoid', not {self.pool_gate!r}")
+        if self.pool_gate != "softmax" and not self.attentive:
+            raise ValueError("pool_gate weighs the tokens of attentive pooling: it needs attentive=True")
 
     @property
     def extra_inputs(self) -> tuple[str, ...]:
@@ -96,13 +108,20 @@ def gather_tokens(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 class PhraseBuilder(nn.Module):
-    """Phrase vectors from token vectors: a glance (Eq. 2), optionally attentive pooling (Eq. 3-5)."""
+    """Phrase vectors from token vectors: a glance (Eq. 2), optionally attentive pooling (Eq. 3-5).
 
-    def __init__(self, d_model: int, glance: str, attentive: bool):
+    `gate` "softmax" normalises the scores over the phrase's tokens (Eq. 4); "sigmoid" is the authors'
+    ATTNCombiner (Neutron modules/LD.py, built by transformer/LD/AttnEncoder.py): each token gets
+    sigmoid(s_i) / n of its n real tokens and the glance the rest, 1 - sum of those. At initialisation the
+    gates are near 1/2, so the phrase starts near (mean + glance) / 2, where the softmax starts near the
+    mean: with a max glance the code's phrases start halfway between +Mean's and +Max's. Same parameters.
+    """
+
+    def __init__(self, d_model: int, glance: str, attentive: bool, gate: str = "softmax"):
         super().__init__()
         if glance not in ("mean", "max"):
             raise ValueError(f"glance must be 'mean' or 'max', not {glance!r}")
-        self.glance = glance
+        self.glance, self.gate = glance, gate
         # Eq. 3 (paper A): W1 acts on [x_i | glance], W2 maps the hidden layer (width d) to a score.
         self.w1 = nn.Linear(2 * d_model, d_model) if attentive else None
         self.w2 = nn.Linear(d_model, 1) if attentive else None
@@ -119,15 +138,21 @@ class PhraseBuilder(nn.Module):
         if self.w1 is None:
             return summary
         weights = self.token_weights(tokens, summary, mask)                   # (B, P, L)
-        return (weights[..., None] * tokens).sum(2)                           # Eq. 5
+        phrases = (weights[..., None] * tokens).sum(2)                        # Eq. 5
+        if self.gate == "sigmoid":                                            # the gates' leftover to the glance
+            phrases = phrases + (1 - weights.sum(-1, keepdim=True)) * summary
+        return phrases
 
     def token_weights(self, tokens, summary, mask):
-        """tokens (B, P, L, d), summary (B, P, d) -> p_i (B, P, L), summing to 1 over real tokens."""
+        """tokens (B, P, L, d), summary (B, P, d) -> the tokens' weights (B, P, L), 0 at pads: p_i summing
+        to 1 over real tokens (Eq. 4), or with the sigmoid gate sigmoid(s_i) / n, summing to at most 1."""
         d = tokens.size(-1)
         # Eq. 3: W1[x_i | g] + b1 = W1x x_i + W1g g + b1, without building the concatenation.
         hidden = F.linear(tokens, self.w1.weight[:, :d], self.w1.bias) \
             + F.linear(summary, self.w1.weight[:, d:])[:, :, None]           # (B, P, L, d)
         scores = self.w2(torch.sigmoid(hidden)).squeeze(-1)                   # (B, P, L)
+        if self.gate == "sigmoid":
+            return torch.sigmoid(scores) * mask / mask.sum(-1, keepdim=True).clamp(min=1)
         lowest = torch.finfo(scores.dtype).min
         return scores.masked_fill(~mask, lowest).softmax(-1) * mask          # Eq. 4, real tokens only
 
@@ -135,9 +160,9 @@ class PhraseBuilder(nn.Module):
 class PhraseAttention(nn.Module):
     """Attentive combination (Eq. 7-8): attend the phrases, then mix the result with the input.
 
-    Returns W4 sigmoid(W3[x | o] + b3) + b4 with o = MHA(x, phrases), plus o with the "residue"
-    combiner; the surrounding Residual adds x and the layer norm, giving LN(x + W4 ...) post-norm
-    as in the paper (LN(x + o + W4 ...) in the authors' code).
+    Returns W4 sigmoid(W3[x | o] + b3) + b4 with o = MHA(x, phrases); the surrounding Residual adds x and
+    the layer norm, giving LN(x + W4 ...) post-norm as in the paper. `ResidueCombiner` builds the
+    authors' form from the same two parts (`parts`).
     """
 
     def __init__(self, c: PhraseConfig):
@@ -145,13 +170,47 @@ class PhraseAttention(nn.Module):
         self.attn = MultiheadAttention(c.d_model, c.heads, c.attention_dropout)
         self.w3 = nn.Linear(2 * c.d_model, c.ffn)   # hidden size = FFN size (authors' code)
         self.w4 = nn.Linear(c.ffn, c.d_model)
-        self.residue = c.combiner == "residue"
 
     def forward(self, x, phrases, phrase_pad, cache=None):
-        """x (B, T, d), phrases (B, P, d), phrase_pad (B, P) True at empty phrases."""
+        return self.parts(x, phrases, phrase_pad, cache)[1]
+
+    def parts(self, x, phrases, phrase_pad, cache=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, d), phrases (B, P, d), phrase_pad (B, P) True at empty phrases -> o and Eq. 8's output,
+        each (B, T, d)."""
         out = self.attn(x, phrases, key_padding_mask=phrase_pad, cache=cache, static_kv=True)  # Eq. 7
-        combined = self.w4(torch.sigmoid(self.w3(torch.cat([x, out], dim=-1))))              # Eq. 8
-        return out + combined if self.residue else combined
+        return out, self.w4(torch.sigmoid(self.w3(torch.cat([x, out], dim=-1))))             # Eq. 8
+
+
+class ResidueCombiner(nn.Module):
+    """Eq. 7-8 as the authors' code combines them (`combiner="residue_ln"`; Neutron modules/base.py,
+    `ResidueCombiner`, in transformer/LD/Encoder.py and Decoder.py):
+
+        LN(x + o + dropout(W4 sigmoid(W3[x | o] + b3) + b4)),  o = MHA(x, phrases)
+
+    The attention output o reaches the stream directly, not only through the 2-layer network: at
+    initialisation the printed form passes far less phrase signal to the stream, and far less gradient
+    back to the phrase attention. The layer norm is the combiner's own, after the sum. The authors'
+    stack is post-norm, so x there is a layer norm's output already; in a pre-norm stack x is normalised
+    first (`in_norm`, as their decoder's layer_normer1 before its combiner) and the result replaces the
+    stream, as theirs does. Post-norm, the parameters are the printed form's (same names and shapes).
+    """
+
+    def __init__(self, c: PhraseConfig):
+        super().__init__()
+        self.sublayer, self.norm = PhraseAttention(c), nn.LayerNorm(c.d_model)
+        self.in_norm = nn.LayerNorm(c.d_model) if c.pre_norm else None
+        self.dropout = c.dropout
+
+    def forward(self, x, phrases, phrase_pad, cache=None):
+        if self.in_norm is not None:
+            x = self.in_norm(x)
+        out, combined = self.sublayer.parts(x, phrases, phrase_pad, cache)
+        return self.norm(x + out + F.dropout(combined, self.dropout, self.training))
+
+
+def phrase_sublayer(c: PhraseConfig) -> nn.Module:
+    """Eq. 7-8 with the residual connection and layer norm around them, in the form `c.combiner` names."""
+    return ResidueCombiner(c) if c.combiner == "residue_ln" else Residual(PhraseAttention(c), c)
 
 
 class PhraseEncoderLayer(EncoderLayer):
@@ -159,7 +218,7 @@ class PhraseEncoderLayer(EncoderLayer):
 
     def __init__(self, config: PhraseConfig):
         super().__init__(config)
-        self.phrase_attn = Residual(PhraseAttention(config), config)
+        self.phrase_attn = phrase_sublayer(config)
 
     def forward(self, x, pad, phrases, phrase_pad):
         return super().forward(self.phrase_attn(x, phrases, phrase_pad), pad)
@@ -170,7 +229,7 @@ class PhraseDecoderLayer(DecoderLayer):
 
     def __init__(self, config: PhraseConfig):
         super().__init__(config)
-        self.phrase_attn = Residual(PhraseAttention(config), config)
+        self.phrase_attn = phrase_sublayer(config)
 
     def forward(self, x, memory, memory_pad, phrases, phrase_pad, cache=None):
         def part(name):
@@ -179,6 +238,12 @@ class PhraseDecoderLayer(DecoderLayer):
         x = self.phrase_attn(x, phrases, phrase_pad, cache=part("phrase"))
         x = self.cross_attn(x, memory, key_padding_mask=memory_pad, cache=part("cross"), static_kv=True)
         return self.ffn(x)
+
+
+def mix_levels(levels: list[torch.Tensor], weights: torch.Tensor) -> torch.Tensor:
+    """Transparent attention (Bapna et al. 2018): levels k = 0..L, each (B, N, d), and weights (L+1, L_dec)
+    -> (B, L_dec, N, d), decoder layer j reading sum_k softmax_k(weights)[k, j] level_k (Eq. 6)."""
+    return torch.einsum("kbnd,kj->bjnd", torch.stack(levels), weights.softmax(dim=0))
 
 
 @register("phrase")
@@ -191,19 +256,26 @@ class PhraseTransformer(Transformer):
     def __init__(self, src_vocab: int, tgt_vocab: int, config: PhraseConfig):
         super().__init__(src_vocab, tgt_vocab, config)
         # Levels 0..L: the input of each encoder layer, then the encoder output.
-        self.builders = nn.ModuleList(PhraseBuilder(config.d_model, config.glance, config.attentive)
+        self.builders = nn.ModuleList(PhraseBuilder(config.d_model, config.glance, config.attentive, config.pool_gate)
                                       for _ in range(config.encoder_layers + 1))
         xavier_init(self.builders)
-        # Eq. 6: (L_enc + 1) x L_dec weights, softmax over levels (paper: a 7 x 6 matrix).
-        self.level_weights = (nn.Parameter(torch.zeros(config.encoder_layers + 1, config.decoder_layers))
-                              if config.transparent_attention else None)
+        # Eq. 6: (L_enc + 1) x L_dec weights, softmax over levels (paper: a 7 x 6 matrix); zeros, so every
+        # decoder layer starts from the mean of the levels. The same again for the token levels with
+        # `token_transparent` (the authors' code starts both from small uniform draws, with dropout on them).
+        levels = (config.encoder_layers + 1, config.decoder_layers)
+        self.level_weights = nn.Parameter(torch.zeros(levels)) if config.transparent_attention else None
+        self.token_level_weights = nn.Parameter(torch.zeros(levels)) if config.token_transparent else None
 
     def transparent_weights(self) -> torch.Tensor:
         """(L_enc + 1, L_dec) softmax-normalised weights w_i^j of Eq. 6; columns sum to 1."""
         return self.level_weights.softmax(dim=0)
 
     def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None) -> dict:
-        """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse"."""
+        """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse".
+
+        With `token_transparent` the state also holds "tokens" (B, L_dec, S, d): decoder layer j's token
+        memory, its mix of the token levels (the same levels as the phrases': each encoder layer's input,
+        then the encoder output). "out" stays the encoder output."""
         pad = src.eq(self.pad)  # (B, S)
         if self.config.phrases != "parse":
             ntok = 1 if self.config.phrases == "token" else None
@@ -212,18 +284,23 @@ class PhraseTransformer(Transformer):
             raise ValueError("phrases='parse' needs the source phrase spans: encode(src, spans=...)")
         index, mask = gather_index(spans, pad)                    # (B, P, L)
         phrase_pad = ~mask.any(-1)                                # (B, P) True at empty phrases
-        x, levels = self.src_embed(src), []
+        x, tokens, levels = self.src_embed(src), [], []
         for layer, builder in zip(self.encoder, self.builders):
+            tokens.append(x)
             levels.append(builder(x, index, mask))                # (B, P, d) from the layer's input
             x = layer(x, pad, levels[-1], phrase_pad)
-        x = self.encoder_norm(x)
-        levels.append(self.builders[-1](x, index, mask))
+        tokens.append(self.encoder_norm(x))
+        levels.append(self.builders[-1](tokens[-1], index, mask))
         if self.level_weights is None:
             memory = levels[-1][:, None]                          # (B, 1, P, d): every layer reads the top
-        else:                                                     # Eq. 6: (B, L_dec, P, d)
-            memory = torch.einsum("kbpd,kj->bjpd", torch.stack(levels), self.transparent_weights())
-        return {"out": x, "pad": pad, "phrases": memory, "phrase_pad": phrase_pad}
+        else:
+            memory = mix_levels(levels, self.level_weights)       # Eq. 6: (B, L_dec, P, d)
+        state = {"out": tokens[-1], "pad": pad, "phrases": memory, "phrase_pad": phrase_pad}
+        if self.token_level_weights is not None:
+            state["tokens"] = mix_levels(tokens, self.token_level_weights)  # (B, L_dec, S, d)
+        return state
 
     def decoder_memory(self, enc: dict, layer: int) -> tuple:
+        tokens = enc["out"] if self.token_level_weights is None else enc["tokens"][:, layer]
         phrases = enc["phrases"][:, layer if self.level_weights is not None else 0]
-        return enc["out"], enc["pad"], phrases, enc["phrase_pad"]
+        return tokens, enc["pad"], phrases, enc["phrase_pad"]

@@ -1,13 +1,14 @@
-# length_buckets: BLEU per source-length bucket, each system beside its baseline (paper A Fig. 3,
-# paper D Fig. 4) -- nmtrepro.analyses.buckets.
+# length_buckets: BLEU per source-length bucket, each system beside its baseline over the seeds both
+# train, with the seed-pooled 95% CI of each bucket's difference (paper A Fig. 3, paper D Fig. 4) --
+# nmtrepro.analyses.buckets.
 ANALYSIS_OUTPUTS["length_buckets"] = FIGURE + TABLE
 
 
 rule length_buckets:
     input:
         src=lambda w: test_input(w.experiment, "src.bpe"),
-        hyp_tok=lambda w: evaluated(w.experiment, "hyp.tok"),
-        base_hyp_tok=lambda w: evaluated(w.baseline, "hyp.tok"),
+        hyp_tok=seed_pair_files("hyp.tok", 0),
+        base_hyp_tok=seed_pair_files("hyp.tok", 1),
         ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
     output:
         "results/analyse/{analysis}/{experiment}.vs.{baseline}.buckets.json",
@@ -18,9 +19,11 @@ rule length_buckets:
         baseline="|".join(EXPERIMENTS) or "^$",
     params:
         edges=lambda w: " ".join(map(str, ANALYSES[w.analysis]["edges"])),
+        pairs=lambda w, input: shlex.join(seed_pair_args(w, input, [("--hyp-tok", "hyp_tok"),
+                                                                   ("--base-hyp-tok", "base_hyp_tok")])),
     shell:
-        "nmtrepro length-buckets --src-bpe {input.src} --hyp-tok {input.hyp_tok} --base-hyp-tok {input.base_hyp_tok} "
-        "--ref-tok {input.ref_tok} --edges {params.edges} --out {output} 2> {log}"
+        "nmtrepro length-buckets --src-bpe {input.src} {params.pairs} --ref-tok {input.ref_tok} "
+        "--edges {params.edges} --out {output} 2> {log}"
 
 
 rule plot_buckets:
