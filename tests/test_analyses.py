@@ -52,7 +52,8 @@ def test_bucket_deltas_are_seed_means_with_the_pooled_bootstrap_ci_of_the_bucket
     assert short["delta"] == pytest.approx(100) and [s["delta"] for s in short["seeds"]] == pytest.approx([100, 100])
     assert long["delta"] == pytest.approx(50) and [s["delta"] for s in long["seeds"]] == pytest.approx([100, 0])
     assert short["delta_low"] == short["delta_high"] == pytest.approx(100)   # no resample changes it
-    assert long["delta_low"] == pytest.approx(0) and long["delta_high"] == pytest.approx(100)  # the seeds split
+    # the seeds split (100 and 0), their spread about the mean inflated by sqrt(k / (k - 1)) = sqrt(2)
+    assert long["delta_low"] == pytest.approx(50 - 50 * 2 ** 0.5) and long["delta_high"] == pytest.approx(50 + 50 * 2 ** 0.5)
 
 
 def test_ngram_gaps_are_system_minus_baseline_per_order():
