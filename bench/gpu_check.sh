@@ -17,17 +17,9 @@ LIMIT=${STUDY_LIMIT:-450}      # seconds the study may run before it is stopped
 DEADLINE=${DEADLINE:-560}      # seconds after the start by which the script packs up, curve or not
 begin=$(date +%s)
 mkdir -p "$OUT"
-if [ -d .device-wheels ] && ! python3 -c "import snakemake" 2> /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .device-wheels/*.whl || exit 1
-    tar -C /tmp/site -xJf .device-wheels/spacy-cp312.tar.xz || exit 1
-    mkdir -p /tmp/site/bin
-    printf '#!/bin/sh\nexec python3 -m nmtrepro.cli "$@"\n' > /tmp/site/bin/nmtrepro && chmod +x /tmp/site/bin/nmtrepro
-    export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH
-fi
+source bench/device_env.sh
 extra=(); conv=(--factor 2 --every 250)
 if [ -n "${STUDY_CONFIG:-}" ]; then extra=(--configfile "$STUDY_CONFIG"); conv=(--factor 2 --every 1 --configfile "$STUDY_CONFIG"); fi
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null || echo "no GPU"
-python3 -c "import torch, spacy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'spacy', spacy.__version__)"
 echo "setup: $(( $(date +%s) - begin )) s"
 
 rm -rf results .snakemake bench/out/gpu_convergence

@@ -65,15 +65,16 @@ if JOBS_PER_GPU > 1 and "gpu" not in workflow.global_resources:
 DECODE_GPUS = 1 if JOBS_PER_GPU > 1 else 0  # a profile's set-resources gives decode a GPU elsewhere
 
 
-def on_gpus(wildcards, resources):
+def on_gpus(wildcards, resources, job="decode"):
     """`nmtrepro with-gpus N --` ahead of a job that asks for N >= 1 GPUs (config or a profile's
     set-resources): run locally, it claims a slot on N devices that no other job holds beyond their
-    slots (Snakemake only counts them); under SLURM the allocation has pinned them already and it only
-    runs the command."""
+    slots (Snakemake only counts them), and where they are shared, waits for the memory a `job` of its
+    kind (train, decode) needs; under SLURM the allocation has pinned them already and it only runs the
+    command."""
     gpus = int(resources.get("gpu", 0))
     if not gpus:
         return ""
-    sharing = (f"--slots {JOBS_PER_GPU} --free-mb {SCALE['gpu_free_mb']} --poll-seconds 2 "
+    sharing = (f"--slots {JOBS_PER_GPU} --free-mb {SCALE['gpu_free_mb'][job]} --poll-seconds 2 "
                if JOBS_PER_GPU > 1 else "")
     return f"nmtrepro with-gpus {sharing}{gpus} -- "
 

@@ -35,8 +35,8 @@ def train_launcher(wildcards, resources):
     240 lets the trainers finish a paper-scale update and save, inside the 300 s that profiles/slurm
     asks SLURM to warn before the time limit."""
     if int(resources.gpu) <= 1:
-        return on_gpus(wildcards, resources)
-    return (f"{on_gpus(wildcards, resources)}torchrun --standalone --nproc-per-node {resources.gpu} "
+        return on_gpus(wildcards, resources, "train")
+    return (f"{on_gpus(wildcards, resources, 'train')}torchrun --standalone --nproc-per-node {resources.gpu} "
             "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
 
 
