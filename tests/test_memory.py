@@ -40,10 +40,10 @@ def out_of_memory(trainer, too_big, phase="forward"):
 
     collate, sentences = trainer.corpus.collate, [[]]
 
-    def collate_noting(split, indices):  # the injected loss tells the micro-batches by their sentences
+    def collate_noting(split, indices, *args):  # the injected loss tells the micro-batches by their sentences
         if split == "train":
             sentences[0] = list(indices)
-        return collate(split, indices)
+        return collate(split, indices, *args)
 
     trainer.loss, trainer.corpus.collate = loss, collate_noting
     return trainer

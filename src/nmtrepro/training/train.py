@@ -75,6 +75,7 @@ class Settings:
     seed: int = 1
     threads: int = 0                # 0: torch's default
     precision: str = "fp32"         # fp32 | bf16 (autocast)
+    buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
     device: str = "auto"
 
     @classmethod
@@ -110,12 +111,12 @@ class Corpus:
             if pos_dir is not None:
                 self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
 
-    def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
+    def batches(self, split: str, max_tokens: int, seed=None, epoch=0, buckets: bool = False):
         src, tgt = self.splits[split]
-        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch)
+        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch, buckets)
 
-    def collate(self, split: str, indices):
-        return collate(*self.splits[split], indices, self.extras[split])
+    def collate(self, split: str, indices, bucketed: bool = False):
+        return collate(*self.splits[split], indices, self.extras[split], bucketed)
 
 
 class Interrupted(Exception):
@@ -393,7 +394,7 @@ class Trainer:
         to `totals`; None when done, else where it ran out of memory ("forward" or "backward")."""
         phase = "forward"
         try:
-            batch = self.corpus.collate("train", indices).to(self.device)
+            batch = self.corpus.collate("train", indices, self.settings.buckets).to(self.device)
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
@@ -442,7 +443,7 @@ class Trainer:
         budget = math.ceil(s.update_tokens / self.shards)
         group, tokens = [], 0
         while True:
-            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
+            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch, s.buckets)
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
                 tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
