@@ -40,6 +40,7 @@ from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
+from .fast import check_setting, fast_loss
 from .batching import collate, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
@@ -47,12 +48,13 @@ from .schedule import SCHEDULES
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
-# Settings a rerun may change and still resume: where and how fast it runs (threads, device; threads
-# change the float summation order, so the weights then match an uninterrupted run only closely) and
+# Settings a rerun may change and still resume: where and how fast it runs (threads, device, the fast
+# path; threads change the float summation order, so the weights then match an uninterrupted run only
+# closely; device and fast also draw other dropout masks) and
 # how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
 # on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
 # the weights or the checkpoints kept, so a run with another value is another run.
-RERUN_FREE = ("threads", "device", "max_minutes", "max_updates")
+RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
 
@@ -76,6 +78,7 @@ class Settings:
     threads: int = 0                # 0: torch's default
     precision: str = "fp32"         # fp32 | bf16 (autocast)
     buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
+    fast: str = "off"               # off | compile: the step compiled over the bucketed shapes (fast.py)
     device: str = "auto"
 
     @classmethod
@@ -86,6 +89,7 @@ class Settings:
             raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
         if values.get("schedule", cls.schedule) not in SCHEDULES:
             raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
+        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
         return cls(**values)
 
 
@@ -141,9 +145,10 @@ class LossOf(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, label_smoothing: float):
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
+        self.static = False  # the compiled step's loss (fast.py, criterion.model_loss)
 
     def forward(self, net_input, prev, target):
-        return model_loss(self.model, net_input, prev, target, self.label_smoothing)
+        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
 
 
 class Trainer:
@@ -171,7 +176,7 @@ class Trainer:
             log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
-        self.loss = LossOf(self.model, settings.label_smoothing)
+        self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast)
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
