@@ -14,7 +14,14 @@ FLOPs are counted analytically per update (training = 3 x forward, i.e. 6 per we
 Embedding lookups, layer norms, softmax and the optimizer are not counted. MFU = FLOPs/s / peak, with
 the peak dense bf16 rate of the GPU (table below, or --peak-tflops).
 
+--paths compares ways of running the same step in one run (issue 38), each printed with its tok/s
+relative to the first: `eager` (the default, as above), `buckets` (eager, batches planned and padded
+to bucket lengths, as the trainer's `buckets: true`), `compile` (buckets, the loss compiled as the
+trainer's `fast: compile`, fused Adam). A bucketed path runs every timed update once untimed first,
+so that no bucket's graph is compiled on the clock; the compile time is printed apart.
+
     python bench/gpu_throughput.py                               # paper base, CUDA, bf16
+    python bench/gpu_throughput.py --paths eager,buckets,compile # the fast path against the eager step
     python bench/gpu_throughput.py --device cpu --scale ci --steps 2 --precision fp32   # smoke test
 """
 from __future__ import annotations
@@ -32,15 +39,19 @@ import yaml
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
-from nmtrepro.training.batching import pad_sequences, token_batches
-from nmtrepro.training.criterion import model_loss
+from nmtrepro.training.batching import bucket_length, pad_sequences, pad_to, token_batches
+from nmtrepro.training.fast import CompiledLoss
+from nmtrepro.training.train import LossOf
 
 REPO = Path(__file__).resolve().parents[1]
+PATHS = ("eager", "buckets", "compile")
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}
 
 
-def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: int, gen: torch.Generator):
-    """Sentence pairs totalling ~update_tokens target tokens, cut into token batches: [(src, prev, tgt)]."""
+def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: int, gen: torch.Generator,
+                     buckets: bool = False):
+    """Sentence pairs totalling ~update_tokens target tokens, cut into token batches: [(src, prev, tgt)];
+    `buckets`: planned and padded as the trainer's `buckets: true` does (batching.bucket_length)."""
     src_lens, tgt_lens, total = [], [], 0
     while total < update_tokens:
         s = int(min(max_len, max(3, math.exp(3.2 + 0.6 * torch.randn(1, generator=gen).item()))))
@@ -49,11 +60,14 @@ def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: i
         tgt_lens.append(t)
         total += t
     batches = []
-    for indices in token_batches(src_lens, tgt_lens, max_tokens, seed=1):
+    for indices in token_batches(src_lens, tgt_lens, max_tokens, seed=1, buckets=buckets):
         src = [torch.randint(4, vocab, (src_lens[i],), generator=gen) for i in indices]
         tgt = [torch.randint(4, vocab, (tgt_lens[i],), generator=gen) for i in indices]
         prev = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt]
-        batches.append((pad_sequences(src), pad_sequences(prev), pad_sequences(tgt)))
+        batch = [pad_sequences(src), pad_sequences(prev), pad_sequences(tgt)]
+        if buckets:
+            batch = [pad_to(x, bucket_length(max(map(len, src + tgt)))) for x in batch]
+        batches.append(tuple(batch))
     return batches, src_lens, tgt_lens
 
 
@@ -82,29 +96,37 @@ def peak_tflops(device: torch.device, given: float | None) -> float | None:
     return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
 
 
-def measure(spec: dict, args, device: torch.device) -> dict:
+def measure(spec: dict, args, device: torch.device, path: str = "eager") -> dict:
+    """One variant's timed updates run as `path` (eager, buckets, compile: see the module docstring)."""
     torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     model = build_model(spec).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    loss_of = LossOf(model, 0.1)
+    if path == "compile":
+        loss_of = CompiledLoss(loss_of)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                                 fused=True if path == "compile" else None)
     gen = torch.Generator().manual_seed(0)
-    updates = [synthetic_update(args.update_tokens, args.max_tokens, spec["tgt_vocab"], args.max_len, gen)
-               for _ in range(args.steps + args.warmup_steps)]
+    updates = [synthetic_update(args.update_tokens, args.max_tokens, spec["tgt_vocab"], args.max_len, gen,
+                                buckets=path != "eager") for _ in range(args.steps + args.warmup_steps)]
     precision = runtime.resolve_precision(device, args.precision)
 
     def step(batches):
         optimizer.zero_grad(set_to_none=True)
         for src, prev, tgt in batches:
             with runtime.autocast(device, precision):
-                loss, _ = model_loss(model, {"src": src.to(device)}, prev.to(device), tgt.to(device), 0.1)
+                loss, _ = loss_of({"src": src.to(device)}, prev.to(device), tgt.to(device))
             loss.backward()
         optimizer.step()
 
-    for batches, _, _ in updates[:args.warmup_steps]:
-        step(batches)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    start = time.perf_counter()
+    # Bucketed paths meet every bucket of the timed updates before the clock starts (compiling each).
+    for batches, _, _ in updates[:args.warmup_steps] + (updates[args.warmup_steps:] if path != "eager" else []):
+        step(batches)
     sync()
+    warmup_s = time.perf_counter() - start
     start = time.perf_counter()
     for batches, _, _ in updates[args.warmup_steps:]:
         step(batches)
@@ -115,7 +137,8 @@ def measure(spec: dict, args, device: torch.device) -> dict:
     flops = sum(update_flops(model, spec, s, t) for _, s, t in timed)
     peak = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else float("nan")
     return {"params": sum(p.numel() for p in model.parameters()), "tgt_tok_s": tokens / seconds, "peak_gib": peak,
-            "tflops": flops / seconds / 1e12, "s_per_update": seconds / len(timed), "precision": precision}
+            "tflops": flops / seconds / 1e12, "s_per_update": seconds / len(timed), "precision": precision,
+            "warmup_s": warmup_s}
 
 
 def main() -> None:
@@ -133,7 +156,12 @@ def main() -> None:
     ap.add_argument("--cudnn-attention", action="store_true",
                     help="leave torch's cuDNN attention on (the trainer turns it off: runtime.cuda_defaults)")
     ap.add_argument("--peak-tflops", type=float, help="the device's peak dense TFLOP/s (default: table)")
+    ap.add_argument("--paths", default="eager",
+                    help="comma-separated ways to run the step: eager, buckets, compile (ratios to the first)")
     args = ap.parse_args()
+    paths = args.paths.split(",")
+    if not set(paths) <= set(PATHS):
+        sys.exit(f"gpu_throughput: --paths {args.paths}: known paths are {', '.join(PATHS)}")
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit(f"gpu_throughput: --device {args.device} but torch {torch.__version__} sees no CUDA GPU; "
@@ -152,16 +180,22 @@ def main() -> None:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"# {name}, {args.scale}/{args.size} {size}, ~{args.update_tokens} target tokens per update in "
           f"{args.max_tokens}-token batches, {args.steps} timed updates; peak {peak or '?'} TFLOP/s")
-    print("variant\tparams\tprecision\ts/update\ttgt_tok/s\tmodel_TFLOP/s\tMFU\tpeak_GiB")
+    print("variant\tparams\tprecision\ts/update\ttgt_tok/s\tmodel_TFLOP/s\tMFU\tpeak_GiB"
+          + ("\tpath\tvs_first\twarmup_s" if len(paths) > 1 else ""))
     for label, variant in variants.items():
-        try:
-            r = measure(variant, args, device)
-        except (TypeError, ValueError) as err:  # a family that wants options this script does not know
-            print(f"{label}\tskipped: {err}")
-            continue
-        mfu = f"{100 * r['tflops'] / peak:.1f}%" if peak else "n/a"
-        print(f"{label}\t{r['params']:,}\t{r['precision']}\t{r['s_per_update']:.3f}\t{r['tgt_tok_s']:,.0f}\t"
-              f"{r['tflops']:.2f}\t{mfu}\t{r['peak_gib']:.1f}")
+        first = None
+        for path in paths:
+            try:
+                r = measure(variant, args, device, path)
+            except (TypeError, ValueError) as err:  # a family that wants options this script does not know
+                print(f"{label}\tskipped: {err}")
+                break
+            first = first or r
+            mfu = f"{100 * r['tflops'] / peak:.1f}%" if peak else "n/a"
+            print(f"{label}\t{r['params']:,}\t{r['precision']}\t{r['s_per_update']:.3f}\t{r['tgt_tok_s']:,.0f}\t"
+                  f"{r['tflops']:.2f}\t{mfu}\t{r['peak_gib']:.1f}"
+                  + (f"\t{path}\t{r['tgt_tok_s'] / first['tgt_tok_s']:.2f}x\t{r['warmup_s']:.0f}"
+                     if len(paths) > 1 else ""))
     print("# FLOPs: 6 x matmul weights x tokens (encoder: source, decoder: target) + attention "
           "12 x d x (L_enc S^2 + L_dec (T^2 + T S)) + output layer 6 x d x V x target tokens; "
           "MFU against the dense bf16 peak" + ("" if variants.get("+PR") is None else

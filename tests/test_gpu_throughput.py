@@ -64,3 +64,13 @@ def test_gpu_train_smoke_run_on_cpu_trains_each_family_and_resumes(tmp_path):
                                             "transformer_base"]
     assert all(r["tgt_tok_s"] > 0 and r["precision"] in ("fp32", "bf16") for r in rows[:3])
     assert rows[3] == {"variant": "transformer_base", "resume": "ok"}
+
+
+def test_smoke_run_compares_paths_with_ratios_to_the_first():
+    result = run("--device", "cpu", "--scale", "ci", "--steps", "1", "--warmup-steps", "0", "--vocab", "500",
+                 "--update-tokens", "1000", "--precision", "fp32", "--peak-tflops", "1", "--paths", "eager,buckets")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split("\t") for line in result.stdout.splitlines() if line.startswith("baseline")]
+    assert [(r[8], r[9]) for r in rows] == [("eager", "1.00x"), ("buckets", rows[1][9])]
+    assert float(rows[1][9].rstrip("x")) > 0
+    assert "known paths" in run("--device", "cpu", "--paths", "eager,jit").stderr

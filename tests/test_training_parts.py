@@ -1,12 +1,15 @@
+import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import TINY
+from conftest import TINY, write_copy_corpus
+from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.models import build_model
 from nmtrepro.models.layers import recording_heads
 
 from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
-from nmtrepro.training.batching import collate, token_batches
+from nmtrepro.training.batching import bucket_length, collate, token_batches
 from nmtrepro.training.criterion import label_smoothed_loss, model_loss, output_agreement
 from nmtrepro.training.schedule import constant, inverse_sqrt
 
@@ -93,3 +96,75 @@ def test_collate_pads_and_shifts_target(tmp_path):
     assert b.target.tolist() == [[8, 2, 0, 0], [9, 10, 11, 2]]
     assert b.prev.tolist() == [[1, 8, 0, 0], [1, 9, 10, 11]]
     assert b.tgt_tokens == 6
+
+
+# -- bucketed shapes (issue 38: a compiled step meets few shapes) ------------------------------------
+BUCKETS_TO_256 = [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256]
+
+
+def test_bucket_lengths_are_few_and_pad_above_64_by_at_most_a_quarter():
+    lengths = np.arange(1, 257)
+    buckets = bucket_length(lengths)
+    assert sorted(set(buckets.tolist())) == BUCKETS_TO_256
+    assert (buckets >= lengths).all() and (buckets[64:] <= 1.25 * lengths[64:]).all()
+    assert [bucket_length(n) for n in (1, 8, 9, 64, 65, 257)] == [8, 8, 16, 64, 80, 320]
+
+
+def corpus_with_extras(tmp_path, n_train=48):
+    """A copy corpus of 2..60-word sentences, with two-token parser phrases and POS tags for each."""
+    corpus = write_copy_corpus(tmp_path / "data", n_train=n_train, lengths=(2, 60))
+    src, tgt = IndexedData(corpus / "train.src.bin"), IndexedData(corpus / "train.tgt.bin")
+    rng = np.random.default_rng(0)
+    extras = {"spans": [[(a, min(a + 2, n - 1)) for a in range(0, n - 1, 2)] + [(n - 1, n)] for n in src.sizes],
+              "pos": [torch.tensor([*rng.integers(4, len(POS_VOCAB), n - 1), POS_VOCAB.eos]) for n in src.sizes]}
+    return src, tgt, extras
+
+
+def test_every_bucketed_batch_lands_on_a_bucket_shape_within_the_token_budget(tmp_path):
+    src, tgt, extras = corpus_with_extras(tmp_path)
+    for max_tokens in (64, 256, 1000):
+        batches = token_batches(src.sizes, tgt.sizes, max_tokens, seed=1, epoch=0, buckets=True)
+        assert sorted(i for b in batches for i in b) == list(range(len(src)))
+        for indices in batches:
+            batch = collate(src, tgt, indices, extras, bucketed=True)
+            length = batch.target.size(1)
+            assert length in BUCKETS_TO_256 and (len(indices) == 1 or len(indices) * length <= max_tokens)
+            tensors = [*batch.net_input.values(), batch.prev, batch.target]
+            assert all(t.size(0) == len(indices) and t.size(1) == length for t in tensors)
+            assert batch.tgt_tokens == sum(tgt.sizes[i] for i in indices)
+
+
+FAMILIES = {
+    "transformer": {},
+    "relative positions, directional": {"rel_pos_clip": 2, "directional": True},
+    "disagreement": {"disagreement": 0.5},
+    "phrase, n-grams": {"family": "phrase"},
+    "phrase, parser": {"family": "phrase", "phrases": "parse"},
+    "recurrence": {"family": "recurrence", "steps": 2},
+    "recurrence, rnn encoder": {"family": "recurrence", "recurrence": "rnn", "integration": "encoder"},
+    "diverse": {"family": "diverse", "heads": 4, "rec_heads": 1, "loc_heads": 1, "syn_heads": 1},
+    "diverse, pos factor": {"family": "diverse", "pos_factor": 4},
+    "gru_attention": {"family": "gru_attention"},
+    "npmt": {"family": "npmt", "max_segment": 3, "reorder_window": 3},
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_bucket_padding_changes_no_familys_loss_or_gradient(tmp_path, family):
+    src, tgt, extras = corpus_with_extras(tmp_path, n_train=12)
+    spec = {**TINY, **FAMILIES[family], "src_vocab": 20, "tgt_vocab": 20}
+    torch.manual_seed(0)
+    model = build_model(spec).train()  # dropout 0: the forward is deterministic
+    read = {name: values for name, values in extras.items() if name in model.config.extra_inputs}
+    results = []
+    for bucketed in (False, True):
+        batch = collate(src, tgt, list(range(12)), read, bucketed=bucketed)
+        model.zero_grad()
+        loss, nll = model_loss(model, batch.net_input, batch.prev, batch.target, 0.1)
+        loss.backward()
+        results.append((batch.target.size(1), loss, nll, [p.grad.clone() for p in model.parameters()]))
+    (plain_length, *plain), (padded_length, *padded) = results
+    assert padded_length > plain_length  # the test pads something
+    torch.testing.assert_close(padded[:2], plain[:2], rtol=1e-5, atol=1e-5)
+    for (name, _), a, b in zip(model.named_parameters(), padded[2], plain[2]):  # up to fp32 summation order
+        assert (a - b).norm() <= 1e-5 * b.norm() + 1e-7, name

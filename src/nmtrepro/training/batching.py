@@ -3,6 +3,11 @@
 Sentences are sorted by length so that a batch wastes little on padding, then cut into batches whose
 padded size (sentences x longest sentence) stays under a token budget. The order of batches is
 shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the batches it would have.
+
+With buckets (the `buckets` training setting), a batch is padded to one of a few lengths on both sides
+(`bucket_length`), so that a compiled or captured training step (training/fast.py) meets one shape per
+bucket rather than one per padded length; the planner then budgets the bucketed length, so a padded
+batch still holds at most max_tokens. Padding is masked everywhere, so the loss does not change.
 """
 from __future__ import annotations
 
@@ -62,15 +67,26 @@ def stable_by(keys: np.ndarray, items: np.ndarray) -> np.ndarray:
     return items[np.argsort(k, kind="stable")]
 
 
+def bucket_length(length):
+    """The bucket a (B, length) batch is padded to: a multiple of 8 up to 64, above that a multiple of
+    a quarter of the power of two below (80, 96, 112, 128, 160, ...), so padding adds at most a
+    quarter and lengths up to 256 make 16 buckets. Works on ints and numpy arrays alike."""
+    above = np.frexp(np.maximum(np.asarray(length) - 1, 1))[1]      # ceil(log2(length)) for length >= 2
+    step = 2 ** np.maximum(3, above - 3)
+    bucket = -(-np.asarray(length) // step) * step
+    return int(bucket) if np.ndim(bucket) == 0 else bucket
+
+
 def token_batches(src_sizes: Sequence[int], tgt_sizes: Sequence[int] | None, max_tokens: int,
-                  seed: int | None = None, epoch: int = 0) -> TokenBatches:
+                  seed: int | None = None, epoch: int = 0, buckets: bool = False) -> TokenBatches:
     """Group sentence indices into batches of at most `max_tokens` padded tokens on either side.
 
     Sentences are sorted by (target length, source length), and a batch takes sentences in that order
     while (its longest sentence) x (its sentences) stays within `max_tokens` (a longer sentence makes a
     batch of its own). With a seed, ties in length are broken randomly and the batch order is shuffled
     (training); without, batches keep sorted order (decoding, validation). The work is in numpy, one
-    Python step per batch, not per sentence.
+    Python step per batch, not per sentence. With `buckets`, a sentence counts as long as its
+    `bucket_length`: collate(..., bucketed=True) pads the batch that far.
     """
     src = np.asarray(src_sizes)    # IndexedData.sizes stay int32, no copy
     tgt = src if tgt_sizes is None else np.asarray(tgt_sizes)
@@ -87,6 +103,8 @@ def token_batches(src_sizes: Sequence[int], tgt_sizes: Sequence[int] | None, max
     order = stable_by(tgt, stable_by(src, order))                          # by (tgt, src, tiebreak)
 
     longest = np.maximum(src, tgt)[order]                                  # (n,) in batching order
+    if buckets:
+        longest = bucket_length(longest)
     steps = np.arange(1, max_tokens + 2)
     starts, p = [], 0
     while p < n:
@@ -129,14 +147,26 @@ def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) ->
             **{name: PAD_INPUT[name]([values[i] for i in indices]) for name, values in extras.items()}}
 
 
-def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict | None = None) -> Batch:
+def pad_to(tensor: torch.Tensor, length: int, pad: int = Vocab.pad) -> torch.Tensor:
+    """(B, n, ...) -> (B, length, ...), filled with `pad` (a missing parser phrase is (0, 0), pad's id)."""
+    return torch.nn.functional.pad(tensor, (0, 0) * (tensor.dim() - 2) + (0, length - tensor.size(1)), value=pad)
+
+
+def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict | None = None,
+            bucketed: bool = False) -> Batch:
     """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
 
     `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A, POS tag
-    ids for paper D).
+    ids for paper D). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
+    batch's longest sentence on either side (phrases too: a sentence has at most as many as tokens).
     """
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
-    return Batch(net_input=net_input(src, extras or {}, indices), prev=pad_sequences(prev_seqs),
-                 target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
-                 tgt_tokens=sum(len(t) for t in tgt_seqs))
+    batch = Batch(net_input=net_input(src, extras or {}, indices), prev=pad_sequences(prev_seqs),
+                  target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
+                  tgt_tokens=sum(len(t) for t in tgt_seqs))
+    if not bucketed:
+        return batch
+    length = bucket_length(max(batch.net_input["src"].size(1), batch.target.size(1)))
+    return Batch({name: pad_to(value, length) for name, value in batch.net_input.items()},
+                 pad_to(batch.prev, length), pad_to(batch.target, length), batch.ids, batch.tgt_tokens)

@@ -13,16 +13,20 @@ import torch.nn.functional as F
 from ..models.layers import encoder_attentions, recording_heads
 
 
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float):
-    """Summed smoothed loss and summed NLL over (N, V) logits and (N,) targets.
+def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float,
+                        real: torch.Tensor | None = None):
+    """Summed smoothed loss and summed NLL over (..., V) logits and (...) targets; `real` (...) bool:
+    the positions that count, the others (padding) add nothing.
 
     The smoothed target puts 1 - eps on the gold token and eps spread uniformly over the whole
     vocabulary, which is torch's `label_smoothing` definition (fairseq spreads eps over V - 1).
     """
     lprobs = F.log_softmax(logits.float(), dim=-1)
-    nll = -lprobs.gather(-1, target[:, None]).squeeze(-1)
+    nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
     smooth = -lprobs.mean(dim=-1)
     loss = (1.0 - epsilon) * nll + epsilon * smooth
+    if real is not None:
+        loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
     return loss.sum(), nll.sum()
 
 
@@ -37,7 +41,7 @@ def output_agreement(outputs: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
     return (unit @ unit.transpose(1, 2)).mean(dim=(1, 2)).sum()                    # (B, H, H) -> ()
 
 
-def model_loss(model, net_input: dict, prev, target, epsilon: float):
+def model_loss(model, net_input: dict, prev, target, epsilon: float, static: bool = False):
     """Run a batch's encoder inputs (`net_input`: "src" (B, S) and the family's extra inputs) and
     (B, T) decoder inputs/targets through an encoder-decoder; return (summed loss, summed NLL).
 
@@ -46,15 +50,22 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float):
     per sentence, Li et al.'s objective, with L the sentence's summed token loss as here.
 
     A family whose likelihood is not a product over target tokens (NPMT sums over segmentations)
-    computes its own (loss, NLL) as `sequence_loss`, with the same arguments."""
+    computes its own (loss, NLL) as `sequence_loss`, with the same arguments.
+
+    `static`: project every position to the vocabulary and mask the padding out of the sums, rather than
+    pick the real positions first, whose count depends on the data; a compiled step (fast.py) then sees
+    one shape per bucket. It costs the padding's share of the output layer."""
     if hasattr(model, "sequence_loss"):
         return model.sequence_loss(net_input, prev, target, epsilon)
     weight = getattr(model.config, "disagreement", 0.0)
     with recording_heads(encoder_attentions(model) if weight else []) as recorded:
         enc = model.encode(**net_input)
     hidden = model.decode(prev, enc)
-    real = target.ne(model.pad)
-    loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)
+    real = target.ne(model.pad)                                                    # (B, T)
+    if static:
+        loss, nll = label_smoothed_loss(model.logits(hidden), target, epsilon, real)  # (B, T, V) logits
+    else:
+        loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)  # (N, V)
     if weight:
         pad = net_input["src"].eq(model.pad)
         agreement = torch.stack([output_agreement(out, pad) for calls in recorded for out in calls]).mean()

@@ -9,7 +9,9 @@ the same run (model, settings but RERUN_FREE, warm-start weights); others are mo
 stale-<n> folder and training starts afresh.
 
 An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
-of them in a row stop the job with an error, leaving the last good checkpoint in place.
+of them in a row stop the job with an error, leaving the last good checkpoint in place. A micro-batch
+that runs out of GPU memory is retried as its halves, down to one sentence that is skipped, counted
+in the log (memory.py).
 
 An update holds at least update_tokens target tokens (paper A: "at least 25k"), by gradient
 accumulation. Under torchrun (several GPUs) every rank walks the same deterministic sequence of batch
@@ -37,7 +39,8 @@ from ..data.parse import read_spans
 from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
-from . import checkpoint
+from . import checkpoint, memory
+from .fast import check_setting, fast_loss
 from .batching import collate, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
@@ -45,12 +48,13 @@ from .schedule import SCHEDULES
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
-# Settings a rerun may change and still resume: where and how fast it runs (threads, device; threads
-# change the float summation order, so the weights then match an uninterrupted run only closely) and
+# Settings a rerun may change and still resume: where and how fast it runs (threads, device, the fast
+# path; threads change the float summation order, so the weights then match an uninterrupted run only
+# closely; device and fast also draw other dropout masks) and
 # how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
 # on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
 # the weights or the checkpoints kept, so a run with another value is another run.
-RERUN_FREE = ("threads", "device", "max_minutes", "max_updates")
+RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
 
@@ -73,6 +77,8 @@ class Settings:
     seed: int = 1
     threads: int = 0                # 0: torch's default
     precision: str = "fp32"         # fp32 | bf16 (autocast)
+    buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
+    fast: str = "off"               # off | compile: the step compiled over the bucketed shapes (fast.py)
     device: str = "auto"
 
     @classmethod
@@ -83,6 +89,7 @@ class Settings:
             raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
         if values.get("schedule", cls.schedule) not in SCHEDULES:
             raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
+        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
         return cls(**values)
 
 
@@ -108,12 +115,12 @@ class Corpus:
             if pos_dir is not None:
                 self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
 
-    def batches(self, split: str, max_tokens: int, seed=None, epoch=0):
+    def batches(self, split: str, max_tokens: int, seed=None, epoch=0, buckets: bool = False):
         src, tgt = self.splits[split]
-        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch)
+        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch, buckets)
 
-    def collate(self, split: str, indices):
-        return collate(*self.splits[split], indices, self.extras[split])
+    def collate(self, split: str, indices, bucketed: bool = False):
+        return collate(*self.splits[split], indices, self.extras[split], bucketed)
 
 
 class Interrupted(Exception):
@@ -138,9 +145,10 @@ class LossOf(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, label_smoothing: float):
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
+        self.static = False  # the compiled step's loss (fast.py, criterion.model_loss)
 
     def forward(self, net_input, prev, target):
-        return model_loss(self.model, net_input, prev, target, self.label_smoothing)
+        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
 
 
 class Trainer:
@@ -168,7 +176,7 @@ class Trainer:
             log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
-        self.loss = LossOf(self.model, settings.label_smoothing)
+        self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast)
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
@@ -185,6 +193,7 @@ class Trainer:
         self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}
         self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
         self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
+        self.oom = {"splits": 0, "skipped": 0}  # out of memory, over all ranks: micro-batches halved, sentences skipped
         self.stop_signal = None
 
     # -- state ----------------------------------------------------------------------------------
@@ -195,6 +204,7 @@ class Trainer:
                 "settings": asdict(self.settings),
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
                 "curve": self.curve, "window": self.window, "skipped": self.skipped, "overflows": self.overflows,
+                "oom": self.oom,
                 "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
 
     def _rng(self) -> dict:
@@ -238,6 +248,7 @@ class Trainer:
         self.wall, self.curve = blob["wall_s"], blob["curve"]
         self.window = {**self.window, **blob["window"]}  # a checkpoint from before src_tokens lacks it
         self.skipped, self.overflows = blob["skipped"], blob.get("overflows", 0)
+        self.oom = {**self.oom, **blob.get("oom", {})}  # a checkpoint from before OOM recovery lacks it
         torch.set_rng_state(blob["rng"])
         rank_rng = blob.get("rank_rng") or []
         if len(rank_rng) == self.world:
@@ -304,29 +315,27 @@ class Trainer:
         of all ranks. Returns the loss, NLL, target and source tokens (paper D counts its speed in
         source tokens) summed over all ranks, or None when the
         loss or gradient was not finite and the update was skipped (the same on every rank: both are
-        reduced over the ranks).
+        reduced over the ranks), or when every sentence of it ran out of memory.
 
         The totals stay on the device until the update's end: one host sync an update, not one a
         micro-batch (each `.item()` waits for the GPU to drain its queue).
         """
         s = self.settings
-        self.optimizer.zero_grad(set_to_none=True)
-        totals = torch.zeros(4, dtype=torch.float64, device=self.device)  # loss, nll, target, source tokens
-        for i, indices in enumerate(group):
-            batch = self.corpus.collate("train", indices).to(self.device)
-            # DDP all-reduces the gradients on the last backward of the update only.
-            sync = i == len(group) - 1 or self.world == 1
-            with contextlib.nullcontext() if sync else self.loss.no_sync():
-                with runtime.autocast(self.device, self.precision):
-                    loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
-                self.scaler.scale(loss).backward()
-            totals[:2] += torch.stack((loss.detach(), nll.detach())).double()
-            totals[2] += batch.tgt_tokens
-            totals[3] += batch.net_input["src"].ne(Vocab.pad).sum()                 # on the device: no sync
+        plan = list(group)  # the micro-batches; one that runs out of memory gives way to its halves
+        oom = [0, 0]        # micro-batches split, sentences skipped (memory.py)
+        while (totals := self._accumulate(plan, oom)) is None:
+            pass            # a backward ran out of memory: the update starts again from zero gradients
+        if any(oom):
+            totals[4:] += torch.tensor(oom, dtype=totals.dtype).to(self.device)
         if self.world > 1:
             torch.distributed.all_reduce(totals, group=self.dist.device)
-        loss_sum, nll_sum, tokens, src_tokens = totals.tolist()
+        loss_sum, nll_sum, tokens, src_tokens, splits, dropped = totals.tolist()
+        self.oom["splits"] += int(splits)
+        self.oom["skipped"] += int(dropped)
         tokens = int(tokens)
+        if tokens == 0:
+            log.warning("after step %d: no sentence of the update fitted in memory; update skipped", self.step)
+            return None
         self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
         for p in self.model.parameters():
             if p.grad is not None:
@@ -345,6 +354,65 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         return loss_sum, nll_sum, tokens, int(src_tokens)
+
+    def _accumulate(self, plan: list, oom: list) -> torch.Tensor | None:
+        """Forward and backward over the micro-batches of `plan`, summing their gradients; returns the
+        totals (6,): loss, NLL, target and source tokens, and room for the update's OOM counts.
+
+        A micro-batch that runs out of memory is replaced in `plan` by its halves, or dropped when it
+        is one sentence, and counted in `oom`. Out of memory in a forward left the gradients as they
+        were: the halves run next. In a backward it may have added part of that micro-batch's gradient
+        to the sums already: None then asks update() to run the plan again (memory.py says why).
+        """
+        self.optimizer.zero_grad(set_to_none=True)
+        totals = torch.zeros(6, dtype=torch.float64, device=self.device)
+        i = 0
+        while i < len(plan):
+            # DDP all-reduces the gradients on the last backward of the update only.
+            sync = i == len(plan) - 1 or self.world == 1
+            failed = self._micro_batch(plan[i], sync, totals)
+            if failed is None:
+                i += 1
+                continue
+            if self.world > 1 and sync:
+                raise memory.UnrecoverableOutOfMemory(
+                    f"rank {self.rank}: out of memory in the {failed} of the micro-batch that all-reduces the "
+                    f"gradients after step {self.step}: the {self.world} ranks cannot retry it in lock-step. Run "
+                    "again to resume from the newest checkpoint (lower max_tokens if it recurs)")
+            memory.release(self.device)
+            failing = plan[i]
+            plan[i:i + 1] = memory.halves(failing)
+            if len(failing) > 1:
+                oom[0] += 1
+                log.warning("after step %d: out of memory in the %s of a micro-batch of %d sentences: retrying it "
+                            "as two halves", self.step, failed, len(failing))
+            else:
+                oom[1] += 1
+                log.warning("after step %d: out of memory in the %s of a single sentence (#%d): skipped",
+                            self.step, failed, failing[0])
+            if failed == "backward":
+                return None
+        return totals
+
+    def _micro_batch(self, indices: list[int], sync: bool, totals: torch.Tensor) -> str | None:
+        """Forward and backward over one micro-batch, its gradient added to the parameters' and its sums
+        to `totals`; None when done, else where it ran out of memory ("forward" or "backward")."""
+        phase = "forward"
+        try:
+            batch = self.corpus.collate("train", indices, self.settings.buckets).to(self.device)
+            with contextlib.nullcontext() if sync else self.loss.no_sync():
+                with runtime.autocast(self.device, self.precision):
+                    loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
+                phase = "backward"
+                self.scaler.scale(loss).backward()
+        except RuntimeError as err:
+            if not memory.is_out_of_memory(err):
+                raise
+            return phase  # leaving the handler frees the attempt's tensors with the exception's frames
+        totals[:2] += torch.stack((loss.detach(), nll.detach())).double()
+        totals[2] += batch.tgt_tokens
+        totals[3] += batch.net_input["src"].ne(Vocab.pad).sum()                     # on the device: no sync
+        return None
 
     def _skip(self, loss_sum: float, norm) -> None:
         """Drop this update's gradients. Under fp16 a finite loss with an infinite gradient is the loss
@@ -380,7 +448,7 @@ class Trainer:
         budget = math.ceil(s.update_tokens / self.shards)
         group, tokens = [], 0
         while True:
-            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch)
+            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch, s.buckets)
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
                 tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
@@ -482,9 +550,16 @@ class Trainer:
         peak = (f" | peak {torch.cuda.max_memory_allocated(self.device) / 2 ** 30:.1f} GiB"
                 if self.device.type == "cuda" else "")
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 "%.0f s trained, ~%.0f s left%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left, peak,
-                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "")
+                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note())
+
+    def _oom_note(self) -> str:
+        """The log line's out-of-memory counts so far, when there are any."""
+        if not any(self.oom.values()):
+            return ""
+        return (f" | out of memory so far: {self.oom['splits']} micro-batches split in two, "
+                f"{self.oom['skipped']} sentences skipped")
 
     def close(self) -> None:
         """Leave the process groups, every rank together.
@@ -541,6 +616,9 @@ def run_train(args) -> None:
         log.warning("%d updates were skipped for a non-finite loss or gradient", trainer.skipped)
     if trainer.overflows:
         log.info("%d fp16 updates were skipped while the loss scale backed off", trainer.overflows)
+    if any(trainer.oom.values()):
+        log.warning("out of memory: %d micro-batches were split in two, %d sentences skipped",
+                    trainer.oom["splits"], trainer.oom["skipped"])
     if trainer.rank == 0:
         trainer.write_outputs(args.out, args.curve)
     trainer.close()

@@ -1,0 +1,94 @@
+"""The fast path (issue 38): the same training as the eager step, and checkpoints that move between them.
+
+The compiled test builds one graph of a tiny Transformer on the CPU (inductor and a C compiler: about
+a minute on two busy cores); it is marked `compile` and plain `pytest -q` runs it.
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from conftest import TINY
+from nmtrepro.core.files import InputError
+from nmtrepro.models import build_model
+from nmtrepro.training import checkpoint
+from nmtrepro.training.batching import collate
+from nmtrepro.training.criterion import model_loss
+from nmtrepro.training.fast import CompiledLoss
+from nmtrepro.training.train import RERUN_FREE, Corpus, LossOf, Settings, Trainer
+
+SETTINGS = dict(max_tokens=64, update_tokens=100, lr=0.01, warmup=10, save_every=3, keep_last=5, log_every=1,
+                threads=1, device="cpu", buckets=True)
+
+
+def trainer(corpus, directory, model=TINY, **settings):
+    return Trainer(Corpus(corpus), model, Settings.from_dict({**SETTINGS, **settings}), directory)
+
+
+def test_a_fast_setting_that_cannot_run_is_named():
+    with pytest.raises(InputError, match="fast = 'jit'"):
+        Settings.from_dict({"fast": "jit", "buckets": True})
+    with pytest.raises(InputError, match="needs buckets: true"):
+        Settings.from_dict({"fast": "compile"})
+    assert "fast" in RERUN_FREE and "buckets" not in RERUN_FREE  # buckets plan other batches: another run
+
+
+def test_npmt_stays_eager_on_the_fast_path_and_says_why(copy_corpus, tmp_path, caplog):
+    npmt = {"family": "npmt", "d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "max_segment": 3,
+            "reorder_window": 3, "dropout": 0.0}
+    with caplog.at_level("INFO"):
+        eager = trainer(copy_corpus, tmp_path / "npmt", npmt, fast="compile")
+    assert isinstance(eager.loss, LossOf) and not eager.loss.static
+    assert "npmt family stays eager" in caplog.text
+
+
+@pytest.mark.parametrize("options", [{}, {"disagreement": 0.5}])
+def test_the_static_loss_masks_padding_to_the_same_sums(copy_corpus, options):
+    """The compiled step's loss projects every position and masks the padding: the same sums as
+    projecting the real positions only."""
+    corpus = Corpus(copy_corpus)
+    torch.manual_seed(0)
+    model = build_model({**TINY, **options, "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)})
+    batch = collate(*corpus.splits["train"], list(range(16)), bucketed=True)
+    picked, static = (torch.stack(model_loss(model, batch.net_input, batch.prev, batch.target, 0.1, static=s))
+                      for s in (False, True))
+    assert batch.target.eq(model.pad).any()
+    torch.testing.assert_close(static, picked, rtol=1e-6, atol=1e-5)
+
+
+def losses(run: Trainer) -> dict:
+    return {row["step"]: row["train_loss"] for row in run.curve if "train_loss" in row}
+
+
+def assert_close_weights(a: dict, b: dict):
+    for name, value in a.items():
+        torch.testing.assert_close(value, b[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.compile
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="inductor needs a C compiler")
+def test_the_compiled_step_trains_as_the_eager_one_and_their_checkpoints_resume_on_each_other(copy_corpus, tmp_path):
+    """Eager: 9 updates, checkpoints at 3, 6, 9. Fast: resumes the eager checkpoint at 3 and runs to 6 (its
+    losses and weights those of the eager updates 4-6); eager again: resumes the fast checkpoint at 6 and
+    runs to 9 (the eager run's weights). Dropout off: the paths then differ by float rounding only."""
+    eager = trainer(copy_corpus, tmp_path / "eager", max_updates=9)
+    eager.train()
+    saved = dict(checkpoint.checkpoints(tmp_path / "eager"))
+    (tmp_path / "fast").mkdir()
+    shutil.copy(saved[3], tmp_path / "fast")
+
+    fast = trainer(copy_corpus, tmp_path / "fast", max_updates=6, fast="compile")
+    assert isinstance(fast.loss, CompiledLoss)
+    assert fast.resume() and fast.step == 3
+    fast.train()
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "fast")] == [3, 6]
+    assert losses(fast) == pytest.approx({s: v for s, v in losses(eager).items() if s <= 6}, rel=1e-5)
+    assert_close_weights(fast.model.state_dict(), checkpoint.load(saved[6])["model"])
+
+    back = trainer(copy_corpus, tmp_path / "fast", max_updates=9)
+    assert back.resume() and back.step == 6
+    back.train()
+    assert_close_weights(back.model.state_dict(), eager.model.state_dict())
+    assert losses(back) == pytest.approx(losses(eager), rel=1e-5)

@@ -1,0 +1,139 @@
+"""Out of memory in a micro-batch (issue 38): retried as halves, skipped at one sentence, counted; an
+update's gradient stays the sum over the sentences that fitted. The OOM is injected on the CPU."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from conftest import TINY
+from nmtrepro.training import memory
+from nmtrepro.training.train import Corpus, Settings, Trainer
+
+SETTINGS = dict(max_tokens=64, update_tokens=100, lr=0.01, warmup=10, save_every=100, keep_last=1,
+                log_every=1, threads=1, device="cpu")
+
+
+def trainer(corpus_dir, tmp_path, name, **settings):
+    return Trainer(Corpus(corpus_dir), TINY, Settings.from_dict({**SETTINGS, **settings}), tmp_path / name)
+
+
+def out_of_memory(trainer, too_big, phase="forward"):
+    """Make `trainer` run out of memory on the micro-batches for which `too_big(their sentence ids)` holds: in
+    the forward, or in the backward after the decoder's gradients were added (the source embedding's
+    gradient comes last)."""
+    loss_of, failing = trainer.loss, [False]
+
+    def raise_in_backward(grad):
+        if failing[0]:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        return grad
+
+    trainer.model.src_embed.table.weight.register_hook(raise_in_backward)
+
+    def loss(*args):
+        failing[0] = too_big(sentences[0])
+        if failing[0] and phase == "forward":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        return loss_of(*args)
+
+    collate, sentences = trainer.corpus.collate, [[]]
+
+    def collate_noting(split, indices, *args):  # the injected loss tells the micro-batches by their sentences
+        if split == "train":
+            sentences[0] = list(indices)
+        return collate(split, indices, *args)
+
+    trainer.loss, trainer.corpus.collate = loss, collate_noting
+    return trainer
+
+
+def first_update(trainer, drop=()):
+    """The first update's result and the gradients it stepped with; `drop`: sentences taken out first."""
+    gradients, step = {}, trainer.optimizer.step
+
+    def record(*args, **kwargs):
+        gradients.update({n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None})
+        return step(*args, **kwargs)
+
+    trainer.optimizer.step = record
+    group, _ = next(trainer.updates())
+    result = trainer.update([[i for i in batch if i not in drop] for batch in group])
+    return result, gradients
+
+
+def assert_same_update(a, b):
+    (result_a, grads_a), (result_b, grads_b) = a, b
+    assert result_a[2:] == result_b[2:]                       # the same target and source tokens
+    assert result_a[:2] == pytest.approx(result_b[:2], rel=1e-6)
+    assert grads_a.keys() == grads_b.keys()
+    for name, grad in grads_a.items():
+        torch.testing.assert_close(grad, grads_b[name], rtol=1e-5, atol=1e-7, msg=name)
+
+
+@pytest.mark.parametrize("phase", ["forward", "backward"])
+def test_a_micro_batch_out_of_memory_runs_as_halves_with_the_unsplit_gradient(copy_corpus, tmp_path, phase):
+    """A backward that runs out of memory has added the decoder's part of its gradient already: the
+    update must start again, or that part would count twice."""
+    whole = first_update(trainer(copy_corpus, tmp_path, "whole"))
+    halved = out_of_memory(trainer(copy_corpus, tmp_path, "halved"), lambda ids: len(ids) > 3, phase)
+    assert_same_update(first_update(halved), whole)
+    assert halved.oom["splits"] >= 2 and halved.oom["skipped"] == 0 and halved.step == 1
+
+
+def test_a_sentence_that_never_fits_is_skipped_and_counted_in_the_log(copy_corpus, tmp_path, caplog):
+    reference = trainer(copy_corpus, tmp_path, "reference")
+    group, _ = next(reference.updates())
+    longest = max((i for batch in group for i in batch), key=lambda i: reference.corpus.splits["train"][1].sizes[i])
+    never_fits = lambda ids: longest in ids  # noqa: E731
+    skipping = out_of_memory(trainer(copy_corpus, tmp_path, "skipping"), never_fits, "backward")
+    with caplog.at_level("INFO"):
+        assert_same_update(first_update(skipping), first_update(reference, drop={longest}))
+    assert skipping.oom["skipped"] == 1 and skipping.oom["splits"] >= 1
+    assert f"single sentence (#{longest}): skipped" in caplog.text
+    logged = out_of_memory(trainer(copy_corpus, tmp_path, "logged", max_updates=1), never_fits, "backward")
+    with caplog.at_level("INFO"):
+        logged.train()
+    assert logged.oom == skipping.oom
+    assert (f"out of memory so far: {logged.oom['splits']} micro-batches split in two, 1 sentences skipped"
+            in caplog.text)
+
+
+def test_an_update_of_which_nothing_fits_is_skipped_without_a_step(copy_corpus, tmp_path, caplog):
+    nothing = out_of_memory(trainer(copy_corpus, tmp_path, "nothing"), lambda ids: True)
+    group, _ = next(nothing.updates())
+    with caplog.at_level("WARNING"):
+        assert nothing.update(group) is None
+    assert nothing.step == 0 and nothing.oom["skipped"] == sum(map(len, group))
+    assert "no sentence of the update fitted in memory" in caplog.text
+
+
+def test_other_errors_are_not_taken_for_out_of_memory(copy_corpus, tmp_path):
+    assert memory.is_out_of_memory(RuntimeError("CUDA error: out of memory"))
+    assert not memory.is_out_of_memory(RuntimeError("shape mismatch"))
+    broken = trainer(copy_corpus, tmp_path, "broken")
+
+    def loss(*args):
+        raise RuntimeError("shape mismatch")
+
+    broken.loss = loss
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        broken.update(next(broken.updates())[0])
+
+
+def test_data_parallel_ranks_split_only_their_local_micro_batches(copy_corpus, tmp_path):
+    """Under DDP the last micro-batch's backward all-reduces the gradients: a rank cannot retry it in
+    lock-step with the others, so it stops the job; the micro-batches before it (no_sync) split."""
+    group, _ = next(trainer(copy_corpus, tmp_path, "plan").updates())
+    for failing, outcome in ((group[0], "splits"), (group[-1], "stops")):
+        ranked = out_of_memory(trainer(copy_corpus, tmp_path, outcome), lambda ids, f=failing: ids == f)
+        ranked.world = 2  # one process playing rank 0 of two: _accumulate's decisions, no collectives
+        ranked.loss.no_sync = contextlib.nullcontext
+        plan = list(group)
+        if outcome == "splits":
+            assert ranked._accumulate(plan, oom := [0, 0]) is not None
+            assert oom == [1, 0] and plan == memory.halves(group[0]) + group[1:]
+        else:
+            with pytest.raises(memory.UnrecoverableOutOfMemory, match="cannot retry it in lock-step"):
+                ranked._accumulate(plan, [0, 0])
