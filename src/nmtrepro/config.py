@@ -243,8 +243,6 @@ def experiments(config: dict) -> dict[str, Experiment]:
                 _comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
                 seed_pairs(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
     for name, claim in config.get("claims", {}).items():
-        if isinstance(claim.get("central"), list):
-            _known_scales(config, {"scales": claim["central"]}, f"claims.{name}.central")
         _known(claim["experiment"], out, f"claims.{name}.experiment")
         _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         seed_pairs(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
@@ -322,7 +320,7 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     here), and the non-diagnostic `tables` and the `analyses` whose every experiment and baseline is a
     training those claims need already (same_as counts: paper D's Base is paper A's below paper scale),
     so that they cost decoding and scoring, never a training more."""
-    claims = [name for name, claim in config.get("claims", {}).items() if is_central(config, claim) and at_scale(config, claim)]
+    claims = [name for name, claim in config.get("claims", {}).items() if claim.get("central") and at_scale(config, claim)]
     trained = {training_of(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
 
     def covered(names) -> bool:
@@ -335,12 +333,6 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
                 if covered(name for system in spec["systems"] for name in
                            (system["experiment"], system.get("baseline", system["experiment"])))]
     return {"claims": claims, "tables": tables, "analyses": analyses}
-
-
-def is_central(config: dict, claim: dict) -> bool:
-    """Whether a claim is central at the study's scale (`central`: true, or a list of scales)."""
-    central = claim.get("central", False)
-    return central if isinstance(central, bool) else study_scale(config) in central
 
 
 def training_of(resolved: dict[str, Experiment], name: str) -> str:
