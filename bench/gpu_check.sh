@@ -7,6 +7,7 @@
 #
 # On the device, from the project's root, with .device-wheels carried (../shared/device/wheelhouse.sh,
 # then bench/device_spacy.sh):   bash bench/gpu_check.sh
+# CURVE=0 leaves the convergence run out (the study alone on the card, for its wall time).
 # On a CPU, as a test of this script (few updates, slices):   STUDY_CONFIG=tests/gpu-few-updates.yaml bash bench/gpu_check.sh
 # Prints the study's wall time, each training's time, the claims page and the curve; everything else
 # goes to $OUT (results.tgz: logs, curves, reports and hypotheses; no model files).
@@ -24,8 +25,11 @@ echo "setup: $(( $(date +%s) - begin )) s"
 
 rm -rf results .snakemake bench/out/gpu_convergence
 if command -v nvidia-smi > /dev/null; then nvidia-smi dmon -s um -d 5 > "$OUT/dmon.txt" 2>&1 & dmon=$!; fi
-python3 bench/gpu_convergence.py --scale gpu "${conv[@]}" --wait > "$OUT/convergence.txt" 2>&1 &
-curve=$!
+curve=
+if [ "${CURVE:-1}" = 1 ]; then
+    python3 bench/gpu_convergence.py --scale gpu "${conv[@]}" --wait > "$OUT/convergence.txt" 2>&1 &
+    curve=$!
+fi
 start=$(date +%s)
 timeout -k 20 "$LIMIT" snakemake --cores all --scheduler greedy --keep-going "${extra[@]}" --config scale=gpu \
     > "$OUT/study.log" 2>&1
@@ -41,8 +45,8 @@ if [ "$left" -gt 60 ]; then
         > "$OUT/tables.log" 2>&1
     echo "tables at gpu: rc=$? after $(( $(date +%s) - started )) s of $left (stopped at the deadline unless rc=0)"
 fi
-while kill -0 "$curve" 2> /dev/null && [ $(( $(date +%s) - begin )) -lt "$DEADLINE" ]; do sleep 2; done
-kill "$curve" 2> /dev/null && echo "convergence run stopped at the deadline"
+while [ -n "$curve" ] && kill -0 "$curve" 2> /dev/null && [ $(( $(date +%s) - begin )) -lt "$DEADLINE" ]; do sleep 2; done
+[ -n "$curve" ] && kill "$curve" 2> /dev/null && echo "convergence run stopped at the deadline"
 [ -n "${dmon:-}" ] && kill "$dmon" 2> /dev/null
 
 tar czf "$OUT/results.tgz" --exclude='*.pt' --exclude='results/prepare' --exclude='results/data' \
@@ -51,5 +55,5 @@ grep -E "^(Error|WorkflowError)|Exception|Traceback" "$OUT/study.log" | head -5
 python3 bench/study_times.py --results results
 cat results/report/central_claims.md 2> /dev/null || echo "no central claims page"
 grep -E "^\| (ll|npmt)" results/report/C_table1.md 2> /dev/null
-tail -n 15 "$OUT/convergence.txt"
+[ -n "$curve" ] && tail -n 15 "$OUT/convergence.txt"
 echo "total: $(( $(date +%s) - begin )) s"
