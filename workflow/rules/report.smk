@@ -58,7 +58,7 @@ rule table:
     log:
         "results/logs/report/{table}.log",
     params:
-        title=lambda w: TABLES[w.table]["title"],
+        title=lambda w: f"{TABLES[w.table]['title']} (scale {config['scale']})",
         metric=lambda w: TABLES[w.table]["metric"],
         cells=table_cell_args,
         marks=lambda w: TABLES[w.table]["marks"],
@@ -153,7 +153,8 @@ rule claims:
         page="|".join(CLAIMS_PAGES) or "^$",
     params:
         title=lambda w: ("The central claims of papers A-D beside this run" if w.page == "central_claims"
-                         else f"Paper {w.page.removesuffix('_claims')}: claims beside this run"),
+                         else f"Paper {w.page.removesuffix('_claims')}: claims beside this run")
+                        + f" (scale {config['scale']})",
         claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
         correction=lambda w: "none" if w.page == "central_claims" else "holm",  # the primary claims: one a paper
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
