@@ -86,7 +86,7 @@ def test_a_killed_job_frees_its_slot(tmp_path, four_gpus):
 
 
 def test_a_slot_counts_as_free_only_while_its_device_has_the_memory(tmp_path):
-    free = {"0": 1000, "1": 30000}
+    free = {"0": 0, "1": 30000}
     devices, fds = claim(1, ["0", "1"], tmp_path, slots=8, free_mb=20000, free_of=free.get)
     assert devices == ["1"], "the job went to the device without the memory it needs"
     assert try_claim(1, ["0"], tmp_path, slots=8, free_mb=20000, free_of=free.get) is None

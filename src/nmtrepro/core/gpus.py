@@ -112,7 +112,8 @@ def try_claim(n: int, devices: list[str], lock_dir: Path, slots: int = 1, free_m
         fd = _lock_slot(device, slots, lock_dir)
         if fd is None:
             continue
-        if free_mb and (free_of(device) or free_mb) < free_mb:
+        free = free_of(device) if free_mb else None
+        if free is not None and free < free_mb:
             os.close(fd)
             continue
         claimed.append(device)
