@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, dataset_files, experiments,
-                             load, merge_papers, protocol_note, replicates, seed_pairs, tables_at_scale, validate)
+from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, check_paper_cells, dataset_files,
+                             experiments, load, merge_papers, protocol_note, replicates, seed_pairs, tables_at_scale,
+                             validate)
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -464,6 +465,18 @@ def test_a_missing_dataset_file_is_named():
     config["datasets"]["multi30k_en_de"]["splits"]["valid"]["tgt"] = "data/multi30k/vall.de.gz"
     with pytest.raises(InputError, match=r"datasets.multi30k_en_de.splits.valid.tgt: .*vall.de.gz does not exist"):
         check_dataset_files(config, experiments(config), REPO)
+
+
+@pytest.mark.parametrize("scale", ["ci", "tiny", "gpu", "smoke", "paper"])
+def test_every_table_cell_has_its_line_in_the_papers_numbers_and_a_missing_one_is_named(scale):
+    config = repo_config()
+    config["scale"] = scale
+    validate(config, SCHEMA)
+    check_paper_cells(config, REPO)  # the repository's tables, each at every scale it is built at
+    cell = config["tables"]["A_code_forms"]["cells"][2]
+    cell["row"] = "+PR as printed, a row the paper file lacks"
+    with pytest.raises(InputError, match=r"tables.A_code_forms.cells\[2\]: \(\+PR as printed, a row .*A_code_forms.tsv"):
+        check_paper_cells(config, REPO)
 
 
 def test_local_corpus_files_count_as_dataset_files(tmp_path):

@@ -10,6 +10,7 @@ Every error names the offending key path.
 """
 from __future__ import annotations
 
+import csv
 import functools
 import json
 from dataclasses import dataclass, replace
@@ -538,6 +539,20 @@ def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str
         for key, path in _dataset_refs(config, dataset, root):
             if not path.is_file():
                 raise InputError(f"config: {key}: {path} does not exist")
+
+
+def check_paper_cells(config: dict, root: str | Path) -> None:
+    """Every cell a table fills at this scale has its line, (row, column), in the table's paper numbers
+    (`paper_numbers`, paths relative to `root`), so that a row added to a table without its paper line
+    fails the dry run, naming both, not the table job after every training."""
+    for name, spec in tables_at_scale(config).items():
+        path = Path(root) / spec["paper_numbers"]
+        with open(require_file(path), encoding="utf-8", newline="") as f:
+            known = {(line["row"], line["column"]) for line in csv.DictReader(f, delimiter="\t")}
+        for i, cell in enumerate(spec["cells"]):
+            if (cell["row"], cell["column"]) not in known:
+                raise InputError(f"config: tables.{name}.cells[{i}]: ({cell['row']}, {cell['column']}) has no line in "
+                                 f"{spec['paper_numbers']} (give the paper's number, or n/a where it only plots it)")
 
 
 def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:

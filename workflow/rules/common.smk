@@ -5,8 +5,8 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
-                             dataset_files, experiments, merge_papers, model_options, protocol_note, replicates,
-                             seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
+                             check_paper_cells, dataset_files, experiments, merge_papers, model_options, protocol_note,
+                             replicates, seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
 from nmtrepro.core.files import InputError
 from nmtrepro.core.gpus import count_visible
 
@@ -20,6 +20,7 @@ try:
     check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
     EXPERIMENTS = experiments(config)
     check_dataset_files(config, EXPERIMENTS, ".")
+    check_paper_cells(config, workflow.basedir)
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
