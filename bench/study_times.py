@@ -7,26 +7,25 @@ curve.tsv), and each experiment's test BLEU, read from results/ after any run at
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
+
+from nmtrepro.reporting.report import read_curve
 
 
 def trainings(results: Path) -> list[dict]:
     """One row per training that ran here (a shared training's link is skipped)."""
     rows = []
-    for curve in sorted(results.glob("train/*/curve.tsv")):
-        if curve.is_symlink():
+    for path in sorted(results.glob("train/*/curve.tsv")):
+        if path.is_symlink():
             continue
-        with open(curve, encoding="utf-8") as f:
-            lines = list(csv.DictReader(f, delimiter="\t"))
-        if not lines:
+        curve = read_curve(path)
+        if curve.empty:
             continue
-        last = lines[-1]
-        speeds = [float(line["tgt_tok_s"]) for line in lines if line.get("tgt_tok_s")]
-        rows.append({"training": curve.parent.name, "updates": int(last["step"]), "seconds": float(last["wall_s"]),
-                     "tgt_tok_s": sum(speeds) / len(speeds) if speeds else float("nan"),
-                     "valid_nll": float(last["valid_nll"]) if last.get("valid_nll") else float("nan")})
+        valid = curve["valid_nll"].dropna()
+        rows.append({"training": path.parent.name, "updates": int(curve["step"].iloc[-1]),
+                     "seconds": float(curve["wall_s"].iloc[-1]), "tgt_tok_s": float(curve["tgt_tok_s"].mean()),
+                     "valid_nll": float(valid.iloc[-1]) if len(valid) else float("nan")})
     return rows
 
 

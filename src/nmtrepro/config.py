@@ -49,6 +49,7 @@ class Experiment:
     same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
     seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
     replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
+    priority: int = 0       # its model size's scheduling priority at the scale (`by_size.<size>.priority`)
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -215,6 +216,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
         _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
         _known(exp["model"], config["models"], f"experiments.{name}.model")
         regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
+        priority = regime.get("priority", 0)
         if "regime" in exp:               # its paper's own regime (paper D's), over the size's, where the scale has it
             _known(exp["regime"], regimes, f"experiments.{name}.regime")
             own = scale["by_regime"].get(exp["regime"], {})
@@ -228,7 +230,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                average={**scale["average"], **regime.get("average", {})},
                                resources={**scale["resources"], **regime.get("resources", {})},
                                decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})},
-                               replicate_of=exp["replicate_of"])
+                               replicate_of=exp["replicate_of"], priority=priority)
         _enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)
     _shared_trainings(out)

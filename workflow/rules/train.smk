@@ -19,8 +19,7 @@ STARTED_FROM = {training_of(EXPERIMENTS, e.init) for e in EXPERIMENTS.values() i
 
 def train_priority(wildcards):
     """Its size's `priority` (the longest trainings first), plus one where other models start from it."""
-    size = config["models"][exp(wildcards).variant].get("size")
-    return SCALE["by_size"].get(size, {}).get("priority", 0) + (wildcards.experiment in STARTED_FROM)
+    return exp(wildcards).priority + (wildcards.experiment in STARTED_FROM)
 
 
 ruleorder: shared_training > train
@@ -34,9 +33,10 @@ def train_launcher(wildcards, resources):
     stop signal torchrun forwards it and waits --shutdown-timeout seconds (default 30) before SIGKILL:
     240 lets the trainers finish a paper-scale update and save, inside the 300 s that profiles/slurm
     asks SLURM to warn before the time limit."""
+    claim = on_gpus(wildcards, resources, "train")
     if int(resources.gpu) <= 1:
-        return on_gpus(wildcards, resources, "train")
-    return (f"{on_gpus(wildcards, resources, 'train')}torchrun --standalone --nproc-per-node {resources.gpu} "
+        return claim
+    return (f"{claim}torchrun --standalone --nproc-per-node {resources.gpu} "
             "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
 
 

@@ -41,8 +41,8 @@ def bucket_index(length: int, edges: list[int]) -> int:
 def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]]], refs: list[str],
                   edges: list[int], samples: int = 1000, seeds: list[int] | None = None) -> list[dict]:
     """Per bucket: sentence count, tokenized BLEU of system and baseline (means over the seed `pairs` of
-    (system, baseline) hypotheses), their difference with its seed-pooled 95% CI and one-sided p (the system beats the baseline), and each seed's
-    difference; a bucket without sentences has None."""
+    (system, baseline) hypotheses), their difference with its seed-pooled 95% CI and one-sided p (the
+    system beats the baseline), and each seed's difference; a bucket without sentences has None."""
     if not pairs or any(len(src_lengths) != len(lines) for pair in pairs for lines in (*pair, refs)):
         raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, (system, baseline) "
                          f"lines {[(len(h), len(b)) for h, b in pairs]} and {len(refs)} reference lines")
