@@ -4,7 +4,7 @@
 # stripped of debug symbols (180 MB -> 50 MB) and packed as one .tar.xz of about 24 MB, so that it fits
 # beside the checkout and ../shared/device/wheelhouse.sh's wheels in the 64 MiB a device call carries.
 # Usage, from the project's root after wheelhouse.sh:   bench/device_spacy.sh [DIR]   (default .device-wheels)
-# bench/gpu_check.sh unpacks it into /tmp/site there.
+# bench/device_env.sh unpacks it into /tmp/site there.
 set -euo pipefail
 DIR=${1:-.device-wheels}
 pins=$(grep -iE '^(spacy|thinc|blis|cymem|preshed|murmurhash|srsly|wasabi|weasel|catalogue|confection|spacy-legacy|spacy-loggers|cloudpathlib)==' envs/requirements.txt)

@@ -2,7 +2,7 @@
 # Each central family's cost per update on the gpu scale's card when it has the card to itself (one
 # slot: `--resources gpu=1`), from the embedded data: Base, +PR, +Fusing_Diverse, the LL seq2seq and
 # NPMT, a few hundred updates each (NPMT 30; bench/gpu-alone.yaml), read off their training logs. Beside
-# gpu_check.sh's shared-card times, it says how much of a training's time is its own work and how much
+# gpu_study.sh's shared-card times, it says how much of a training's time is its own work and how much
 # the sharing. On the device, from the project's root, .device-wheels carried:   bash bench/gpu_alone.sh
 # On a CPU, as a test of the script, with a second override file shrinking the data and widths:
 #   TEST_CONFIG=path/to/small.yaml LIMIT=600 bash bench/gpu_alone.sh

@@ -30,8 +30,17 @@ def trainings(results: Path) -> list[dict]:
 
 
 def scores(results: Path) -> dict[str, float]:
-    return {path.parent.name: json.loads(path.read_text())["tok_bleu"]["score"]
-            for path in sorted(results.glob("evaluate/*/*.bleu.json"))}
+    """Each system's tokenized test BLEU: from its score file, else (a seed-pooled run scores no system
+    alone) from the per-seed rows of the significance tests it took part in."""
+    found = {path.parent.name: json.loads(path.read_text())["tok_bleu"]["score"]
+             for path in sorted(results.glob("evaluate/*/*.bleu.json"))}
+    for path in sorted(results.glob("analyse/significance/*.vs.*.json")):
+        system, baseline = path.stem.split(".vs.")
+        for row in json.loads(path.read_text())["tok_bleu"].get("seeds", []):
+            suffix = "" if row["seed"] == 1 else f"_seed{row['seed']}"
+            found.setdefault(system + suffix, row["score"])
+            found.setdefault(baseline + suffix, row["baseline"])
+    return found
 
 
 def main() -> None:
