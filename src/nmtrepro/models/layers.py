@@ -141,8 +141,10 @@ class MultiheadAttention(nn.Module):
         if self.encoder_options:
             out = self._encoder_attention(q, k, v, mask)
         else:
+            # A single query (incremental decoding) sees every cached key; a full pass (cache None: the
+            # training step, compiled with symbolic lengths too) masks the future, a lone query included.
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=causal and q.size(2) > 1,
+                q, k, v, attn_mask=mask, is_causal=causal and (cache is None or q.size(2) > 1),
                 dropout_p=self.dropout if self.training else 0.0)
         if self.head_outputs is not None:
             self.head_outputs.append(out)
@@ -246,11 +248,12 @@ class Residual(nn.Module):
         return self.norm(x + F.dropout(self.sublayer(x, *args, **kwargs), self.dropout, self.training))
 
 
-def _sinusoid_table(length: int, d_model: int) -> torch.Tensor:
-    """(length, d) sinusoidal position encodings, sin in the first half and cos in the second."""
+def _sinusoid_table(length: int, d_model: int, start: int = 0, device=None) -> torch.Tensor:
+    """(length, d) sinusoidal position encodings of positions start .. start + length - 1, sin in the
+    first half and cos in the second."""
     half = d_model // 2
-    freqs = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
-    pos = torch.arange(length, dtype=torch.float32)[:, None] * freqs[None, :]
+    freqs = torch.exp(torch.arange(half, dtype=torch.float32, device=device) * -(math.log(10000.0) / max(half - 1, 1)))
+    pos = torch.arange(start, start + length, dtype=torch.float32, device=device)[:, None] * freqs[None, :]
     enc = torch.cat([pos.sin(), pos.cos()], dim=1)
     return F.pad(enc, (0, d_model % 2))
 
@@ -264,8 +267,11 @@ def sinusoidal_positions(length: int, d_model: int, offset: int = 0, device=None
     A table per (width, device) is built once and grown by doubling, so a forward pass slices a
     tensor already on the GPU instead of computing the encodings on the host and copying them over
     (every layer of every step of incremental decoding asks). A row does not depend on the table's
-    length, so the slice equals a fresh computation bit for bit.
+    length, so the slice equals a fresh computation bit for bit. A compiled step (training/fast.py)
+    computes its rows in the graph instead: the table's growth would guard the graph on each length.
     """
+    if torch.compiler.is_compiling():
+        return _sinusoid_table(length, d_model, offset, device)
     key, end = (d_model, torch.device(device or "cpu")), offset + length
     table = _TABLES.get(key)
     if table is None or len(table) < end:

@@ -5,9 +5,9 @@ padded size (sentences x longest sentence) stays under a token budget. The order
 shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the batches it would have.
 
 With buckets (the `buckets` training setting), a batch is padded to one of a few lengths on both sides
-(`bucket_length`), so that a compiled or captured training step (training/fast.py) meets one shape per
-bucket rather than one per padded length; the planner then budgets the bucketed length, so a padded
-batch still holds at most max_tokens. Padding is masked everywhere, so the loss does not change.
+(`bucket_length`), so that a training step meets a few shapes rather than one per padded length (the
+paper Base ran 1.22x faster so on an H200: bench/README.md); the planner then budgets the bucketed
+length, so a padded batch still holds at most max_tokens. Padding is masked everywhere, so the loss does not change.
 """
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ class Settings:
     threads: int = 0                # 0: torch's default
     precision: str = "fp32"         # fp32 | bf16 (autocast)
     buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
-    fast: str = "off"               # off | compile: the step compiled over the bucketed shapes (fast.py)
+    fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic (fast.py)
     device: str = "auto"
 
     @classmethod
@@ -89,7 +89,7 @@ class Settings:
             raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
         if values.get("schedule", cls.schedule) not in SCHEDULES:
             raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
-        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
+        check_setting(values.get("fast", cls.fast))
         return cls(**values)
 
 
