@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 begin=$(date +%s)
 source bench/device_env.sh
 rm -rf results .snakemake
-timeout -k 10 "${LIMIT:-150}" snakemake --cores all --resources gpu=1 --scheduler greedy --keep-going \
+timeout -k 10 "${LIMIT:-150}" snakemake --cores all --resources gpu=1 --keep-going \
     --configfile bench/gpu-alone.yaml ${TEST_CONFIG:-} --config scale=gpu -- \
     results/train/{base_en_de,pr_en_de,fusing_en_de,ll_greedy_de_en,npmt_greedy_de_en}/final.pt > "$OUT/alone.log" 2>&1
 echo "rc=$? after $(( $(date +%s) - begin )) s"

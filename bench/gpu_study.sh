@@ -28,7 +28,7 @@ if [ "$mode" = start ]; then
     echo "setup: $(( $(date +%s) - begin )) s"
     date +%s > "$state/start"
     if command -v nvidia-smi > /dev/null; then setsid nvidia-smi dmon -s um -d 5 > "$state/dmon.txt" 2>&1 < /dev/null & fi
-    setsid bash -c 'snakemake "$@" --cores all --scheduler greedy --keep-going --config scale=gpu > '"$state"'/study.log 2>&1
+    setsid bash -c 'snakemake "$@" --cores all --keep-going --config scale=gpu > '"$state"'/study.log 2>&1
                     echo $? > '"$state"'/rc; date +%s > '"$state"'/end' study "${target[@]}" "${extra[@]}" < /dev/null > /dev/null 2>&1 &
 fi
 [ -f "$state/start" ] || { echo "no study started on this machine (a fresh one?): run 'start' first"; exit 1; }
@@ -44,7 +44,7 @@ fi
 echo "${TARGET:-central study} at gpu: rc=$(cat "$state/rc") in $(( $(cat "$state/end") - started )) s"
 pkill -f "nvidia-smi dmon" 2> /dev/null
 grep -E "^(Error|WorkflowError)|Exception|Traceback" "$state/study.log" | head -5
-snakemake "${target[@]}" "${extra[@]}" --scheduler greedy --config scale=gpu --report results/report.html > "$OUT/report.log" 2>&1
+snakemake "${target[@]}" "${extra[@]}" --config scale=gpu --report results/report.html > "$OUT/report.log" 2>&1
 echo "report: rc=$?"
 for page in ${PRINT:-results/report/central_claims.md}; do cat "$page" 2> /dev/null || echo "no $page"; done
 tar czf "$OUT/results.tgz" --exclude='*.pt' --exclude='results/prepare' --exclude='results/data' \

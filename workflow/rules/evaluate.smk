@@ -107,5 +107,6 @@ rule significance:
         baseline="|".join(EXPERIMENTS) or "^$",
     params:
         args=significance_args,
+        samples=SCALE["bootstrap_samples"],
     shell:
-        "nmtrepro significance {params.args} --out {output} 2> {log}"
+        "nmtrepro significance {params.args} --samples {params.samples} --out {output} 2> {log}"
