@@ -7,7 +7,8 @@ shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the b
 With buckets (the `buckets` training setting), a batch is padded to one of a few lengths on both sides
 (`bucket_length`), so that a training step meets a few shapes rather than one per padded length (the
 paper Base ran 1.22x faster so on an H200: bench/README.md); the planner then budgets the bucketed
-length, so a padded batch still holds at most max_tokens. Padding is masked everywhere, so the loss does not change.
+length, so a padded batch still holds at most max_tokens. Padding is masked everywhere, so the loss
+does not change.
 """
 from __future__ import annotations
 

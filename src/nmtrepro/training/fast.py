@@ -7,11 +7,11 @@ residuals, the label-smoothed loss) and launches each graph once. Every dimensio
 is marked dynamic (sentences and lengths both vary between batches), so the whole step is one graph
 compiled once. A first form compiled a graph per length bucket and another per bucket once the batch
 size changed: on an H200 the paper Base's graphs had not all compiled after 200 s (bench/README.md).
-A traced length broke the graph where the models branched on it; they no longer do (layers.py). The loss
-projects every position and masks the padding (criterion.model_loss static=True) rather than pick the
-real positions, whose count would be a data-dependent shape. Adam is fused (one kernel over all the
-parameters) on either path. `buckets: true` (fewer distinct lengths, less padding) goes well with it
-but is not needed.
+A traced length broke the graph where the models branched on it; they no longer do (layers.py). The
+loss projects every position and masks the padding (criterion.model_loss static=True) rather than
+pick the real positions, whose count would be a data-dependent shape. Adam is fused (one kernel over
+all the parameters) on either path. `buckets: true` (fewer distinct lengths, less padding) goes well
+with it but is not needed.
 
 `fast` is a setting a rerun may change (train.RERUN_FREE): it changes how a step runs, not what it
 computes, so a checkpoint of either path resumes on the other. Like a change of device, it draws
