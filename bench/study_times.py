@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from nmtrepro.config import seed_replica
 from nmtrepro.reporting.report import read_curve
 
 
@@ -36,10 +37,9 @@ def scores(results: Path) -> dict[str, float]:
              for path in sorted(results.glob("evaluate/*/*.bleu.json"))}
     for path in sorted(results.glob("analyse/significance/*.vs.*.json")):
         system, baseline = path.stem.split(".vs.")
-        for row in json.loads(path.read_text())["tok_bleu"].get("seeds", []):
-            suffix = "" if row["seed"] == 1 else f"_seed{row['seed']}"
-            found.setdefault(system + suffix, row["score"])
-            found.setdefault(baseline + suffix, row["baseline"])
+        for i, row in enumerate(json.loads(path.read_text())["tok_bleu"].get("seeds", [])):  # in seed order
+            found.setdefault(seed_replica(system, i, row["seed"]), row["score"])
+            found.setdefault(seed_replica(baseline, i, row["seed"]), row["baseline"])
     return found
 
 

@@ -343,6 +343,12 @@ def training_of(resolved: dict[str, Experiment], name: str) -> str:
     return resolved[name].same_as or name
 
 
+def seed_replica(name: str, index: int, seed: int) -> str:
+    """The experiment that trains the `index`-th of `name`'s seeds: the first under its own name, the
+    others as `<name>_seed<N>`."""
+    return name if index == 0 else f"{name}_seed{seed}"
+
+
 def _seeded(config: dict) -> dict[str, dict]:
     """The configured experiments with one entry a seed: an experiment naming `seeds: [1, 2, 3]` trains
     once per seed (the seed sets initialisation, dropout and batch order), the first under its own name,
@@ -359,7 +365,7 @@ def _seeded(config: dict) -> dict[str, dict]:
             specs[name] = {**exp, "replicate_of": name}
             continue
         for i, seed in enumerate(seeds[:cap]):
-            replica = name if i == 0 else f"{name}_seed{seed}"
+            replica = seed_replica(name, i, seed)
             if replica in specs or (i and replica in config["experiments"]):
                 raise InputError(f"config: experiments.{replica}: the name is taken by seed {seed} of "
                                  f"experiments.{name}.seeds; rename it")
