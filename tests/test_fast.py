@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from conftest import TINY
+from conftest import TINY, write_copy_corpus
 from nmtrepro.core.files import InputError
 from nmtrepro.models import build_model
 from nmtrepro.training import checkpoint
@@ -19,6 +19,9 @@ from nmtrepro.training.batching import collate
 from nmtrepro.training.criterion import model_loss
 from nmtrepro.training.fast import CompiledLoss
 from nmtrepro.training.train import RERUN_FREE, Corpus, LossOf, Settings, Trainer
+
+NEEDS_CC = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                              reason="inductor needs a C compiler")
 
 SETTINGS = dict(max_tokens=64, update_tokens=100, lr=0.01, warmup=10, save_every=3, keep_last=5, log_every=1,
                 threads=1, device="cpu")
@@ -67,7 +70,7 @@ def assert_close_weights(a: dict, b: dict):
 
 
 @pytest.mark.compile
-@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="inductor needs a C compiler")
+@NEEDS_CC
 def test_the_compiled_step_trains_as_the_eager_one_and_their_checkpoints_resume_on_each_other(copy_corpus, tmp_path):
     """Eager: 9 updates, checkpoints at 3, 6, 9. Fast: resumes the eager checkpoint at 3 and runs to 6 (its
     losses and weights those of the eager updates 4-6); eager again: resumes the fast checkpoint at 6 and
@@ -95,3 +98,29 @@ def test_the_compiled_step_trains_as_the_eager_one_and_their_checkpoints_resume_
     back.train()
     assert_close_weights(back.model.state_dict(), eager.model.state_dict())
     assert losses(back) == pytest.approx(losses(eager), rel=1e-5)
+
+
+@pytest.mark.compile
+@NEEDS_CC
+def test_the_phrase_model_compiles_whole_and_computes_the_eager_loss(tmp_path):
+    """+PR's n-gram phrases take their width from the batch's shape, not from the data: on an H200 its
+    compiled step broke in two at the longest span's `.item()` (bench/README.md). Batches of several
+    widths (and so phrase lengths of 3 and 4 tokens) run without a graph break and as the eager loss."""
+    torch._dynamo.reset()
+    counters.clear()
+    corpus = Corpus(write_copy_corpus(tmp_path, lengths=(2, 30)))
+    torch.manual_seed(0)
+    options = {**TINY, "family": "phrase", "glance": "max", "attentive": True, "transparent_attention": True}
+    model = build_model({**options, "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)})
+    eager, fast = LossOf(model, 0.1), CompiledLoss(LossOf(model, 0.1))
+    eager.static = True
+    train = corpus.splits["train"]
+    by_length = sorted(range(len(train[0])), key=lambda i: len(train[0][i]))
+    widths = set()
+    for picked in (by_length[:8], by_length[-8:], by_length[32:40]):
+        batch = collate(*train, picked)
+        widths.add(batch.net_input["src"].size(1))
+        torch.testing.assert_close(torch.stack(fast(batch.net_input, batch.prev, batch.target)),
+                                   torch.stack(eager(batch.net_input, batch.prev, batch.target)), rtol=1e-5, atol=1e-4)
+    assert len(widths) == 3 and max(widths) > 18 >= min(widths)   # 3 tokens a phrase, and more
+    assert not counters["graph_break"], dict(counters["graph_break"])

@@ -12,7 +12,6 @@ A large source is parsed in line-range shards, one job each, and gathered (`data
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Sequence
@@ -35,10 +34,11 @@ def tokens_per_phrase(seql: int) -> int:
 
     The footnote prints seq/6; the implementation notes (from the authors' code) round up. Rounding
     down would differ for seql 19..47 not divisible by 6 (seql 20: 4 tokens, not 3); the paper's
-    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7).
+    own examples agree either way (13 -> 3 tokens x 5 phrases, 30 -> 5 x 6, 50 -> 8 x 7). Integer
+    arithmetic, so that a compiled step traces it for any width (training/fast.py).
     It lives here, below the models, because both phrase kinds use it: the n-gram chunks of
     `models.phrase` and Algorithm 1's limit (from the sentence's own length) below."""
-    return max(min(8, math.ceil(seql / 6)), 3)
+    return max(min(8, (seql + 5) // 6), 3)
 
 
 def _paths(tree: Tree, n_words: int) -> list[list[tuple[int, int]]]:

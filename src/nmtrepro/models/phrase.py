@@ -86,14 +86,17 @@ def ngram_spans(batch: int, seql: int, device=None, ntok: int | None = None) -> 
     return spans.expand(batch, -1, -1)
 
 
-def gather_index(spans: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def gather_index(spans: torch.Tensor, pad: torch.Tensor, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Spans (B, P, 2) over a source with padding mask `pad` (B, S) -> index and mask (B, P, L).
 
-    L is the longest span; index slots beyond a span point at position 0 and are masked, as are
-    source pads inside a span (the last n-gram chunk), so a phrase of pads only is all False.
+    L is `width` where the caller knows the longest span from the shapes (n-gram chunks), else read
+    from the spans: a data-dependent size, where a compiled step breaks its graph (training/fast.py).
+    Index slots beyond a span point at position 0 and are masked, as are source pads inside a span
+    (the last n-gram chunk), so a phrase of pads only is all False.
     """
     lengths = spans[..., 1] - spans[..., 0]                                   # (B, P)
-    offsets = torch.arange(int(lengths.max()), device=spans.device)          # (L,)
+    width = int(lengths.max()) if width is None else width
+    offsets = torch.arange(width, device=spans.device)                        # (L,)
     index = spans[..., :1] + offsets                                          # (B, P, L)
     mask = offsets < lengths[..., None]
     index = index.masked_fill(~mask, 0)
@@ -277,12 +280,14 @@ class PhraseTransformer(Transformer):
         memory, its mix of the token levels (the same levels as the phrases': each encoder layer's input,
         then the encoder output). "out" stays the encoder output."""
         pad = src.eq(self.pad)  # (B, S)
+        width = None
         if self.config.phrases != "parse":
-            ntok = 1 if self.config.phrases == "token" else None
-            spans = ngram_spans(src.size(0), src.size(1), src.device, ntok)
+            seql = src.size(1)
+            ntok = 1 if self.config.phrases == "token" else tokens_per_phrase(seql)
+            spans, width = ngram_spans(src.size(0), seql, src.device, ntok), min(ntok, seql)
         elif spans is None:
             raise ValueError("phrases='parse' needs the source phrase spans: encode(src, spans=...)")
-        index, mask = gather_index(spans, pad)                    # (B, P, L)
+        index, mask = gather_index(spans, pad, width)             # (B, P, L)
         phrase_pad = ~mask.any(-1)                                # (B, P) True at empty phrases
         x, tokens, levels = self.src_embed(src), [], []
         for layer, builder in zip(self.encoder, self.builders):
