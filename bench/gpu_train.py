@@ -15,6 +15,10 @@ must say that it resumed.
 
     python bench/gpu_train.py                              # one GPU; the default variants, ~5 min on an H100
     python bench/gpu_train.py --device cpu --scale ci --updates 4 --pairs 400 --variant transformer_base
+    python bench/gpu_train.py --setting fast=compile --max-tokens 12500 --minutes 4 --timeout 400
+
+`--setting KEY=VALUE` overrides a train setting of every variant (the value read as YAML), e.g. the fast
+path (`fast=compile`, `buckets=true`); the first logged window, which holds a compile, is not counted.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helper beside this file)
@@ -67,7 +72,7 @@ def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
 def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str, float]:
     settings = {**exp.train, "max_updates": updates, "max_minutes": args.minutes, "save_every": args.updates,
                 "log_every": args.log_every, "device": args.device, "keep_last": 2,
-                "max_tokens": args.max_tokens or exp.train["max_tokens"]}
+                "max_tokens": args.max_tokens or exp.train["max_tokens"], **args.setting}
     annotations = []
     if "spans" in exp.annotations:
         annotations += ["--spans-dir", str(data)]
@@ -122,8 +127,13 @@ def main() -> None:
     ap.add_argument("--iwslt-vocab", type=int, default=22822,
                     help="word vocabulary of paper C's IWSLT14 experiments (its English side: 22,822)")
     ap.add_argument("--resume", action="store_true", help="then resume the first variant for 10 updates")
+    ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                    help="a train setting for every variant, e.g. fast=compile; repeatable")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
     args = ap.parse_args()
+    if any("=" not in item for item in args.setting):
+        ap.error(f"--setting takes KEY=VALUE, not {args.setting}")
+    args.setting = {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in args.setting)}
 
     config, _ = load(REPO / "config.yaml", [f"scale={args.scale}"])
     validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")  # fills in the defaults
@@ -143,7 +153,7 @@ def main() -> None:
         exp = by_variant[variant]
         try:
             log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
-            rows.append(summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]))
+            rows.append({**summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]), **args.setting})
         except RuntimeError as err:
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
