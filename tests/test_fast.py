@@ -104,23 +104,24 @@ def test_the_compiled_step_trains_as_the_eager_one_and_their_checkpoints_resume_
 @NEEDS_CC
 def test_the_phrase_model_compiles_whole_and_computes_the_eager_loss(tmp_path):
     """+PR's n-gram phrases take their width from the batch's shape, not from the data: on an H200 its
-    compiled step broke in two at the longest span's `.item()` (bench/README.md). Batches of several
-    widths (and so phrase lengths of 3 and 4 tokens) run without a graph break and as the eager loss."""
+    compiled step broke in two at the longest span's `.item()` (bench/README.md). Batches of two widths
+    (phrases of 3 and of 4 or more tokens) run without a graph break and as the eager loss."""
     torch._dynamo.reset()
     counters.clear()
     corpus = Corpus(write_copy_corpus(tmp_path, lengths=(2, 30)))
     torch.manual_seed(0)
-    options = {**TINY, "family": "phrase", "glance": "max", "attentive": True, "transparent_attention": True}
+    options = {**TINY, "family": "phrase", "glance": "max", "attentive": True, "transparent_attention": True,
+               "encoder_layers": 1, "decoder_layers": 1}
     model = build_model({**options, "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)})
     eager, fast = LossOf(model, 0.1), CompiledLoss(LossOf(model, 0.1))
     eager.static = True
     train = corpus.splits["train"]
     by_length = sorted(range(len(train[0])), key=lambda i: len(train[0][i]))
     widths = set()
-    for picked in (by_length[:8], by_length[-8:], by_length[32:40]):
+    for picked in (by_length[:8], by_length[-8:]):
         batch = collate(*train, picked)
         widths.add(batch.net_input["src"].size(1))
         torch.testing.assert_close(torch.stack(fast(batch.net_input, batch.prev, batch.target)),
                                    torch.stack(eager(batch.net_input, batch.prev, batch.target)), rtol=1e-5, atol=1e-4)
-    assert len(widths) == 3 and max(widths) > 18 >= min(widths)   # 3 tokens a phrase, and more
+    assert max(widths) > 18 >= min(widths)                          # 3 tokens a phrase, and more
     assert not counters["graph_break"], dict(counters["graph_break"])
