@@ -69,10 +69,18 @@ def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
                 pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
 
 
+def key_value(item: str) -> tuple[str, object]:
+    """--setting KEY=VALUE -> (KEY, VALUE read as YAML)."""
+    if "=" not in item:
+        raise argparse.ArgumentTypeError(f"{item!r}: takes KEY=VALUE")
+    key, value = item.split("=", 1)
+    return key, yaml.safe_load(value)
+
+
 def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str, float]:
     settings = {**exp.train, "max_updates": updates, "max_minutes": args.minutes, "save_every": args.updates,
                 "log_every": args.log_every, "device": args.device, "keep_last": 2,
-                "max_tokens": args.max_tokens or exp.train["max_tokens"], **args.setting}
+                "max_tokens": args.max_tokens or exp.train["max_tokens"], **dict(args.setting)}
     annotations = []
     if "spans" in exp.annotations:
         annotations += ["--spans-dir", str(data)]
@@ -127,13 +135,10 @@ def main() -> None:
     ap.add_argument("--iwslt-vocab", type=int, default=22822,
                     help="word vocabulary of paper C's IWSLT14 experiments (its English side: 22,822)")
     ap.add_argument("--resume", action="store_true", help="then resume the first variant for 10 updates")
-    ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+    ap.add_argument("--setting", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                     help="a train setting for every variant, e.g. fast=compile; repeatable")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
     args = ap.parse_args()
-    if any("=" not in item for item in args.setting):
-        ap.error(f"--setting takes KEY=VALUE, not {args.setting}")
-    args.setting = {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in args.setting)}
 
     config, _ = load(REPO / "config.yaml", [f"scale={args.scale}"])
     validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")  # fills in the defaults
@@ -153,7 +158,7 @@ def main() -> None:
         exp = by_variant[variant]
         try:
             log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
-            rows.append({**summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]), **args.setting})
+            rows.append({**summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]), **dict(args.setting)})
         except RuntimeError as err:
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
