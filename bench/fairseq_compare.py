@@ -1,4 +1,7 @@
-"""Speed of the tiny baseline beside fairseq: training target tokens/s and decoding sentences/s, one run.
+"""Speed beside fairseq: training target tokens/s (and, for the tiny baseline, decoding sentences/s), one run.
+
+Two setups. `--setup tiny` (the default) is the tiny baseline on the CPU, described first. `--setup
+paper` (issue 38) is a paper-size model on one GPU: see paper_setup() below and bench/README.md.
 
 Both tools get the same data (our prepared Multi30k En-De, exported to fairseq's binary format with our
 own dictionaries, so vocabularies and sentences are identical), the same model size (config.yaml
@@ -29,10 +32,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import yaml
 
-from nmtrepro.core.text import BPE
-from nmtrepro.core.vocab import IndexedData, Vocab
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_train, a bench helper beside this file
+
+from nmtrepro.core.text import BPE  # noqa: E402
+from nmtrepro.core.vocab import IndexedData, Vocab  # noqa: E402
 
 DATASET, SPLIT = "multi30k_en_de", "test_2016_flickr"
 VENV = Path("bench/.venv-fairseq")
@@ -79,14 +85,17 @@ def ensure_venv() -> None:
         sh(python, "-m", "pip", "install", "-q", *pins)
 
 
-def export_text(prepared: Path, text: Path) -> None:
-    """Write our binarized train/valid splits back as BPE'd text, and the test split with its BPE'd reference."""
+def export_text(prepared: Path, text: Path, test: bool = True) -> None:
+    """Write our binarized train/valid splits back as BPE'd text and, with `test`, the test split with
+    its BPE'd reference."""
     text.mkdir(parents=True, exist_ok=True)
     for split in ("train", "valid"):
         for side in ("src", "tgt"):
             vocab, data = Vocab.load(prepared / f"dict.{side}.txt"), IndexedData(prepared / f"{split}.{side}.bin")
             lines = (vocab.decode(data[i]) for i in range(len(data)))  # decode() drops the final EOS
             (text / f"{split}.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    if not test:
+        return
     test = prepared / "test" / SPLIT
     (text / "test.src").write_text(Path(f"{test}.src.bpe").read_text(encoding="utf-8"), encoding="utf-8")
     refs = Path(f"{test}.ref.tok").read_text(encoding="utf-8").splitlines()
@@ -95,14 +104,14 @@ def export_text(prepared: Path, text: Path) -> None:
 
 
 def check_same_data(prepared: Path, preprocess_log: Path) -> None:
-    """fairseq-preprocess must see exactly our sentences and tokens, none of them unknown."""
-    stats = json.loads((prepared / "stats.json").read_text())["splits"]
+    """fairseq-preprocess must see exactly our sentences and tokens (EOS included in both), none of them unknown."""
     seen = {(side, split): (int(n), int(t.replace(",", "")), float(unk)) for side, split, n, t, unk in re.findall(
         r"\[(src|tgt)\] \S+/text/(train|valid)\.\w+: (\d+) sents, ([\d,]+) tokens, ([\d.]+)% replaced",
         preprocess_log.read_text())}
     for split in ("train", "valid"):
         for side in ("src", "tgt"):
-            expected = (stats[split]["pairs"], stats[split][f"{side}_tokens"], 0.0)  # both count EOS
+            sizes = IndexedData(prepared / f"{split}.{side}.bin").sizes
+            expected = (len(sizes), int(sizes.sum()), 0.0)
             if seen.get((side, split)) != expected:
                 sys.exit(f"{preprocess_log}: {split}.{side} is {seen.get((side, split))}, ours {expected}")
 
@@ -125,7 +134,26 @@ def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10)
     tok_s, tokens, seconds = speed(warmup, warmup + updates - 1)
     chunks = [speed(i, min(i + chunk, warmup + updates) - 1)[0] for i in range(warmup, warmup + updates, chunk)]
     return {"train_tok_s": tok_s, "train_tokens": tokens, "train_s": seconds, "train_tok_s_median": statistics.median(chunks),
-            "train_tok_s_best": max(chunks), "train_tok_s_chunks": chunks, "rss_mib_last": steps[warmup + updates - 1][2]}
+            "train_tok_s_best": max(chunks), "train_tok_s_chunks": chunks, "rss_mib_last": steps[warmup + updates - 1][2],
+            "tokens_per_update": tokens / updates, "gpu_peak_gib": steps[warmup + updates - 1][3]}
+
+
+def fairseq_train_args(size: dict, train: dict) -> list:
+    """fairseq-train's flags for our Transformer of `size` trained as `train` says (one batch an update
+    unless train["update_freq"]): the same model, optimizer, schedule, loss and batches, no validation."""
+    d, ffn, heads = size["d_model"], size["ffn"], size["heads"]
+    return ["--arch", "transformer", "--share-decoder-input-output-embed",
+            "--encoder-embed-dim", d, "--encoder-ffn-embed-dim", ffn, "--encoder-attention-heads", heads,
+            "--encoder-layers", size["encoder_layers"], "--decoder-embed-dim", d, "--decoder-ffn-embed-dim", ffn,
+            "--decoder-attention-heads", heads, "--decoder-layers", size["decoder_layers"],
+            *(["--encoder-normalize-before", "--decoder-normalize-before"] if size.get("pre_norm", True) else []),
+            "--dropout", size["dropout"], "--attention-dropout", "0", "--activation-dropout", "0",
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", train.get("label_smoothing", 0.1),
+            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9",
+            "--lr", train["lr"], "--lr-scheduler", "inverse_sqrt", "--warmup-updates", train["warmup"],
+            "--warmup-init-lr", "0", "--max-tokens", train["max_tokens"], "--update-freq", train.get("update_freq", 1),
+            "--required-batch-size-multiple", "1", "--max-update", train["max_updates"], "--seed", "1",
+            "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10"]
 
 
 def fairseq_hypotheses(generate_log: str, sentences: int) -> list[str]:
@@ -136,20 +164,9 @@ def fairseq_hypotheses(generate_log: str, sentences: int) -> list[str]:
     return [found[i] for i in range(sentences)]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--updates", type=int, default=100, help="timed updates")
-    ap.add_argument("--warmup-updates", type=int, default=10, help="untimed updates before them (>= 1)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default="bench/out/fairseq_compare")
-    ap.add_argument("--decode-model", help="a trained model of ours to decode, e.g. results/train/base_en_de/"
-                    "averaged.pt from the default run (default: the one this bench trains, which after a "
-                    "few hundred updates writes near-random text that runs into the length limits)")
-    args = ap.parse_args()
-    if args.warmup_updates < 1 or args.updates < 1:
-        sys.exit("--warmup-updates and --updates must be at least 1: timing starts at the end of an update")
+def tiny_setup(args) -> None:
+    """The tiny baseline on the CPU, training and decoding (the module docstring)."""
     total = args.warmup_updates + args.updates
-
     config = yaml.safe_load(open("config.yaml"))
     tiny = config["scales"]["tiny"]
     size, train, decode = tiny["sizes"]["base"], tiny["train"], tiny["decode"]
@@ -185,21 +202,9 @@ def main() -> None:
     sh(sys.executable, timer, "ours", out / "ours.steps.json", "--", "--prepared", prepared,
        "--model", json.dumps(model), "--settings", json.dumps(settings), "--checkpoint-dir", ours / "checkpoints",
        "--out", ours / "final.pt", "--curve", ours / "curve.tsv", env=env, log=out / "ours.train.log")
-    d, ffn, heads = str(size["d_model"]), str(size["ffn"]), str(size["heads"])
     sh(fairseq_bin / "python", timer, "fairseq", out / "fairseq.steps.json", "--", data_bin,
-       "--arch", "transformer", "--share-decoder-input-output-embed",
-       "--encoder-embed-dim", d, "--encoder-ffn-embed-dim", ffn, "--encoder-attention-heads", heads,
-       "--encoder-layers", size["encoder_layers"], "--decoder-embed-dim", d, "--decoder-ffn-embed-dim", ffn,
-       "--decoder-attention-heads", heads, "--decoder-layers", size["decoder_layers"],
-       "--encoder-normalize-before", "--decoder-normalize-before",
-       "--dropout", size["dropout"], "--attention-dropout", "0", "--activation-dropout", "0",
-       "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-       "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9",
-       "--lr", train["lr"], "--lr-scheduler", "inverse_sqrt", "--warmup-updates", train["warmup"],
-       "--warmup-init-lr", "0", "--max-tokens", train["max_tokens"], "--update-freq", "1",
-       "--required-batch-size-multiple", "1", "--num-workers", "0", "--max-update", total, "--seed", "1",
-       "--cpu", "--disable-validation", "--no-epoch-checkpoints", "--save-dir", out / "fairseq",
-       "--log-format", "simple", "--log-interval", "10", env=env, log=out / "fairseq.train.log")
+       *fairseq_train_args(size, {**train, "max_updates": total}), "--cpu", "--num-workers", "0",
+       "--save-dir", out / "fairseq", env=env, log=out / "fairseq.train.log")
 
     # -- decoding the same weights: our model, and the same model converted to a fairseq checkpoint ------
     search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
@@ -260,6 +265,125 @@ def main() -> None:
     print("ratios: " + ", ".join(f"{key} {value:.2f}" for key, value in rows["ratios"].items()))
     print(DIFFERENCES)
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
+
+PATHS = {"eager": {}, "compile": {"fast": "compile"}}  # our step: eager, or the fast path (training/fast.py)
+
+
+def paper_setup(args) -> None:
+    """A paper-size Transformer trained by ours and by fairseq on one device (issue 38's peer on a GPU).
+
+    Data: bench/gpu_train.py's synthetic prepared dataset (the paper's vocabulary, WMT-like lengths,
+    random tokens), exported to text and binarized by fairseq-preprocess with our dictionaries, checked as
+    in the tiny setup. Model and training: `--scale`'s `--size` and its train settings (the paper's
+    post-norm Base: Adam, inverse-sqrt warmup, label smoothing 0.1), both tools at --max-tokens per
+    micro-batch and about the same tokens an update: ours accumulates until update_tokens target tokens,
+    fairseq takes --update-freq micro-batches, that count planned from our own batches. Precision: ours
+    bf16 autocast (the paper scale's setting); fairseq --fp16 (its standard GPU recipe: fairseq 0.12's
+    --bf16 means a TPU; the tensor cores run fp16 and bf16 at one rate). Ours runs once per --paths
+    entry (eager, compile), fairseq once; each is timed over the same window of updates
+    (timed_steps.py), and the first --warmup-updates hold the compile.
+    """
+    from gpu_train import write_dataset
+
+    from nmtrepro.training.batching import token_batches
+
+    total = args.warmup_updates + args.updates
+    config = yaml.safe_load(open("config.yaml"))
+    scale = config["scales"][args.scale]
+    size = scale["sizes"][args.size]
+    train = {**scale["train"], "max_updates": total, "save_every": 10**9, "keep_last": 1, "log_every": 10,
+             "device": args.device, "precision": args.precision, "max_tokens": args.max_tokens or scale["train"]["max_tokens"]}
+    out = Path(args.out).resolve()
+    prepared = out / "prepared"
+    if not (prepared / "valid.tgt.bin").exists():
+        subprocess.run(["rm", "-rf", prepared], check=True)
+        write_dataset(prepared, args.pairs, args.vocab, short=False)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    fairseq_python = args.fairseq_python
+    if not fairseq_python:
+        ensure_venv()
+        fairseq_python = str(VENV.resolve() / "bin/python")
+
+    data_bin = out / "fairseq-bin"
+    if not (data_bin / "valid.src-tgt.tgt.idx").exists():
+        export_text(prepared, out / "text", test=False)
+        sh(fairseq_python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
+           "--trainpref", out / "text/train", "--validpref", out / "text/valid",
+           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
+           "--destdir", data_bin, "--workers", str(args.threads), env=env, log=out / "fairseq-preprocess.log")
+    check_same_data(prepared, out / "fairseq-preprocess.log")
+
+    src, tgt = (IndexedData(prepared / f"train.{side}.bin").sizes for side in ("src", "tgt"))
+    batches = token_batches(src, tgt, train["max_tokens"], seed=1)
+    per_batch = float(np.mean(batches.tgt_tokens))
+    update_freq = max(1, round(train["update_tokens"] / per_batch)) if train["update_tokens"] > 1 else 1
+    timer = Path(__file__).with_name("timed_steps.py").resolve()
+    model = {"family": "transformer", **size}
+    tools = []
+    for path in args.paths.split(","):
+        name = f"ours_{path}"
+        subprocess.run(["rm", "-rf", out / name], check=True)
+        sh(sys.executable, timer, "ours", out / f"{name}.steps.json", "--", "--prepared", prepared,
+           "--model", json.dumps(model), "--settings", json.dumps({**train, **PATHS[path]}),
+           "--checkpoint-dir", out / name / "checkpoints", "--out", out / name / "final.pt",
+           "--curve", out / name / "curve.tsv", env=env, log=out / f"{name}.train.log")
+        tools.append(name)
+    device = ["--cpu"] if args.device == "cpu" else (["--fp16"] if args.precision != "fp32" else [])
+    subprocess.run(["rm", "-rf", out / "fairseq"], check=True)
+    sh(fairseq_python, timer, "fairseq", out / "fairseq.steps.json", "--", data_bin,
+       *fairseq_train_args(size, {**train, "update_freq": update_freq}), *device, "--no-save",
+       "--save-dir", out / "fairseq", env=env, log=out / "fairseq.train.log")
+    tools.append("fairseq")
+
+    rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
+    rows["ratios"] = {f"{tool}/fairseq": rows[tool]["train_tok_s"] / rows["fairseq"]["train_tok_s"]
+                      for tool in tools[:-1]}
+    gpu = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name())"],
+                         capture_output=True, text=True).stdout.strip() if args.device != "cpu" else "cpu"
+    print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours against fairseq-fixed 0.12.3.1: {size}; "
+          f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
+          + (f"until {train['update_tokens']} target tokens" if train["update_tokens"] > 1 else "one micro-batch")
+          + f", fairseq --update-freq {update_freq}; "
+          f"ours {train['precision']}, fairseq {' '.join(device) or 'fp32'}; updates {args.warmup_updates + 1}..{total}")
+    print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'tok/update':>12}{'GPU peak GiB':>14}{'vs fairseq':>12}")
+    for tool in tools:
+        r = rows[tool]
+        print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}{r['tokens_per_update']:12,.0f}"
+              f"{r['gpu_peak_gib']:14.1f}{r['train_tok_s'] / rows['fairseq']['train_tok_s']:11.2f}x")
+    (out / "speeds.json").write_text(json.dumps({**rows, "update_freq": update_freq, "gpu": gpu}, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--setup", default="tiny", choices=["tiny", "paper"],
+                    help="tiny: the tiny baseline on the CPU (training and decoding); paper: a paper-size "
+                         "model's training on --device (issue 38)")
+    ap.add_argument("--updates", type=int, default=100, help="timed updates")
+    ap.add_argument("--warmup-updates", type=int, default=10, help="untimed updates before them (>= 1)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", help="default bench/out/fairseq_compare (tiny), bench/out/fairseq_compare_paper")
+    ap.add_argument("--decode-model", help="tiny: a trained model of ours to decode, e.g. results/train/base_en_de/"
+                    "averaged.pt from the default run (default: the one this bench trains, which after a "
+                    "few hundred updates writes near-random text that runs into the length limits)")
+    paper = ap.add_argument_group("--setup paper")
+    paper.add_argument("--device", default="cuda")
+    paper.add_argument("--scale", default="paper", help="config.yaml scale whose sizes and train settings to use")
+    paper.add_argument("--size", default="base")
+    paper.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    paper.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the scale's)")
+    paper.add_argument("--pairs", type=int, default=60000, help="synthetic training pairs")
+    paper.add_argument("--vocab", type=int, default=37000)
+    paper.add_argument("--paths", default="eager,compile", help="our step's paths: eager, compile")
+    paper.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, "
+                       "made when absent; on the GPU machine python3 with bench/device_fairseq.sh's unpacked)")
+    args = ap.parse_args()
+    if args.warmup_updates < 1 or args.updates < 1:
+        sys.exit("--warmup-updates and --updates must be at least 1: timing starts at the end of an update")
+    if not set(args.paths.split(",")) <= set(PATHS):
+        sys.exit(f"--paths {args.paths}: known paths are {', '.join(PATHS)}")
+    args.out = args.out or ("bench/out/fairseq_compare" if args.setup == "tiny" else "bench/out/fairseq_compare_paper")
+    (tiny_setup if args.setup == "tiny" else paper_setup)(args)
 
 
 if __name__ == "__main__":

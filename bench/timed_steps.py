@@ -1,5 +1,5 @@
-"""Run a training CLI (ours or fairseq's) and record when each update ends, how many target tokens it had
-and the process's resident memory (RSS) after it.
+"""Run a training CLI (ours or fairseq's) and record when each update ends, how many target tokens it had,
+the process's resident memory (RSS) after it and, on a GPU, the peak GPU memory allocated so far.
 
 Used by bench/fairseq_compare.py so that both tools' training speed has the same definition: target
 tokens (non-pad, EOS included) of updates W+1..W+N divided by the wall time from the end of update W to
@@ -22,13 +22,20 @@ def rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def gpu_peak_gib() -> float:
+    """The peak GPU memory torch has allocated in this process so far, in GiB (0 without CUDA); no sync."""
+    import torch
+    return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_initialized() else 0.0
+
+
 def patch(cls, name: str, tokens_of, steps: list) -> None:
-    """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB) to `steps`."""
+    """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB, GPU peak in GiB)
+    to `steps`."""
     original = getattr(cls, name)
 
     def timed(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        steps.append((time.perf_counter(), tokens_of(args, result), rss_mb()))
+        steps.append((time.perf_counter(), tokens_of(args, result), rss_mb(), gpu_peak_gib()))
         return result
 
     setattr(cls, name, timed)

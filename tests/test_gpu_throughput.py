@@ -74,3 +74,27 @@ def test_smoke_run_compares_paths_with_ratios_to_the_first():
     assert [(r[8], r[9]) for r in rows] == [("eager", "1.00x"), ("buckets", rows[1][9])]
     assert float(rows[1][9].rstrip("x")) > 0
     assert "known paths" in run("--device", "cpu", "--paths", "eager,jit").stderr
+
+
+def test_fast_equality_compares_every_update_loss_and_all_the_weights(tmp_path):
+    """bench/fast_equality.py's verdict: the largest relative loss difference over the updates, and the
+    difference of all the weights together (a tensor apart only in rounding noise names itself, but does
+    not decide); runs that logged other updates are an error, not a pass."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import fast_equality
+
+    runs = {path: tmp_path / path for path in ("eager", "fast")}
+    weights = {"eager": {"big": torch.ones(100), "noise": torch.full((2,), 1e-3)},
+               "fast": {"big": torch.ones(100) * 1.001, "noise": torch.full((2,), -1e-3)}}
+    for path, folder in runs.items():
+        (folder / "base").mkdir(parents=True)
+        loss = {"eager": (2.0, 1.5), "fast": (2.0, 1.503)}[path]
+        (folder / "base/curve.tsv").write_text("step\ttrain_loss\n1\t%s\n2\t%s\n3\t\n" % loss)
+        torch.save({"model": weights[path]}, folder / "base/final.pt")
+    row = fast_equality.compare("base", runs)
+    assert row["updates"] == 2 and row["loss_rel"] == pytest.approx(0.002)
+    assert row["weight_rel"] == pytest.approx((0.01 ** 2 + 2 * 0.002 ** 2) ** 0.5 / (100 + 2e-6) ** 0.5, rel=1e-4)
+    assert row["worst_tensor"].startswith("noise 2.0e+00")
+    (runs["fast"] / "base/curve.tsv").write_text("step\ttrain_loss\n1\t2.0\n")
+    with pytest.raises(RuntimeError, match=r"updates logged eager \[1, 2\], fast \[1\]"):
+        fast_equality.compare("base", runs)

@@ -83,7 +83,7 @@ def test_each_experiment_is_sized_by_its_own_model_and_gru_jobs_are_costed_on_on
     assert jobs["big_en_de"]["hours"] == jobs["big_en_de"]["gpu_hours"] / paper["scales"]["paper"]["resources"]["gpu"]
     total = result["total"]
     assert total["gpu_hours_on"]["A100 (bf16)"] == pytest.approx(total["gpu_hours"] / speedup["A100 (bf16)"])
-    h100 = speedup["H100 (bf16, measured)"]  # one multiple per size
+    h100 = speedup["H100 (bf16, measured)"]  # one multiple per size (these jobs' families have none of their own)
     assert total["gpu_hours_on"]["H100 (bf16, measured)"] == pytest.approx(
         sum(job["gpu_hours"] / h100[job["size"]] for job in jobs.values()))
     text = render(result, "assumed", "P100 (fp32)")
@@ -94,6 +94,33 @@ def test_a_per_size_speedup_must_name_every_size_of_the_table(paper):
     config = copy.deepcopy(paper)
     config["plan"]["speedup"]["H100 (bf16, measured)"].pop("npmt")
     with pytest.raises(InputError, match="plan.speedup.H100 .bf16, measured. names sizes"):
+        throughput(config, None)
+
+
+def test_a_family_measured_apart_is_costed_at_its_own_rate_and_others_at_their_sizes(paper, monkeypatch):
+    """+PR and BiARN at Base size have their own H100 figures; the Base and a DiSAN Base (a Transformer
+    option, not a family) take the size's. Each paper sums its tables' jobs once."""
+    monkeypatch.chdir(ROOT)
+    rates, _, speedup = throughput(paper, None)
+    h100 = speedup["H100 (bf16, measured)"]
+    jobs = {"base_en_de": "base", "pr_en_de": "base/phrase", "biarn_en_de": "base/recurrence", "disan_en_de": "base"}
+    result = plan(paper, set(jobs), set(), rates, {}, speedup, [], {"A": ["A_table1", "A_code_forms"], "B": ["B_table1"]})
+    for name, key in jobs.items():
+        job = result["jobs"][name]
+        assert job["gpu_hours_on"]["H100 (bf16, measured)"] == pytest.approx(job["gpu_hours"] / h100[key])
+    assert h100["base/phrase"] < h100["base"]
+    assert result["papers"]["A"]["training_jobs"] == 2                  # base_en_de and pr_en_de, once each
+    assert set(result["papers"]) == {"A", "B"}
+    text = render(result, "assumed", "P100 (fp32)")
+    base = result["jobs"]["base_en_de"]["gpu_hours_on"]["H100 (bf16, measured)"]
+    assert "base_en_de to its recipe's end: " in text and f"{base:.1f} h on one H100 (bf16, measured)" in text
+    assert "\npaper A " in text
+
+
+def test_a_per_family_speedup_names_a_size_of_the_table(paper):
+    config = copy.deepcopy(paper)
+    config["plan"]["speedup"]["H100 (bf16, measured)"]["huge/phrase"] = 3.0
+    with pytest.raises(InputError, match="huge/phrase: a per-family figure is SIZE/FAMILY"):
         throughput(config, None)
 
 

@@ -5,7 +5,9 @@ The jobs come from Snakemake's own dry run (`--detailed-summary`), so the plan c
 `snakemake` would run, skips what is already done, and needs no data on disk. Time comes from a
 throughput table: measured numbers from the GPU benchmark's JSON when present, otherwise the config's
 `plan` table, whose default figures are derived from the Transformer paper's own training times and
-labelled as such, with other GPUs (`plan.speedup`) costed beside it. Each experiment is sized by its
+labelled as such, with other GPUs (`plan.speedup`) costed beside it: one multiple for every size, or
+one per size, or per size and model family where a family was measured apart ("base/phrase": +PR's
+phrase layers slow a Base step more than a GPU speeds it). Each experiment is sized by its
 own model spec (paper A's +PR Big counts its phrase layers). Disk is the model's size from its
 parameter count (built on the meta device, so nothing is allocated) and the download manifest's
 archive sizes. The preprocessing jobs (prepare, and each shard of parse and pos) cost their lines times
@@ -48,6 +50,7 @@ PREPROCESS_OUTPUT = re.compile(r"^results/(?:(?P<prepare>prepare)/(?P<dataset>[^
                                r"-of-(?P<shards>\d+)\.(?:spans|pos))$")
 WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments
 PAPER_A_VOCAB = {"src_vocab": 45_767, "tgt_vocab": 40_000}
+BASE_EN_DE = "base_en_de"  # the shared baseline, whose recipe's GPU time the plan states on its own
 
 
 def dry_run_summary(snakefile: str, overrides: list[str]) -> str:
@@ -103,9 +106,14 @@ def throughput(config: dict, bench: Path | None) -> tuple[dict, str, dict]:
         raise InputError(f"no measured throughput ({bench}) and no `plan` table in the config")
     table = config["plan"]
     for gpu, factor in table.get("speedup", {}).items():
-        if isinstance(factor, dict) and set(factor) != set(table["tokens_per_s"]):
-            raise InputError(f"config: plan.speedup.{gpu} names sizes {sorted(factor)}, "
+        sizes = {key for key in factor if "/" not in key} if isinstance(factor, dict) else None
+        if sizes is not None and sizes != set(table["tokens_per_s"]):
+            raise InputError(f"config: plan.speedup.{gpu} names sizes {sorted(sizes)}, "
                              f"plan.tokens_per_s {sorted(table['tokens_per_s'])}: give one figure for each")
+        for key in sorted(set(factor) - sizes if sizes is not None else ()):
+            if key.split("/")[0] not in sizes:
+                raise InputError(f"config: plan.speedup.{gpu}.{key}: a per-family figure is SIZE/FAMILY, "
+                                 f"with SIZE one of {sorted(sizes)}")
     return table["tokens_per_s"], f"assumed: {table['source']}", table.get("speedup", {})
 
 
@@ -169,10 +177,14 @@ def preprocessing(config: dict, jobs: list[dict]) -> dict:
     return {"stages": stages, "cpu_hours": sum(row["cpu_hours"] for row in stages.values())}
 
 
-def speedup_of(factor: float | dict, size: str | None) -> float:
-    """A GPU's multiple of the throughput table for a model size: one figure for every size, or one
-    per size (measured ones differ: a small GRU gains less from a faster GPU than a Transformer Big)."""
-    return factor[size] if isinstance(factor, dict) else factor
+def speedup_of(factor: float | dict, size: str | None, family: str | None = None) -> float:
+    """A GPU's multiple of the throughput table for a model size and family: one figure for every size,
+    or one per size (measured ones differ: a small GRU gains less from a faster GPU than a Transformer
+    Big), or for a family of that size measured apart ("base/phrase"); a family without its own figure
+    runs at its size's."""
+    if not isinstance(factor, dict):
+        return factor
+    return factor.get(f"{size}/{family}", factor[size])
 
 
 def hours_on(jobs: list[dict], speedup: dict) -> dict:
@@ -181,9 +193,11 @@ def hours_on(jobs: list[dict], speedup: dict) -> dict:
 
 
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict,
-         speedup: dict | None = None, preprocess_jobs: list[dict] | None = None) -> dict:
+         speedup: dict | None = None, preprocess_jobs: list[dict] | None = None,
+         papers: dict[str, list[str]] | None = None) -> dict:
     """Per table: training jobs still to run, GPU-hours (on the throughput table's GPU, and on each GPU
-    of `speedup`) and disk (checkpoints, models, downloads); and the preprocessing jobs' CPU-hours."""
+    of `speedup`) and disk (checkpoints, models, downloads); per paper (`papers`: paper -> its
+    tables), the GPU-hours of its tables' jobs, each job once; and the preprocessing jobs' CPU-hours."""
     scale = config["scales"][config["scale"]]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
@@ -191,16 +205,16 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
 
     jobs = {}
     for name in sorted(pending):
-        size = config["models"][resolved[name].variant].get("size")
+        size, family = config["models"][resolved[name].variant].get("size"), resolved[name].model["family"]
         params = spec_parameter_counts({**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab})["total"]
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
         gpu_hours = train["max_updates"] * update_tokens(train) / rates[size] / 3600 if size in rates else None
         gpus = max(resolved[name].resources["gpu"], 1)
         jobs[name] = {
-            "size": size, "parameters": params, "gpus": gpus,
+            "size": size, "family": family, "parameters": params, "gpus": gpus,
             # None: no throughput is known for the size: shown as unknown
             "gpu_hours": gpu_hours, "hours": None if gpu_hours is None else gpu_hours / gpus,
-            "gpu_hours_on": {gpu: 0.0 if gpu_hours is None else gpu_hours / speedup_of(factor, size)
+            "gpu_hours_on": {gpu: 0.0 if gpu_hours is None else gpu_hours / speedup_of(factor, size, family)
                              for gpu, factor in speedup.items()},
             "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
         }
@@ -221,9 +235,15 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
             "download_bytes": sum(download_bytes.get(r) or 0 for r in needed),
             "downloads_of_unknown_size": sorted(r for r in needed if not download_bytes.get(r)),
         }
+    by_paper = {}
+    for paper, owned in (papers or {}).items():
+        names = sorted({n for table in owned if table in tables for n in tables[table]["experiments"]})
+        if names:
+            by_paper[paper] = {"training_jobs": len(names), "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
+                               "gpu_hours_on": hours_on([jobs[n] for n in names], speedup)}
     gpu_hours = sum(j["gpu_hours"] or 0 for j in jobs.values())
     prep = preprocessing(config, preprocess_jobs or [])
-    return {"scale": config["scale"], "jobs": jobs, "tables": tables, "preprocessing": prep,
+    return {"scale": config["scale"], "jobs": jobs, "tables": tables, "papers": by_paper, "preprocessing": prep,
             "total": {"training_jobs": len(jobs), "gpu_hours": gpu_hours,
                       "gpu_hours_on": hours_on(list(jobs.values()), speedup),
                       "cpu_hours": prep["cpu_hours"],
@@ -239,18 +259,28 @@ def render(result: dict, source: str, gpu: str = "GPU") -> str:
     lines = [f"Plan for scale={result['scale']} (throughput {source})", ""]
     if others:
         lines += [f"GPU-hours on {gpu}, and on {', '.join(others)} from the config's speedups (see plan.speedup).", ""]
-    lines.append(f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} " + "".join(f"{g:>13}" for g in others)
+    width = {g: max(13, len(g) + 1) for g in others}
+    lines.append(f"{'table':<24} {'train jobs':>10} {'GPU-hours':>10} " + "".join(f"{g:>{width[g]}}" for g in others)
                  + f" {'checkpoints GB':>15} {'downloads GB':>13}")
     rows = list(result["tables"].items()) + [("total (unique jobs)", result["total"])]
     for name, row in rows:
         lines.append(f"{name:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
-                     + "".join(f"{row['gpu_hours_on'][g]:>13.1f}" for g in others)
+                     + "".join(f"{row['gpu_hours_on'][g]:>{width[g]}.1f}" for g in others)
                      + f" {row['checkpoint_bytes'] / gb:>15.1f} {row['download_bytes'] / gb:>13.1f}")
         if row.get("jobs_of_unknown_speed"):
             lines.append(f"{'':<24} (plus {len(row['jobs_of_unknown_speed'])} job(s) of a size with no throughput "
                          f"figure, not counted: {', '.join(row['jobs_of_unknown_speed'])})")
         if row.get("downloads_of_unknown_size"):
             lines.append(f"{'':<24} (plus downloads of unknown size: {', '.join(row['downloads_of_unknown_size'])})")
+    if result["papers"]:
+        lines.append("(per paper: the jobs of its tables, each once; a job two papers share counts in both)")
+    for paper, row in result["papers"].items():
+        lines.append(f"{'paper ' + paper:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
+                     + "".join(f"{row['gpu_hours_on'][g]:>{width[g]}.1f}" for g in others))
+    base = result["jobs"].get(BASE_EN_DE)
+    if base and base["gpu_hours"] is not None:
+        lines += ["", f"{BASE_EN_DE} to its recipe's end: {base['gpu_hours']:.1f} h on one {gpu}"
+                  + "".join(f", {base['gpu_hours_on'][g]:.1f} h on one {g}" for g in others)]
     lines += ["", "Per training job:"]
     for name, job in result["jobs"].items():
         hours = ("GPU-hours unknown" if job["gpu_hours"] is None else
@@ -291,12 +321,13 @@ def add_arguments_plan(parser) -> None:
 
 
 def run_plan(args) -> None:
-    config, _ = load(args.configfile, args.config)
+    config, owned = load(args.configfile, args.config)
     validate(config, args.schema)
     summary = dry_run_summary(args.snakefile, args.config)
     pending, downloads = parse_summary(summary)
     rates, source, speedup = throughput(config, Path(args.bench) if args.bench else None)
-    result = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, preprocessing_jobs(summary))
+    result = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, preprocessing_jobs(summary),
+                  {paper: sections.get("tables", []) for paper, sections in owned.items()})
     gpu = "the measured GPU" if source.startswith("measured") else config["plan"].get("gpu", "the table's GPU")
     print(render(result, source, gpu))
     if args.out:

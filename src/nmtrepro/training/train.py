@@ -337,13 +337,12 @@ class Trainer:
             log.warning("after step %d: no sentence of the update fitted in memory; update skipped", self.step)
             return None
         self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
-        for p in self.model.parameters():
-            if p.grad is not None:
-                p.grad.div_(tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        torch._foreach_div_(grads, tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
         if s.clip_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+            norm = torch.nn.utils.get_total_norm(grads)
         if not (math.isfinite(loss_sum) and math.isfinite(nll_sum) and math.isfinite(norm)):
             self._skip(loss_sum, norm)
             return None

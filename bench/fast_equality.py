@@ -1,0 +1,134 @@
+"""The fast path trains as the eager step does, on the device it will run on (issue 38).
+
+tests/test_fast.py checks it on the CPU in fp32; this runs each family's experiment through `nmtrepro
+train` (bench/gpu_train.py's runner and synthetic dataset) twice from the same seed and batches,
+`fast: off` and `fast: compile`, with every dropout of the model off, and compares the losses of every
+update and the final weights. On a GPU in bf16 the two differ by rounding, and the rounding compounds
+over the updates: the bench prints the largest relative difference of the update losses and that of
+all the weights together (||fast - eager|| / ||eager||), and fails beyond the tolerance of the
+precision. The tensor that differs most is named too, for information only: a weight whose gradient
+is zero in exact arithmetic (a bias before a softmax, as in +PR's attentive pooling) gets rounding
+noise for a gradient on both paths, which Adam scales to full-size, unrelated steps. The
+trainer's own words on the fast path (compiled, or eager and why) are printed beside each family.
+
+The model sizes are the scale's (default `ci`: small graphs, which compile in seconds; the mathematics
+does not depend on the width), the precision and device those given here:
+
+    python bench/fast_equality.py --device cuda --precision bf16           # the GPU check (~2 min)
+    python bench/fast_equality.py --device cpu --variant transformer_base   # fp32 on the CPU
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_train import REPO, train, write_dataset  # noqa: E402  (bench helpers beside this file)
+
+from nmtrepro.config import experiments, load, validate  # noqa: E402
+from nmtrepro.training import checkpoint  # noqa: E402
+
+# NPMT stays eager on the fast path (training/fast.py), so it is not here.
+VARIANTS = ["transformer_base", "phrase_max_attn_ta", "biarn", "fusing_diverse", "transformer_disan"]
+# Relative differences allowed after the updates (losses, weight tensors), by precision.
+TOLERANCE = {"fp32": (1e-4, 1e-4), "bf16": (3e-2, 3e-2)}
+FAST_LINE = re.compile(r"fast path: .*$", re.M)
+
+
+def losses(curve: Path) -> dict[int, float]:
+    with open(curve) as handle:
+        return {int(row["step"]): float(row["train_loss"]) for row in csv.DictReader(handle, delimiter="\t")
+                if row.get("train_loss")}
+
+
+def compare(variant: str, runs: dict[str, Path]) -> dict:
+    """Largest relative differences between the eager and the fast run's update losses and weights."""
+    eager, fast = (losses(runs[path] / variant / "curve.tsv") for path in ("eager", "fast"))
+    if not eager or eager.keys() != fast.keys():
+        raise RuntimeError(f"{variant}: updates logged eager {sorted(eager)}, fast {sorted(fast)}")
+    loss = max(abs(fast[s] - eager[s]) / abs(eager[s]) for s in eager)
+    a, b = (checkpoint.load(runs[path] / variant / "final.pt")["model"] for path in ("eager", "fast"))
+    names = [name for name, value in a.items() if value.is_floating_point()]
+    diff = {name: (b[name].float() - a[name].float()).norm().item() for name in names}
+    size = {name: a[name].float().norm().item() for name in names}
+    worst = max(names, key=lambda name: diff[name] / max(size[name], 1e-12))
+    return {"updates": len(eager), "loss_rel": loss,
+            "weight_rel": math.sqrt(sum(d * d for d in diff.values()) / sum(n * n for n in size.values())),
+            "worst_tensor": f"{worst} {diff[worst] / max(size[worst], 1e-12):.1e}"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", default="ci", help="config.yaml scale whose experiments (and sizes) to train")
+    ap.add_argument("--variant", action="append", help=f"model variant; repeatable (default: {', '.join(VARIANTS)})")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precision", default="bf16", choices=sorted(TOLERANCE))
+    ap.add_argument("--updates", type=int, default=8)
+    ap.add_argument("--pairs", type=int, default=2000, help="synthetic training pairs")
+    ap.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the experiment's setting)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds before a run counts as hung")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "fast_equality"))
+    args = ap.parse_args()
+
+    config, _ = load(REPO / "config.yaml", [f"scale={args.scale}"])
+    validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    by_variant = {}
+    for exp in experiments(config).values():
+        by_variant.setdefault(exp.variant, exp)
+    out = Path(args.out)
+    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
+    for short, folder in data.items():
+        if not folder.exists():
+            write_dataset(folder, args.pairs, 8000, short)
+    # A warmup of one update and a constant rate that moves the weights: the updates compare something.
+    common = [("precision", args.precision), ("warmup", 1), ("schedule", "constant"), ("lr", 1e-3),
+              ("update_tokens", 1)]
+    runs = {"eager": out / "eager", "fast": out / "fast"}
+    rows, failed = [], False
+    loss_tol, weight_tol = TOLERANCE[args.precision]
+    for variant in args.variant or VARIANTS:
+        if variant not in by_variant:
+            sys.exit(f"fast_equality: no {args.scale} experiment trains {variant!r}")
+        exp = by_variant[variant]
+        exp = dataclasses.replace(exp, model={k: 0.0 if k.endswith("dropout") else v for k, v in exp.model.items()})
+        said = ""
+        try:
+            for path, folder in runs.items():
+                folder.mkdir(parents=True, exist_ok=True)
+                run_args = argparse.Namespace(minutes=0, device=args.device, log_every=1, nproc=1, timeout=args.timeout,
+                                              max_tokens=args.max_tokens, updates=args.updates,
+                                              setting=common + [("fast", "off" if path == "eager" else "compile")])
+                log, _ = train(exp, data[exp.dataset.startswith("iwslt")], folder, run_args, args.updates, path)
+                if path == "fast":
+                    said = "; ".join(FAST_LINE.findall(log))
+            row = {"variant": variant, "family": exp.model["family"], **compare(variant, runs), "fast_path": said}
+            row["ok"] = row["loss_rel"] <= loss_tol and row["weight_rel"] <= weight_tol
+        except RuntimeError as err:
+            row = {"variant": variant, "family": exp.model["family"], "ok": False, "error": str(err)[-1500:]}
+        failed |= not row["ok"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") and torch.cuda.is_available() else args.device
+    print(f"\n# eager vs fast (`fast: compile`) on {name}, {args.precision}, {args.scale} sizes, dropout off, "
+          f"{args.updates} updates; tolerance: losses {loss_tol:g}, weights {weight_tol:g} (relative)")
+    print("variant\tfamily\tloss rel diff\tweights rel diff (most different tensor)\tverdict\tthe trainer on the fast path")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['variant']}\t{r['family']}\tFAILED to run (see its log under {out})")
+        else:
+            print(f"{r['variant']}\t{r['family']}\t{r['loss_rel']:.2e}\t{r['weight_rel']:.2e} ({r['worst_tensor']})\t"
+                  f"{'same' if r['ok'] else 'DIFFERENT'}\t{r['fast_path']}")
+    (out / "fast_equality.json").write_text(json.dumps(rows, indent=1) + "\n")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 38's GPU check, one script: the steps below in order, each given what is left of SECONDS and
+# skipped (saying so) when less is left than it needs, its output kept in $OUT/<step>.log and its tail
+# printed. Run from the project's root; on the lent GPU machine carry .device-wheels (wheelhouse.sh,
+# device_spacy.sh, device_fairseq.sh), which bench/device_env.sh installs.
+#
+#   bash bench/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, every step
+#   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
+#
+# Steps:
+#   fairseq   the paper Base under ours (eager, compiled) and fairseq on one GPU, same data shapes:
+#             ours/fairseq tok/s (bench/fairseq_compare.py --setup paper; ~4 min, a cold compile)
+#   families  `nmtrepro train` of Base, BiARN, +Fusing_Diverse and +PR at paper size on the fast path,
+#             12,500-token micro-batches (bench/gpu_train.py; ~2 min a family, each a cold compile)
+#   equality  eager against the fast path from the same seed and batches, bf16, dropout off, at the `ci`
+#             sizes, five families (bench/fast_equality.py; ~3 min)
+#   big       the bare step of Big, eager and compiled (bench/gpu_throughput.py --size big; ~3 min)
+set -u
+budget=${1:-560}
+shift $(( $# > 0 ? 1 : 0 ))
+steps=${*:-fairseq families equality big}
+start=$(date +%s)
+OUT=${OUT:-bench/out/gpu_fast_check}
+mkdir -p "$OUT"
+source bench/device_env.sh
+DEVICE=${DEVICE:-cuda}
+if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
+    fairseq=(--device cpu --scale ci --precision fp32 --pairs 300 --warmup-updates 2 --updates 3 --paths eager)
+    families=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1 --variant transformer_base --variant biarn)
+    equality=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant transformer_base)
+    big=(--device cpu --scale ci --steps 1 --warmup-steps 0 --vocab 500 --update-tokens 1000 --precision fp32 --paths eager)
+else
+    fairseq=(--device cuda --warmup-updates 10 --updates 40)
+    families=(--max-tokens 12500 --updates 60 --minutes 1 --timeout 300 --setting fast=compile --variant transformer_base
+              --variant biarn --variant fusing_diverse --variant phrase_max_attn_ta)
+    equality=(--device cuda --precision bf16)
+    big=(--steps 8 --max-tokens 12500 --paths eager,compile)
+fi
+
+run() {  # run STEP NEEDED_SECONDS COMMAND...
+    local name=$1 need=$2 left began
+    shift 2
+    left=$(( budget - ($(date +%s) - start) ))
+    if (( left < need )); then
+        echo "== $name: skipped, $left s left of $budget (it needs about $need)"
+        return
+    fi
+    echo "== $name: $* ($left s left)"
+    began=$(date +%s)
+    timeout -k 10 "$left" "$@" > "$OUT/$name.log" 2>&1
+    echo "== $name: rc=$? in $(( $(date +%s) - began )) s"
+    grep -v -E "^\+ |Warning|warn\(" "$OUT/$name.log" | tail -n 14
+}
+
+for step in $steps; do
+    case $step in
+        fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
+                      --out "$OUT/fairseq_compare" "${fairseq[@]}" ;;
+        families) run families 150 python3 bench/gpu_train.py --out "$OUT/gpu_train" "${families[@]}" ;;
+        equality) run equality 120 python3 bench/fast_equality.py --out "$OUT/fast_equality" "${equality[@]}" ;;
+        big)      run big 120 python3 bench/gpu_throughput.py --size big "${big[@]}" ;;
+        *)        echo "gpu_fast_check: unknown step $step (fairseq, families, equality, big)"; exit 2 ;;
+    esac
+done
+echo "== done in $(( $(date +%s) - start )) s"
