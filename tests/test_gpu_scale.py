@@ -55,17 +55,18 @@ def test_the_gpu_scale_dry_run_gives_trainings_and_decodes_a_slot_of_a_shared_gp
 
 
 def test_the_gpu_scale_runs_on_a_cpu_with_few_updates_to_its_claims_pages(tmp_path):
-    """The central study of the gpu scale and paper C's page, NPMT included, through Snakemake on the CPU
-    (no GPU visible: `with-gpus` runs each job as it is, the slots still counted)."""
+    """The central claims of the gpu scale and paper C's Table 1 and claims, NPMT included, through
+    Snakemake on the CPU (no GPU visible: `with-gpus` runs each job as it is, the slots still counted),
+    one seed: 65 jobs, where `all paper_C` over two seeds took 124 and 8 minutes of CI."""
     work = repo_copy(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "snakemake", "all", "paper_C", "--cores", "2", "--configfile",
+    pages = [f"results/report/{page}.md" for page in ("central_claims", "C_table1", "C_claims")]
+    run = subprocess.run([sys.executable, "-m", "snakemake", *pages, "--cores", "2", "--configfile",
                           str(FEW_UPDATES), "--config", "scale=gpu"], cwd=work, capture_output=True, text=True,
                          env={"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
     assert run.returncode == 0, run.stderr[-3000:]
     results = work / "results"
     central = (results / "report/central_claims.md").read_text()
-    assert "the reordering layer does not help" in central and central.count("(seed 2)") == 4
-    assert "Protocol (scale `gpu`)" in central
+    assert "the reordering layer does not help" in central and "Protocol (scale `gpu`)" in central
     table = (results / "report/C_table1.md").read_text()
     assert "| npmt_beam_de_en " in table and "| npmt_lm_beam_de_en " in table
     claims_c = (results / "report/C_claims.md").read_text()  # NPMT does not converge at gpu: its claims wait
