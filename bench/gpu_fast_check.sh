@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 38's GPU check, one script: the steps below in order, each given what is left of SECONDS and
 # skipped (saying so) when less is left than it needs, its output kept in $OUT/<step>.log and its tail
-# printed. Run from the project's root; on the lent GPU machine carry .device-wheels (wheelhouse.sh,
-# device_spacy.sh, device_fairseq.sh), which bench/device_env.sh installs.
+# printed. The tools' data, checkpoints and models go to $WORK (default bench/out/gpu_fast_check);
+# their JSON, TSV and log files are copied to $OUT/work at the end. Run from the project's root; on
+# the lent GPU machine carry .device-wheels (wheelhouse.sh, device_spacy.sh, device_fairseq.sh), which
+# bench/device_env.sh installs.
 #
 #   bash bench/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, every step
 #   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
@@ -20,8 +22,9 @@ budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
 steps=${*:-fairseq families equality big}
 start=$(date +%s)
-OUT=${OUT:-bench/out/gpu_fast_check}
-mkdir -p "$OUT"
+WORK=${WORK:-bench/out/gpu_fast_check}
+mkdir -p "${OUT:=$WORK}/work" "$WORK"
+OUT=$(cd "$OUT" && pwd)
 source bench/device_env.sh
 DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
@@ -30,7 +33,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     equality=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant transformer_base)
     big=(--device cpu --scale ci --steps 1 --warmup-steps 0 --vocab 500 --update-tokens 1000 --precision fp32 --paths eager)
 else
-    fairseq=(--device cuda --warmup-updates 10 --updates 40)
+    fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     families=(--max-tokens 12500 --updates 60 --minutes 1 --timeout 300 --setting fast=compile --variant transformer_base
               --variant biarn --variant fusing_diverse --variant phrase_max_attn_ta)
     equality=(--device cuda --precision bf16)
@@ -55,11 +58,15 @@ run() {  # run STEP NEEDED_SECONDS COMMAND...
 for step in $steps; do
     case $step in
         fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
-                      --out "$OUT/fairseq_compare" "${fairseq[@]}" ;;
-        families) run families 150 python3 bench/gpu_train.py --out "$OUT/gpu_train" "${families[@]}" ;;
-        equality) run equality 120 python3 bench/fast_equality.py --out "$OUT/fast_equality" "${equality[@]}" ;;
+                      --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
+        families) run families 150 python3 bench/gpu_train.py --out "$WORK/gpu_train" "${families[@]}" ;;
+        equality) run equality 120 python3 bench/fast_equality.py --out "$WORK/fast_equality" "${equality[@]}" ;;
         big)      run big 120 python3 bench/gpu_throughput.py --size big "${big[@]}" ;;
         *)        echo "gpu_fast_check: unknown step $step (fairseq, families, equality, big)"; exit 2 ;;
     esac
 done
+if [ "$WORK" != "$OUT" ]; then
+    (cd "$WORK" && find . -type f \( -name '*.json' -o -name '*.tsv' -o -name '*.log' \) -size -4M -print0 \
+        | xargs -0 -r cp --parents -t "$OUT/work" 2> /dev/null) || true
+fi
 echo "== done in $(( $(date +%s) - start )) s"
