@@ -45,12 +45,14 @@ def check_setting(mode: str) -> None:
 
 class CompiledLoss(torch.nn.Module):
     """A LossOf module (train.py) compiled once for every shape: each dimension of its inputs dynamic.
-    Called as the LossOf is: (net_input, prev, target) -> (loss, nll) sums."""
+    Called as the LossOf is: (net_input, prev, target) -> (loss, nll) sums. `backend`: inductor, the
+    trainer's; a test of the graph alone (its breaks, its dynamic shapes) may take "aot_eager", which
+    traces forward and backward as inductor does but generates no code (seconds, not minutes, on a CPU)."""
 
-    def __init__(self, loss: torch.nn.Module):
+    def __init__(self, loss: torch.nn.Module, backend: str = "inductor"):
         super().__init__()
         loss.static = True
-        self.compiled = torch.compile(loss)
+        self.compiled = torch.compile(loss, backend=backend)
 
     def forward(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor):
         for tensor in (*net_input.values(), prev, target):  # (B, S or T, ...): sentences and lengths vary
