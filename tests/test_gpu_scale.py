@@ -57,7 +57,7 @@ def test_the_gpu_scale_dry_run_gives_trainings_and_decodes_a_slot_of_a_shared_gp
 def test_the_gpu_scale_runs_on_a_cpu_with_few_updates_to_its_claims_pages(tmp_path):
     """The central claims of the gpu scale and paper C's Table 1 and claims, NPMT included, through
     Snakemake on the CPU (no GPU visible: `with-gpus` runs each job as it is, the slots still counted),
-    one seed: 65 jobs, where `all paper_C` over two seeds took 124 and 8 minutes of CI."""
+    one seed: 65 jobs, 91 s on 2 cores, where `all paper_C` over two seeds ran 124 in 166 s."""
     work = repo_copy(tmp_path)
     pages = [f"results/report/{page}.md" for page in ("central_claims", "C_table1", "C_claims")]
     run = subprocess.run([sys.executable, "-m", "snakemake", *pages, "--cores", "2", "--configfile",
