@@ -34,7 +34,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     big=(--device cpu --scale ci --steps 1 --warmup-steps 0 --vocab 500 --update-tokens 1000 --precision fp32 --paths eager)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
-    families=(--max-tokens 12500 --updates 60 --minutes 1 --timeout 300 --setting fast=compile --variant transformer_base
+    families=(--max-tokens 12500 --updates 60 --minutes 4 --timeout 300 --setting fast=compile --variant transformer_base
               --variant biarn --variant fusing_diverse --variant phrase_max_attn_ta)
     equality=(--device cuda --precision bf16)
     big=(--steps 8 --max-tokens 12500 --paths eager,compile)
