@@ -22,9 +22,8 @@ budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
 steps=${*:-fairseq families equality big}
 start=$(date +%s)
-WORK=${WORK:-bench/out/gpu_fast_check}
-mkdir -p "${OUT:=$WORK}/work" "$WORK"
-OUT=$(cd "$OUT" && pwd)
+mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
+WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
 source bench/device_env.sh
 DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
@@ -66,6 +65,7 @@ for step in $steps; do
     esac
 done
 if [ "$WORK" != "$OUT" ]; then
+    mkdir -p "$OUT/work"
     (cd "$WORK" && find . -type f \( -name '*.json' -o -name '*.tsv' -o -name '*.log' \) -size -4M -print0 \
         | xargs -0 -r cp --parents -t "$OUT/work" 2> /dev/null) || true
 fi
