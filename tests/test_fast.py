@@ -107,7 +107,7 @@ def test_the_phrase_model_compiles_whole_and_computes_the_eager_loss(tmp_path):
     compiled step broke in two at the longest span's `.item()` (bench/README.md). Batches of two widths
     (phrases of 3 and of 4 or more tokens) run without a graph break and as the eager loss. The graph
     is traced as the trainer's (forward and backward, dynamic shapes) but not turned into code: inductor
-    took 155 s of a cold CI run here; the test above runs it, and bench/fast_equality.py runs +PR's."""
+    took 155 s on 2 cores with a cold cache; the test above runs it, and bench/fast_equality.py runs +PR's."""
     torch._dynamo.reset()
     counters.clear()
     corpus = Corpus(write_copy_corpus(tmp_path, lengths=(2, 30)))
