@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_train, a bench helper beside this file
@@ -340,8 +341,7 @@ def paper_setup(args) -> None:
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
     reference = rows.get("fairseq", {}).get("train_tok_s")
     rows["ratios"] = {f"{tool}/fairseq": rows[tool]["train_tok_s"] / reference for tool in tools if reference}
-    gpu = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name())"],
-                         capture_output=True, text=True).stdout.strip() if args.device != "cpu" else "cpu"
+    gpu = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
     print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours against fairseq-fixed 0.12.3.1: {size}; "
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
           + (f"until {train['update_tokens']} target tokens" if train["update_tokens"] > 1 else "one micro-batch")

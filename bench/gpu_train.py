@@ -69,6 +69,27 @@ def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
                 pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
 
 
+def write_datasets(out: Path, pairs: int, vocab: int, iwslt_vocab: int) -> dict[bool, Path]:
+    """The WMT-like dataset (out/data) and paper C's IWSLT-like one (out/data_short), each written
+    unless already there; keyed by `short`, as an experiment picks one (`dataset.startswith("iwslt")`)."""
+    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
+    for short, folder in data.items():
+        if not folder.exists():
+            write_dataset(folder, pairs, iwslt_vocab if short else vocab, short)
+    return data
+
+
+def experiment_of_each_variant(scale: str) -> dict:
+    """Model variant -> the first experiment of `scale` that trains it (config.yaml, validated, so its
+    defaults filled in)."""
+    config, _ = load(REPO / "config.yaml", [f"scale={scale}"])
+    validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    by_variant = {}
+    for exp in experiments(config).values():
+        by_variant.setdefault(exp.variant, exp)
+    return by_variant
+
+
 def key_value(item: str) -> tuple[str, object]:
     """--setting KEY=VALUE -> (KEY, VALUE read as YAML)."""
     if "=" not in item:
@@ -140,17 +161,10 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
     args = ap.parse_args()
 
-    config, _ = load(REPO / "config.yaml", [f"scale={args.scale}"])
-    validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")  # fills in the defaults
-    by_variant = {}
-    for exp in experiments(config).values():
-        by_variant.setdefault(exp.variant, exp)
+    by_variant = experiment_of_each_variant(args.scale)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
-    for short, folder in data.items():
-        if not folder.exists():
-            write_dataset(folder, args.pairs, args.iwslt_vocab if short else args.vocab, short)
+    data = write_datasets(out, args.pairs, args.vocab, args.iwslt_vocab)
     rows = []
     for variant in args.variant or VARIANTS:
         if variant not in by_variant:

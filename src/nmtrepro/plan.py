@@ -106,11 +106,13 @@ def throughput(config: dict, bench: Path | None) -> tuple[dict, str, dict]:
         raise InputError(f"no measured throughput ({bench}) and no `plan` table in the config")
     table = config["plan"]
     for gpu, factor in table.get("speedup", {}).items():
-        sizes = {key for key in factor if "/" not in key} if isinstance(factor, dict) else None
-        if sizes is not None and sizes != set(table["tokens_per_s"]):
+        if not isinstance(factor, dict):  # one multiple for every size
+            continue
+        sizes = {key for key in factor if "/" not in key}
+        if sizes != set(table["tokens_per_s"]):
             raise InputError(f"config: plan.speedup.{gpu} names sizes {sorted(sizes)}, "
                              f"plan.tokens_per_s {sorted(table['tokens_per_s'])}: give one figure for each")
-        for key in sorted(set(factor) - sizes if sizes is not None else ()):
+        for key in sorted(set(factor) - sizes):
             if key.split("/")[0] not in sizes:
                 raise InputError(f"config: plan.speedup.{gpu}.{key}: a per-family figure is SIZE/FAMILY, "
                                  f"with SIZE one of {sorted(sizes)}")
