@@ -267,7 +267,8 @@ def tiny_setup(args) -> None:
     print(DIFFERENCES)
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
 
-PATHS = {"eager": {}, "compile": {"fast": "compile"}}  # our step: eager, or the fast path (training/fast.py)
+# Our step: eager, or a fast path (training/fast.py); CUDA graphs replay the bucketed batches' fixed shapes.
+PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs", "buckets": True}}
 
 
 def paper_setup(args) -> None:
@@ -281,7 +282,7 @@ def paper_setup(args) -> None:
     fairseq takes --update-freq micro-batches, that count planned from our own batches. Precision: ours
     bf16 autocast (the paper scale's setting); fairseq --fp16 (its standard GPU recipe: fairseq 0.12's
     --bf16 means a TPU; the tensor cores run fp16 and bf16 at one rate). Ours runs once per --paths
-    entry (eager, compile), fairseq once; each is timed over the same window of updates
+    entry (eager, compile, graphs), fairseq once; each is timed over the same window of updates
     (timed_steps.py), and the first --warmup-updates hold the compile.
     """
     from gpu_train import write_dataset
@@ -375,7 +376,7 @@ def main() -> None:
     paper.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the scale's)")
     paper.add_argument("--pairs", type=int, default=60000, help="synthetic training pairs")
     paper.add_argument("--vocab", type=int, default=37000)
-    paper.add_argument("--paths", default="eager,compile", help="our step's paths: eager, compile")
+    paper.add_argument("--paths", default="eager,compile,graphs", help="our step's paths: eager, compile, graphs")
     paper.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, "
                        "made when absent; on the GPU machine python3 with bench/device_fairseq.sh's unpacked)")
     args = ap.parse_args()

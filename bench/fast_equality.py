@@ -2,8 +2,10 @@
 
 tests/test_fast.py checks it on the CPU in fp32; this runs each family's experiment through `nmtrepro
 train` (bench/gpu_train.py's runner and synthetic dataset) twice from the same seed and batches,
-`fast: off` and `fast: compile`, with every dropout of the model off, and compares the losses of every
-update and the final weights. On a GPU in bf16 the two differ by rounding, and the rounding compounds
+`fast: off` and `--fast` (`compile`, or `graphs`: CUDA graphs, then both runs with `buckets: true`, so
+that their batches are the same), with every dropout of the model off, and compares the losses of every
+update and the final weights. `--update-tokens` above a micro-batch's tokens makes each update
+accumulate several micro-batches' gradients, which CUDA graphs must not overwrite (training/fast.py). On a GPU in bf16 the two differ by rounding, and the rounding compounds
 over the updates: the bench prints the largest relative difference of the update losses and that of
 all the weights together (||fast - eager|| / ||eager||), and fails beyond the tolerance of the
 precision. The tensor that differs most is named too, for information only: a weight whose gradient
@@ -16,6 +18,7 @@ does not depend on the width), the precision and device those given here:
 
     python bench/fast_equality.py --device cuda --precision bf16           # the GPU check (~2 min)
     python bench/fast_equality.py --device cpu --variant transformer_base   # fp32 on the CPU
+    python bench/fast_equality.py --fast graphs --update-tokens 2000 --variant transformer_base
 """
 from __future__ import annotations
 
@@ -73,6 +76,9 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=8)
     ap.add_argument("--pairs", type=int, default=2000, help="synthetic training pairs")
     ap.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the experiment's setting)")
+    ap.add_argument("--fast", default="compile", choices=["compile", "graphs"], help="the fast path to compare")
+    ap.add_argument("--update-tokens", type=int, default=1,
+                    help="target tokens an update accumulates (default 1: one micro-batch an update)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds before a run counts as hung")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "fast_equality"))
     args = ap.parse_args()
@@ -82,7 +88,7 @@ def main() -> None:
     data = write_datasets(out, args.pairs, 8000, 8000)
     # A warmup of one update and a constant rate that moves the weights: the updates compare something.
     common = [("precision", args.precision), ("warmup", 1), ("schedule", "constant"), ("lr", 1e-3),
-              ("update_tokens", 1)]
+              ("update_tokens", args.update_tokens)] + [("buckets", True)] * (args.fast == "graphs")
     runs = {"eager": out / "eager", "fast": out / "fast"}
     rows, failed = [], False
     loss_tol, weight_tol = TOLERANCE[args.precision]
@@ -97,7 +103,7 @@ def main() -> None:
                 folder.mkdir(parents=True, exist_ok=True)
                 run_args = argparse.Namespace(minutes=0, device=args.device, log_every=1, nproc=1, timeout=args.timeout,
                                               max_tokens=args.max_tokens, updates=args.updates,
-                                              setting=common + [("fast", "off" if path == "eager" else "compile")])
+                                              setting=common + [("fast", "off" if path == "eager" else args.fast)])
                 log, _ = train(exp, data[exp.dataset.startswith("iwslt")], folder, run_args, args.updates, path)
                 if path == "fast":
                     said = "; ".join(FAST_LINE.findall(log))
@@ -109,8 +115,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") and torch.cuda.is_available() else args.device
-    print(f"\n# eager vs fast (`fast: compile`) on {name}, {args.precision}, {args.scale} sizes, dropout off, "
-          f"{args.updates} updates; tolerance: losses {loss_tol:g}, weights {weight_tol:g} (relative)")
+    print(f"\n# eager vs fast (`fast: {args.fast}`) on {name}, {args.precision}, {args.scale} sizes, dropout off, "
+          f"{args.updates} updates of {args.update_tokens} target tokens or more; tolerance: losses {loss_tol:g}, weights {weight_tol:g} (relative)")
     print("variant\tfamily\tloss rel diff\tweights rel diff (most different tensor)\tverdict\tthe trainer on the fast path")
     for r in rows:
         if "error" in r:

@@ -37,6 +37,43 @@ def test_a_fast_setting_that_cannot_run_is_named():
     assert "fast" in RERUN_FREE and "buckets" not in RERUN_FREE  # buckets plan other batches: another run
 
 
+def test_cuda_graphs_need_bucketed_batches():
+    with pytest.raises(InputError, match="fast = 'graphs'.*buckets: true"):
+        Settings.from_dict({"fast": "graphs"})
+    Settings.from_dict({"fast": "graphs", "buckets": True})
+
+
+def test_the_graphs_path_pads_fixed_shapes_and_trains_as_the_eager_one(tmp_path, monkeypatch, caplog):
+    """`fast: graphs` on the CPU: the compiled step (traced by aot_eager here, as inductor would, in
+    seconds) over batches padded to fixed shapes, gradients accumulated over several micro-batches into
+    buffers of their own: the eager run's losses and weights, with the same buckets."""
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, backend, mode: compile_(model, backend="aot_eager"))
+    torch._dynamo.reset()
+    corpus, runs, shapes = write_copy_corpus(tmp_path, lengths=(2, 30)), {}, set()
+    for path, fast in (("eager", "off"), ("fast", "graphs")):
+        with caplog.at_level("INFO"):
+            runs[path] = run = trainer(corpus, tmp_path / path, max_updates=4, buckets=True, fast=fast,
+                                       max_tokens=200, update_tokens=300)
+        collate_ = run.corpus.collate
+
+        def noting(split, indices, *args, collate_=collate_):
+            batch = collate_(split, indices, *args)
+            if split == "train":
+                shapes.add((len(indices), *batch.target.shape))
+            return batch
+        run.corpus.collate = noting
+        run.train()
+    assert runs["fast"].fixed == 200 and "padded to fixed shapes" in caplog.text
+    assert any(rows > sentences for sentences, rows, _ in shapes)        # rows without a sentence were added
+    assert all(p.grad is not None for p in runs["fast"].model.parameters())
+    assert losses(runs["fast"]) == pytest.approx(losses(runs["eager"]), rel=1e-5)
+    assert_close_weights(runs["fast"].model.state_dict(), runs["eager"].model.state_dict())
+    source_per_target = [[row["src_tok_s"] / row["tgt_tok_s"] for row in run.curve if row.get("tgt_tok_s")]
+                         for run in runs.values()]                     # the blank rows' EOS is not a source token
+    assert source_per_target[0] and source_per_target[0] == pytest.approx(source_per_target[1], rel=1e-9)
+
+
 def test_npmt_stays_eager_on_the_fast_path_and_says_why(copy_corpus, tmp_path, caplog):
     npmt = {"family": "npmt", "d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "max_segment": 3,
             "reorder_window": 3, "dropout": 0.0}

@@ -9,7 +9,8 @@ from nmtrepro.models import build_model
 from nmtrepro.models.layers import recording_heads
 
 from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
-from nmtrepro.training.batching import bucket_length, collate, token_batches
+from nmtrepro.training import memory
+from nmtrepro.training.batching import bucket_length, collate, fixed_rows, fixed_shapes, token_batches
 from nmtrepro.training.criterion import label_smoothed_loss, model_loss, output_agreement
 from nmtrepro.training.schedule import constant, inverse_sqrt
 
@@ -33,11 +34,12 @@ def test_output_agreement_by_hand():
     Head 1 outputs (1, 0) then (0, 1), head 2 (1, 0) then (0, -1): flattened over the two real tokens
     they are (1, 0, 0, 1) and (1, 0, 0, -1), cosine 0; the padding row (huge) must not count. With the
     two self-similarities (1) the mean over the 2 x 2 pairs is 1/2; a second sentence whose heads are
-    equal adds 1."""
+    equal adds 1; a row without a sentence (a fixed shape's padding) adds nothing."""
     outputs = torch.tensor([[[[1.0, 0.0], [0.0, 1.0], [50.0, 50.0]], [[1.0, 0.0], [0.0, -1.0], [-9.0, 3.0]]],
                             [[[2.0, 1.0], [1.0, 1.0], [0.0, 0.0]], [[2.0, 1.0], [1.0, 1.0], [0.0, 0.0]]]])
     pad = torch.tensor([[False, False, True], [False, False, False]])
-    assert torch.isclose(output_agreement(outputs, pad), torch.tensor(1.5))
+    assert torch.isclose(output_agreement(outputs, pad, torch.tensor([True, True])), torch.tensor(1.5))
+    assert torch.isclose(output_agreement(outputs, pad, torch.tensor([True, False])), torch.tensor(0.5))
 
 
 def test_disagreement_adds_lambda_times_the_mean_agreement_of_encoder_layers():
@@ -51,7 +53,7 @@ def test_disagreement_adds_lambda_times_the_mean_agreement_of_encoder_layers():
     loss, nll = model_loss(disreg, {"src": src}, prev, target, 0.1)
     with recording_heads([layer.self_attn.sublayer for layer in plain.encoder]) as recorded:
         plain.encode(src)
-    agreement = torch.stack([output_agreement(calls[0], src.eq(0)) for calls in recorded]).mean()
+    agreement = torch.stack([output_agreement(calls[0], src.eq(0), torch.ones(2, dtype=torch.bool)) for calls in recorded]).mean()
     assert len(recorded) == TINY["encoder_layers"]
     assert torch.isclose(nll, base_nll) and torch.isclose(loss, base_loss + 0.5 * agreement)
     loss.backward()                                  # the term reaches the encoder's projections
@@ -134,6 +136,33 @@ def test_every_bucketed_batch_lands_on_a_bucket_shape_within_the_token_budget(tm
             assert batch.tgt_tokens == sum(tgt.sizes[i] for i in indices)
 
 
+def test_fixed_shapes_cover_every_batch_the_planner_makes_and_its_halves(tmp_path):
+    """CUDA graphs (fast: graphs) replay the shapes of `fixed_shapes`, each recorded once: every batch the
+    planner makes, and the halves an out-of-memory retry makes of it, must land on one of them within
+    the token budget; the rows without a sentence hold no token that counts."""
+    src, tgt, extras = corpus_with_extras(tmp_path, n_train=200)
+    for max_tokens in (64, 256, 1000):
+        shapes = fixed_shapes(max_tokens, 60)
+        full = {(max(1, max_tokens // length), length) for _, length in shapes}
+        planned = []
+        for indices in token_batches(src.sizes, tgt.sizes, max_tokens, seed=1, epoch=0, buckets=True):
+            for part in [indices, *memory.halves(indices)]:
+                batch = collate(src, tgt, part, extras, bucketed=True, fixed=max_tokens)
+                rows, length = batch.target.shape
+                assert (rows, length) in shapes and (rows == 1 or rows * length <= max_tokens)
+                tensors = [*batch.net_input.values(), batch.prev, batch.target]
+                assert all(t.size(0) == rows and t.size(1) == length for t in tensors)
+                blank = slice(len(part), None)
+                assert batch.target[blank].eq(Vocab.pad).all() and batch.net_input["spans"][blank].eq(0).all()
+                assert (batch.net_input["src"][blank, 0] == Vocab.eos).all() and (batch.prev[blank, 0] == Vocab.bos).all()
+                assert batch.tgt_tokens == sum(tgt.sizes[i] for i in part)
+                assert batch.src_tokens == sum(src.sizes[i] for i in part)
+                planned += [(rows, length)] if part is indices else []
+        assert sum(shape in full for shape in planned) > 0.7 * len(planned)  # most planned batches are full
+        assert len(set(planned)) <= 2 * len({length for _, length in planned})  # few recordings a length
+    assert fixed_rows(12, 64, 10_000) == 19 and fixed_rows(1, 64, 10_000) == 1 and fixed_rows(1, 300, 64) == 1
+
+
 FAMILIES = {
     "transformer": {},
     "relative positions, directional": {"rel_pos_clip": 2, "directional": True},
@@ -151,20 +180,24 @@ FAMILIES = {
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_bucket_padding_changes_no_familys_loss_or_gradient(tmp_path, family):
+    """Padding to a bucket's length, and to a fixed shape's rows without a sentence (all but NPMT, which
+    stays eager on the fast path), gives the plain batch's loss and gradients."""
     src, tgt, extras = corpus_with_extras(tmp_path, n_train=12)
     spec = {**TINY, **FAMILIES[family], "src_vocab": 20, "tgt_vocab": 20}
     torch.manual_seed(0)
     model = build_model(spec).train()  # dropout 0: the forward is deterministic
     read = {name: values for name, values in extras.items() if name in model.config.extra_inputs}
     results = []
-    for bucketed in (False, True):
-        batch = collate(src, tgt, list(range(12)), read, bucketed=bucketed)
+    for bucketed, fixed in [(False, None), (True, None)] + [(True, 10_000)] * (family != "npmt"):
+        batch = collate(src, tgt, list(range(12)), read, bucketed=bucketed, fixed=fixed)
         model.zero_grad()
-        loss, nll = model_loss(model, batch.net_input, batch.prev, batch.target, 0.1)
+        loss, nll = model_loss(model, batch.net_input, batch.prev, batch.target, 0.1, static=fixed is not None)
         loss.backward()
-        results.append((batch.target.size(1), loss, nll, [p.grad.clone() for p in model.parameters()]))
-    (plain_length, *plain), (padded_length, *padded) = results
-    assert padded_length > plain_length  # the test pads something
-    torch.testing.assert_close(padded[:2], plain[:2], rtol=1e-5, atol=1e-5)
-    for (name, _), a, b in zip(model.named_parameters(), padded[2], plain[2]):  # up to fp32 summation order
-        assert (a - b).norm() <= 1e-5 * b.norm() + 1e-7, name
+        results.append((batch.target.shape, loss, nll, [p.grad.clone() for p in model.parameters()]))
+    (plain_shape, *plain), *padded_runs = results
+    for padded_shape, *padded in padded_runs:
+        assert padded_shape[1] > plain_shape[1]  # the test pads something
+        torch.testing.assert_close(padded[:2], plain[:2], rtol=1e-5, atol=1e-5)
+        for (name, _), a, b in zip(model.named_parameters(), padded[2], plain[2]):  # up to fp32 summation order
+            assert (a - b).norm() <= 1e-5 * b.norm() + 1e-7, name
+    assert family == "npmt" or padded_runs[-1][0][0] == 19  # 7 rows without a sentence

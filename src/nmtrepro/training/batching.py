@@ -9,6 +9,10 @@ With buckets (the `buckets` training setting), a batch is padded to one of a few
 paper Base ran 1.22x faster so on an H200: bench/README.md); the planner then budgets the bucketed
 length, so a padded batch still holds at most max_tokens. Padding is masked everywhere, so the loss
 does not change.
+
+A CUDA graph (the trainer's `fast: graphs`) replays fixed shapes, so there a bucketed batch is also
+padded to a fixed number of sentences (`fixed_rows`): rows without a sentence, which hold no target
+token and so add nothing to the loss or the gradients.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.pos import POS_VOCAB
 from ..core.vocab import IndexedData, Vocab
 
 
@@ -27,8 +32,9 @@ class Batch:
                            # each ending in EOS, plus the extra inputs the model's family declares
     prev: torch.Tensor     # (B, T) decoder input: BOS + target[:-1]
     target: torch.Tensor   # (B, T) target ids ending in EOS, right-padded
-    ids: torch.Tensor      # (B,) sentence indices in the corpus
+    ids: torch.Tensor      # (B',) sentence indices in the corpus; B' < B where rows without a sentence pad the batch
     tgt_tokens: int        # number of real target tokens
+    src_tokens: int        # number of real source tokens
 
     def to(self, device) -> "Batch":
         """The batch on `device`. To a GPU the tensors go through pinned (page-locked) host memory and
@@ -40,7 +46,7 @@ class Batch:
             return tensor.pin_memory().to(device, non_blocking=True) if pinned else tensor.to(device)
 
         return Batch({name: move(value) for name, value in self.net_input.items()},
-                     move(self.prev), move(self.target), self.ids, self.tgt_tokens)
+                     move(self.prev), move(self.target), self.ids, self.tgt_tokens, self.src_tokens)
 
 
 class TokenBatches(Sequence):
@@ -76,6 +82,26 @@ def bucket_length(length):
     step = 2 ** np.maximum(3, above - 3)
     bucket = -(-np.asarray(length) // step) * step
     return int(bucket) if np.ndim(bucket) == 0 else bucket
+
+
+def fixed_rows(sentences: int, length: int, max_tokens: int) -> int:
+    """The sentences a bucketed (sentences, length) batch is padded to for a CUDA graph: the most that
+    `length` allows within max_tokens, halved as long as the batch still fits. The planner fills nearly
+    every batch to the first; the halves of an out-of-memory retry (training/memory.py) and the few
+    batches at a length's edge take the others. So a bucketed length meets at most
+    log2(max_tokens / length) + 1 shapes, and a padded batch still holds at most max_tokens."""
+    rows = max(1, max_tokens // length)
+    while rows // 2 >= sentences:
+        rows //= 2
+    return rows
+
+
+def fixed_shapes(max_tokens: int, longest: int) -> set[tuple[int, int]]:
+    """Every (sentences, length) shape `collate(..., fixed=max_tokens)` gives bucketed batches of
+    sentences up to `longest` tokens: what a CUDA-graph step records, each once."""
+    return {(fixed_rows(sentences, length, max_tokens), length)
+            for length in set(bucket_length(np.arange(1, longest + 1)).tolist())
+            for sentences in range(1, max(1, max_tokens // length) + 1)}
 
 
 def token_batches(src_sizes: Sequence[int], tgt_sizes: Sequence[int] | None, max_tokens: int,
@@ -139,6 +165,10 @@ def pad_spans(spans: list[list[tuple[int, int]]]) -> torch.Tensor:
 # How each extra model input is batched, by its name in `model.config.extra_inputs`: parser phrases
 # (B, P, 2); POS tag ids (B, S) aligned with "src", padded with the same pad id (`core.pos`).
 PAD_INPUT = {"spans": pad_spans, "pos": pad_sequences}
+# What a row without a sentence (collate's fixed shapes) holds first, by input: a lone EOS and its tag, so
+# that its attention has a key to attend to (a row of padding alone would make its softmax NaN, and NaN
+# times a zero gradient is NaN); no parser phrase.
+BLANK_FIRST = {"src": Vocab.eos, "pos": POS_VOCAB.eos, "prev": Vocab.bos}
 
 
 def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
@@ -153,21 +183,36 @@ def pad_to(tensor: torch.Tensor, length: int, pad: int = Vocab.pad) -> torch.Ten
     return torch.nn.functional.pad(tensor, (0, 0) * (tensor.dim() - 2) + (0, length - tensor.size(1)), value=pad)
 
 
+def pad_rows(tensor: torch.Tensor, rows: int, first: int | None = None) -> torch.Tensor:
+    """(B, n, ...) -> (rows, n, ...): the added rows padding, holding `first` at position 0 if given."""
+    blank = tensor.new_full((rows - tensor.size(0), *tensor.shape[1:]), Vocab.pad)
+    if first is not None:
+        blank[:, 0] = first
+    return torch.cat([tensor, blank])
+
+
 def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict | None = None,
-            bucketed: bool = False) -> Batch:
+            bucketed: bool = False, fixed: int | None = None) -> Batch:
     """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
 
     `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A, POS tag
     ids for paper D). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
     batch's longest sentence on either side (phrases too: a sentence has at most as many as tokens).
+    `fixed` (bucketed only): the max_tokens whose `fixed_rows` the batch is padded to, with rows that
+    hold no sentence (BLANK_FIRST) and no target token.
     """
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
     batch = Batch(net_input=net_input(src, extras or {}, indices), prev=pad_sequences(prev_seqs),
                   target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
-                  tgt_tokens=sum(len(t) for t in tgt_seqs))
+                  tgt_tokens=sum(len(t) for t in tgt_seqs), src_tokens=int(src.sizes[indices].sum()))
     if not bucketed:
         return batch
     length = bucket_length(max(batch.net_input["src"].size(1), batch.target.size(1)))
-    return Batch({name: pad_to(value, length) for name, value in batch.net_input.items()},
-                 pad_to(batch.prev, length), pad_to(batch.target, length), batch.ids, batch.tgt_tokens)
+    inputs = {"prev": batch.prev, "target": batch.target, **batch.net_input}
+    inputs = {name: pad_to(value, length) for name, value in inputs.items()}
+    if fixed is not None:
+        rows = fixed_rows(len(indices), length, fixed)
+        inputs = {name: pad_rows(value, rows, BLANK_FIRST.get(name)) for name, value in inputs.items()}
+    prev, target = inputs.pop("prev"), inputs.pop("target")
+    return Batch(inputs, prev, target, batch.ids, batch.tgt_tokens, batch.src_tokens)

@@ -30,15 +30,17 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: flo
     return loss.sum(), nll.sum()
 
 
-def output_agreement(outputs: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+def output_agreement(outputs: torch.Tensor, pad: torch.Tensor, sentences: torch.Tensor) -> torch.Tensor:
     """Li et al. (2018) Eq. 8 negated and summed over sentences: sum_b 1/H^2 sum_ij cos(O_b^i, O_b^j).
 
-    outputs (B, H, S, d_head) of one attention layer; pad (B, S) True at padding. O^i is head i's output
-    over the whole sentence (its real tokens' rows, flattened), so a pair of heads agrees as much as
-    their outputs point the same way across the sentence; i = j counts (1), as in the paper's sum."""
+    outputs (B, H, S, d_head) of one attention layer; pad (B, S) True at padding; sentences (B,) False
+    at the rows without a sentence that pad a batch to a fixed shape (batching.collate), which add
+    nothing. O^i is head i's output over the whole sentence (its real tokens' rows, flattened), so a
+    pair of heads agrees as much as their outputs point the same way across the sentence; i = j counts
+    (1), as in the paper's sum."""
     heads = outputs.masked_fill(pad[:, None, :, None], 0.0).flatten(2).float()     # (B, H, S*d_head)
     unit = F.normalize(heads, dim=-1)
-    return (unit @ unit.transpose(1, 2)).mean(dim=(1, 2)).sum()                    # (B, H, H) -> ()
+    return (unit @ unit.transpose(1, 2)).mean(dim=(1, 2)).where(sentences, 0.0).sum()  # (B, H, H) -> ()
 
 
 def model_loss(model, net_input: dict, prev, target, epsilon: float, static: bool = False):
@@ -68,6 +70,7 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float, static: boo
         loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)  # (N, V)
     if weight:
         pad = net_input["src"].eq(model.pad)
-        agreement = torch.stack([output_agreement(out, pad) for calls in recorded for out in calls]).mean()
+        sentences = real.any(dim=1)                                                # (B,)
+        agreement = torch.stack([output_agreement(out, pad, sentences) for calls in recorded for out in calls]).mean()
         loss = loss + weight * agreement
     return loss, nll

@@ -18,6 +18,19 @@ computes, so a checkpoint of either path resumes on the other. Like a change of 
 other dropout masks (inductor generates its own random numbers), and the float sums run in another
 order; with dropout off the two paths agree to fp32 rounding (tests/test_fast.py).
 
+`fast: graphs` compiles the same way and then replays each shape's step as a CUDA graph (inductor's
+reduce-overhead mode, CUDA graph trees): one launch for a forward or a backward instead of a kernel at a
+time, which is where the compiled Base still waits on the host. A graph replays one shape, so a batch
+is padded to one of a few (`buckets: true` is required, and batching.fixed_rows adds rows without a
+sentence, which change no sum); the dynamic graph is compiled once and each shape recorded once. Two
+things keep the replays correct under gradient accumulation. A graph's outputs live in its memory
+pool and are overwritten by the next replay, while autograd would keep the first micro-batch's
+gradient itself as a parameter's .grad (pytorch/pytorch#169545): so every parameter has a gradient
+buffer of its own (`own_gradients`), which each backward adds into. And each micro-batch opens a new
+step of the graph trees (cudagraph_mark_step_begin): what the trainer keeps of one micro-batch (its
+loss in the update's totals) it has already copied out. On a CPU `graphs` compiles and pads as on a
+GPU, without graphs, so the CPU tests see the same batches.
+
 A family whose step cannot be compiled stays eager and says why in the log.
 """
 from __future__ import annotations
@@ -29,7 +42,7 @@ import torch
 from ..core.files import InputError
 
 log = logging.getLogger("nmtrepro.training.fast")
-MODES = ("off", "compile")
+MODES = ("off", "compile", "graphs")
 # Families whose step stays eager, and why.
 EAGER_FAMILIES = {
     "npmt": "SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
@@ -37,10 +50,12 @@ EAGER_FAMILIES = {
 }
 
 
-def check_setting(mode: str) -> None:
+def check_setting(mode: str, buckets: bool) -> None:
     """Fail clearly on a `fast` setting that cannot run."""
     if mode not in MODES:
         raise InputError(f"train setting fast = {mode!r}; known: {list(MODES)}")
+    if mode == "graphs" and not buckets:
+        raise InputError("train setting fast = 'graphs' replays a few fixed shapes: it needs buckets: true")
 
 
 class CompiledLoss(torch.nn.Module):
@@ -49,25 +64,45 @@ class CompiledLoss(torch.nn.Module):
     trainer's; a test of the graph alone (its breaks, its dynamic shapes) may take "aot_eager", which
     traces forward and backward as inductor does but generates no code (seconds, not minutes, on a CPU)."""
 
-    def __init__(self, loss: torch.nn.Module, backend: str = "inductor"):
+    def __init__(self, loss: torch.nn.Module, backend: str = "inductor", cuda_graphs: bool = False):
+        """`cuda_graphs`: replay each shape's step as a CUDA graph (the module docstring says how)."""
         super().__init__()
         loss.static = True
-        self.compiled = torch.compile(loss, backend=backend)
+        self.cuda_graphs = cuda_graphs
+        self.compiled = torch.compile(loss, backend=backend, mode="reduce-overhead" if cuda_graphs else None)
 
     def forward(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor):
         for tensor in (*net_input.values(), prev, target):  # (B, S or T, ...): sentences and lengths vary
             for dim in range(tensor.dim()):
                 torch._dynamo.maybe_mark_dynamic(tensor, dim)
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         return self.compiled(net_input, prev, target)
 
 
-def fast_loss(loss: torch.nn.Module, family: str, mode: str) -> torch.nn.Module:
+def own_gradients(model: torch.nn.Module) -> None:
+    """Give each trainable parameter without a gradient a zero one of its own, for a backward to add
+    into rather than adopt (under CUDA graphs the adopted tensor would be overwritten by a replay)."""
+    for p in model.parameters():
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p)
+
+
+def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device) -> torch.nn.Module:
     """The loss module the trainer runs: `loss` itself (off, or a family that stays eager), or it
-    compiled. Wrap it in DistributedDataParallel after this, so that DDP's no_sync still applies."""
+    compiled, with CUDA graphs for `graphs` on a GPU. Wrap it in DistributedDataParallel after this, so
+    that DDP's no_sync still applies."""
     if mode == "off":
         return loss
     if family in EAGER_FAMILIES:
         log.info("fast path: the %s family stays eager: %s", family, EAGER_FAMILIES[family])
         return loss
     log.info("fast path: the loss compiled once with dynamic shapes (batch and lengths), fused Adam")
-    return CompiledLoss(loss)
+    if mode == "compile":
+        return CompiledLoss(loss)
+    if device.type != "cuda":
+        log.info("fast path: CUDA graphs need a CUDA device; on %s the batches are padded to fixed shapes "
+                 "as for them, and the step only compiled", device.type)
+        return CompiledLoss(loss)
+    log.info("fast path: each fixed batch shape's step replayed as a CUDA graph")
+    return CompiledLoss(loss, cuda_graphs=True)

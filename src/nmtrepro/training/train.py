@@ -40,7 +40,7 @@ from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
-from .fast import check_setting, fast_loss
+from .fast import CompiledLoss, check_setting, fast_loss, own_gradients
 from .batching import collate, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
@@ -78,7 +78,8 @@ class Settings:
     threads: int = 0                # 0: torch's default
     precision: str = "fp32"         # fp32 | bf16 (autocast)
     buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
-    fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic (fast.py)
+    fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic | graphs: and
+                                    # replayed as CUDA graphs over fixed shapes, needs buckets (fast.py)
     device: str = "auto"
 
     @classmethod
@@ -89,7 +90,7 @@ class Settings:
             raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
         if values.get("schedule", cls.schedule) not in SCHEDULES:
             raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
-        check_setting(values.get("fast", cls.fast))
+        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
         return cls(**values)
 
 
@@ -119,8 +120,8 @@ class Corpus:
         src, tgt = self.splits[split]
         return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch, buckets)
 
-    def collate(self, split: str, indices, bucketed: bool = False):
-        return collate(*self.splits[split], indices, self.extras[split], bucketed)
+    def collate(self, split: str, indices, bucketed: bool = False, fixed: int | None = None):
+        return collate(*self.splits[split], indices, self.extras[split], bucketed, fixed)
 
 
 class Interrupted(Exception):
@@ -176,7 +177,10 @@ class Trainer:
             log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
-        self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast)
+        self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast,
+                              self.device)
+        # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
+        self.fixed = settings.max_tokens if settings.fast == "graphs" and isinstance(self.loss, CompiledLoss) else None
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
@@ -363,7 +367,9 @@ class Trainer:
         were: the halves run next. In a backward it may have added part of that micro-batch's gradient
         to the sums already: None then asks update() to run the plan again (memory.py says why).
         """
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=self.fixed is None)
+        if self.fixed is not None:
+            own_gradients(self.model)
         totals = torch.zeros(6, dtype=torch.float64, device=self.device)
         i = 0
         while i < len(plan):
@@ -398,7 +404,7 @@ class Trainer:
         to `totals`; None when done, else where it ran out of memory ("forward" or "backward")."""
         phase = "forward"
         try:
-            batch = self.corpus.collate("train", indices, self.settings.buckets).to(self.device)
+            batch = self.corpus.collate("train", indices, self.settings.buckets, self.fixed).to(self.device)
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
@@ -410,7 +416,7 @@ class Trainer:
             return phase  # leaving the handler frees the attempt's tensors with the exception's frames
         totals[:2] += torch.stack((loss.detach(), nll.detach())).double()
         totals[2] += batch.tgt_tokens
-        totals[3] += batch.net_input["src"].ne(Vocab.pad).sum()                     # on the device: no sync
+        totals[3] += batch.src_tokens
         return None
 
     def _skip(self, loss_sum: float, norm) -> None:
