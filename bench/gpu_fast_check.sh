@@ -17,13 +17,15 @@
 #             sizes, five families (bench/fast_equality.py; ~3 min)
 #   graphs    eager against `fast: graphs`, each update accumulating several micro-batches, which CUDA
 #             graphs must not overwrite (bench/fast_equality.py --fast graphs; ~1 min)
+#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
+#             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2 min)
 #   families  `nmtrepro train` of Base, BiARN, +Fusing_Diverse and +PR at paper size on the fast path,
 #             12,500-token micro-batches (bench/gpu_train.py; ~2 min a family, each a cold compile)
 #   big       the bare step of Big, eager and compiled (bench/gpu_throughput.py --size big; ~3 min)
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-fairseq equality graphs families big}
+steps=${*:-fairseq equality graphs auto families big}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -34,6 +36,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     families=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1 --variant transformer_base --variant biarn)
     equality=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant transformer_base)
     graphs=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant transformer_base)
+    auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --steps 1 --warmup-steps 0 --vocab 500 --update-tokens 1000 --precision fp32 --paths eager)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
@@ -41,6 +44,7 @@ else
               --variant biarn --variant fusing_diverse --variant phrase_max_attn_ta)
     equality=(--device cuda --precision bf16)
     graphs=(--device cuda --precision bf16 --variant transformer_base --variant fusing_diverse)
+    auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--steps 8 --max-tokens 12500 --paths eager,compile)
 fi
 
@@ -63,12 +67,14 @@ for step in $steps; do
     case $step in
         fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
+        auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
+                      --setting max_tokens=auto --setting fast=graphs --setting buckets=true "${auto[@]}" ;;
         families) run families 150 python3 bench/gpu_train.py --out "$WORK/gpu_train" "${families[@]}" ;;
         equality) run equality 120 python3 bench/fast_equality.py --out "$WORK/fast_equality" "${equality[@]}" ;;
         graphs)   run graphs 60 python3 bench/fast_equality.py --out "$WORK/fast_equality_graphs" --fast graphs \
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
         big)      run big 120 python3 bench/gpu_throughput.py --size big "${big[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (fairseq, equality, graphs, families, big)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (fairseq, equality, graphs, auto, families, big)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then

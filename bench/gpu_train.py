@@ -46,6 +46,7 @@ VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "
             "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
 STEP = re.compile(r"step \d+/\d+ .*?\| ([\d.]+) tgt tok/s .*$", re.M)
 PEAK = re.compile(r"\| peak ([\d.]+) GiB")
+AUTO = re.compile(r"max_tokens auto: (\d+) tokens")
 
 
 def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
@@ -135,7 +136,7 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
     precision = re.search(r"parameters on \S+, (\w+)", log)
     return {"variant": exp.variant, "family": exp.model["family"], "experiment": exp.name,
             "params": params.group(1) if params else "?", "precision": precision.group(1) if precision else "?",
-            "max_tokens": max_tokens, "update_tokens": exp.train["update_tokens"],
+            "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens, "update_tokens": exp.train["update_tokens"],
             "tgt_tok_s": round(sum(speeds) / len(speeds)), "peak_gib": max(peaks) if peaks else None,
             "wall_s": round(seconds, 1)}
 
@@ -172,7 +173,7 @@ def main() -> None:
         exp = by_variant[variant]
         try:
             log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
-            rows.append({**summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"]), **dict(args.setting)})
+            rows.append({**dict(args.setting), **summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"])})
         except RuntimeError as err:
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
@@ -183,10 +184,10 @@ def main() -> None:
         rows.append({"variant": exp.variant, "resume": "ok" if resumed else "FAILED: no resume line"})
         print(json.dumps(rows[-1]))
     (out / "gpu_train.json").write_text(json.dumps(rows, indent=1) + "\n")
-    print("variant\tfamily\tparams\tprecision\ttgt_tok/s\tpeak GiB\twall s")
+    print("variant\tfamily\tparams\tprecision\tmax_tokens\ttgt_tok/s\tpeak GiB\twall s")
     for r in rows:
         if "tgt_tok_s" in r:
-            print(f"{r['variant']}\t{r['family']}\t{r['params']}\t{r['precision']}\t{r['tgt_tok_s']:,}\t"
+            print(f"{r['variant']}\t{r['family']}\t{r['params']}\t{r['precision']}\t{r['max_tokens']}\t{r['tgt_tok_s']:,}\t"
                   f"{r['peak_gib']}\t{r['wall_s']}")
         elif "error" in r:
             print(f"{r['variant']}\t{r['family']}\tFAILED (see its log)")

@@ -64,7 +64,7 @@ def test_the_graphs_path_pads_fixed_shapes_and_trains_as_the_eager_one(tmp_path,
             return batch
         run.corpus.collate = noting
         run.train()
-    assert runs["fast"].fixed == 200 and "padded to fixed shapes" in caplog.text
+    assert runs["fast"].graphs and "padded to fixed shapes" in caplog.text
     assert any(rows > sentences for sentences, rows, _ in shapes)        # rows without a sentence were added
     assert all(p.grad is not None for p in runs["fast"].model.parameters())
     assert losses(runs["fast"]) == pytest.approx(losses(runs["eager"]), rel=1e-5)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from conftest import TINY
+from nmtrepro.core.files import InputError
 from nmtrepro.training import memory
 from nmtrepro.training.train import Corpus, Settings, Trainer
 
@@ -137,3 +138,41 @@ def test_data_parallel_ranks_split_only_their_local_micro_batches(copy_corpus, t
         else:
             with pytest.raises(memory.UnrecoverableOutOfMemory, match="cannot retry it in lock-step"):
                 ranked._accumulate(plan, [0, 0])
+
+
+# -- max_tokens auto: the micro-batch the card's memory holds ---------------------------------------
+def test_fit_tokens_fills_the_budget_from_a_line_through_two_probes():
+    line = lambda tokens: 10**9 + 10**5 * tokens                          # noqa: E731  (bytes at a size)
+    assert memory.fit_tokens(line, 3e9, cap=100_000) == 19_968           # (3e9 - 1e9) / 1e5, down to 256s
+    assert memory.fit_tokens(line, 3e9, cap=12_500) == 12_288            # at most half an update
+    assert memory.fit_tokens(line, 3e9, cap=1_000) == memory.AUTO_START  # never below the papers' size
+    assert memory.fit_tokens(line, 1e9, cap=100_000) == memory.AUTO_START  # the start does not fit either
+
+
+def test_fit_tokens_shrinks_where_the_line_promised_too_much():
+    probed = []
+
+    def curved(tokens):  # attention's memory grows faster than the line through two small probes
+        probed.append(tokens)
+        return None if tokens > 30_000 else 10**9 + 10**5 * tokens + tokens ** 2
+    found = memory.fit_tokens(curved, 6e9, cap=100_000)
+    assert curved(found) <= 6e9 and found > 2 * memory.AUTO_START and len(probed) > 3
+    assert memory.fit_tokens(lambda tokens: None if tokens > 5000 else tokens, 1e12, cap=100_000) == 4096
+
+
+def test_max_tokens_auto_is_found_once_and_kept_by_the_checkpoints(copy_corpus, tmp_path, caplog, monkeypatch):
+    with pytest.raises(InputError, match="max_tokens = 'big'"):
+        Settings.from_dict({"max_tokens": "big"})
+    with caplog.at_level("INFO"):
+        first = trainer(copy_corpus, tmp_path, "run", max_tokens="auto", max_updates=3, save_every=3)
+        first.train()
+    assert first.max_tokens == memory.AUTO_START and "no GPU memory to size from on cpu" in caplog.text
+    monkeypatch.setattr(Trainer, "_fit_max_tokens", lambda self: 96)   # as if on a GPU: another size
+    fresh = trainer(copy_corpus, tmp_path, "other", max_tokens="auto", max_updates=3)
+    fresh.train()
+    assert fresh.max_tokens == 96
+    monkeypatch.setattr(Trainer, "_fit_max_tokens", lambda self: pytest.fail("a resume sized the batches again"))
+    again = trainer(copy_corpus, tmp_path, "run", max_tokens="auto", max_updates=5, save_every=3)
+    assert again.resume() and again.max_tokens == memory.AUTO_START
+    again.train()
+    assert again.step == 5

@@ -9,7 +9,7 @@ import pytest
 
 from nmtrepro.config import load, validate
 from nmtrepro.core.files import InputError
-from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput
+from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = """output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
@@ -148,3 +148,14 @@ def test_paper_a_code_forms_add_four_paper_scale_trainings(paper, monkeypatch):
     table = plan(paper, pending, set(), rates, {}, speedup, [])["tables"]["A_code_forms"]
     assert table["training_jobs"] == 6 and set(table["experiments"]) == pending
     assert table["gpu_hours"] > 0 and not table["jobs_of_unknown_speed"]
+
+
+def test_max_tokens_auto_is_a_valid_setting_and_an_update_stays_its_size(paper):
+    config = copy.deepcopy(paper)
+    config["scales"]["paper"]["train"]["max_tokens"] = "auto"
+    validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+    config["scales"]["paper"]["train"]["max_tokens"] = "big"
+    with pytest.raises(InputError, match="max_tokens"):
+        validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+    assert update_tokens({"update_tokens": 25_000, "max_tokens": "auto"}) == 25_000
+    assert update_tokens({"update_tokens": 1, "max_tokens": "auto"}) == 4096

@@ -28,6 +28,8 @@ ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
 # Decoding options a scale or experiment may leave out (the segment-model ones are off).
+# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU (training/memory.py).
+AUTO_MAX_TOKENS = 4096
 DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
                    "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
 
@@ -476,7 +478,8 @@ def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
 def _recipe(resolved: dict[str, Experiment], name: str) -> str:
     """One experiment's training in words: from scratch or from which model, how many updates of what."""
     train = resolved[name].train
-    batch = (f"one batch of up to {train['max_tokens']:,} tokens" if train["update_tokens"] <= train["max_tokens"]
+    per_batch = AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]  # auto: at most half an update
+    batch = (f"one batch of up to {per_batch:,} tokens" if train["update_tokens"] <= per_batch
              else f"at least {train['update_tokens']:,} target tokens")
     recipe = f"{train['max_updates']:,} updates of {batch}"
     init = resolved[name].init

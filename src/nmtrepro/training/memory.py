@@ -1,4 +1,5 @@
-"""Out of GPU memory in one micro-batch is not the end of a 20-hour job (issue 38).
+"""Out of GPU memory in one micro-batch is not the end of a 20-hour job, and a micro-batch as large as
+the card holds (issue 38).
 
 A micro-batch whose forward or backward runs out of memory is retried as its two halves (by sentences),
 recursively down to one sentence; a sentence that still does not fit is skipped with a warning. Both
@@ -22,10 +23,28 @@ buffers (DDP would broadcast them at every forward) and the update's tokens are 
 ranks. Out of memory in the all-reducing micro-batch stops the job with an error; run again, it
 resumes from its newest checkpoint. (fairseq's answer is its legacy_ddp backend: every backward
 local, one all-reduce after them, losing the overlap of communication with the last backward.)
+
+`max_tokens: auto` sizes the micro-batch from the card's memory (`fit_tokens`). The papers' 4,096
+tokens fill a 16 GB card; an 80 GB one runs a Base step launch-bound at that size (2.0x faster at
+12,500 tokens on an H100: bench/README.md). The trainer probes the peak memory of one forward and
+backward over the corpus's longest sentences at two sizes, fits the peak as a line in the tokens,
+takes the size that fills the card's free memory less Adam's state and a margin, and checks it
+with a third probe, shrinking while it does not fit. The update keeps its token count through
+accumulation; the size is at most half a rank's update, so that an update (which ends at the first
+micro-batch past update_tokens) still overshoots it by less than one micro-batch of a few. A run keeps
+the size it found in its checkpoints and a resume reuses it: the batches of an epoch, and the
+position in them, depend on it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+
+from ..config import AUTO_MAX_TOKENS as AUTO_START  # the smallest size auto picks, and all it takes off a GPU
+
+AUTO_ROUND = 256    # sizes are a multiple of this
+AUTO_MARGIN = 0.9   # of the free memory: what allocator fragmentation and other kernels' workspaces take
 
 
 def is_out_of_memory(err: BaseException) -> bool:
@@ -50,3 +69,32 @@ def halves(indices: list[int]) -> list[list[int]]:
 
 class UnrecoverableOutOfMemory(RuntimeError):
     """Out of memory where the ranks of a data-parallel job cannot retry in lock-step."""
+
+
+def fit_tokens(peak: Callable[[int], int | None], budget: float, cap: int, start: int = AUTO_START,
+               tries: int = 4) -> int:
+    """The largest micro-batch (padded tokens, a multiple of AUTO_ROUND within [start, cap]) whose
+    peak memory stays within `budget` bytes; `peak(tokens)` runs one forward and backward of that
+    size and returns its peak bytes, or None when it ran out of memory. Two probes (start and twice
+    it) fit the peak as a line; the size the line gives is probed, and shrunk by a fifth while it does
+    not fit, `tries` times at most. start itself is never probed away: the OOM split handles a card
+    too small for it."""
+    cap = max(start, cap // AUTO_ROUND * AUTO_ROUND)
+    low, high = start, min(2 * start, cap)
+    p_low = peak(low)
+    if p_low is None or p_low > budget or high == low:
+        return start
+    p_high = peak(high)
+    if p_high is None or p_high > budget:
+        return low
+    per_token = max(p_high - p_low, 1) / (high - low)
+    tokens = high + (budget - p_high) / per_token
+    for _ in range(tries):
+        tokens = min(cap, int(tokens) // AUTO_ROUND * AUTO_ROUND)
+        if tokens <= high:
+            return high
+        used = peak(tokens)
+        if used is not None and used <= budget:
+            return tokens
+        tokens *= 0.8
+    return high

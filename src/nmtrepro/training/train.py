@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..core import runtime
@@ -41,7 +42,7 @@ from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
 from .fast import CompiledLoss, check_setting, fast_loss, own_gradients
-from .batching import collate, token_batches
+from .batching import bucket_length, collate, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
 
@@ -64,7 +65,7 @@ class Settings:
     """Training settings (config `scales.<scale>.train`); defaults are paper A's."""
     max_updates: int = 100_000
     max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
-    max_tokens: int = 4096          # padded tokens per forward/backward batch
+    max_tokens: int | str = 4096    # padded tokens per forward/backward batch; auto: what the GPU holds (memory.py)
     update_tokens: int = 25_000     # accumulate batches until they hold at least this many target tokens
     lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
     warmup: int = 8000
@@ -91,6 +92,9 @@ class Settings:
         if values.get("schedule", cls.schedule) not in SCHEDULES:
             raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
         check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
+        max_tokens = values.get("max_tokens", cls.max_tokens)
+        if max_tokens != "auto" and not (isinstance(max_tokens, int) and max_tokens > 0):
+            raise InputError(f"train setting max_tokens = {max_tokens!r}: a positive number of tokens, or auto")
         return cls(**values)
 
 
@@ -180,7 +184,9 @@ class Trainer:
         self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast,
                               self.device)
         # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
-        self.fixed = settings.max_tokens if settings.fast == "graphs" and isinstance(self.loss, CompiledLoss) else None
+        self.graphs = settings.fast == "graphs" and isinstance(self.loss, CompiledLoss)
+        # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
+        self.max_tokens = None if settings.max_tokens == "auto" else settings.max_tokens
         if self.world > 1:
             torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
@@ -206,6 +212,7 @@ class Trainer:
         return {"model_spec": self.spec, "init": self.init, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
                 "settings": asdict(self.settings),
+                "max_tokens": self.max_tokens,
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
                 "curve": self.curve, "window": self.window, "skipped": self.skipped, "overflows": self.overflows,
                 "oom": self.oom,
@@ -249,6 +256,7 @@ class Trainer:
         if blob.get("scaler"):  # empty when saved without fp16 (on a GPU with bf16, say)
             self.scaler.load_state_dict(blob["scaler"])
         self.step, self.epoch, self.position = blob["step"], blob["epoch"], blob["position"]
+        self.max_tokens = blob.get("max_tokens") or self.max_tokens  # auto: the size the run found, and planned with
         self.wall, self.curve = blob["wall_s"], blob["curve"]
         self.window = {**self.window, **blob["window"]}  # a checkpoint from before src_tokens lacks it
         self.skipped, self.overflows = blob["skipped"], blob.get("overflows", 0)
@@ -305,7 +313,7 @@ class Trainer:
         self.model.eval()
         sums, tokens = torch.zeros(2, dtype=torch.float64, device=self.device), 0  # loss, nll
         with torch.no_grad(), runtime.autocast(self.device, self.precision):
-            for indices in self.corpus.batches("valid", self.settings.max_tokens):
+            for indices in self.corpus.batches("valid", self.max_tokens):
                 batch = self.corpus.collate("valid", indices).to(self.device)
                 sums += torch.stack(model_loss(self.model, batch.net_input, batch.prev, batch.target,
                                                self.settings.label_smoothing)).double()
@@ -367,8 +375,8 @@ class Trainer:
         were: the halves run next. In a backward it may have added part of that micro-batch's gradient
         to the sums already: None then asks update() to run the plan again (memory.py says why).
         """
-        self.optimizer.zero_grad(set_to_none=self.fixed is None)
-        if self.fixed is not None:
+        self.optimizer.zero_grad(set_to_none=not self.graphs)
+        if self.graphs:
             own_gradients(self.model)
         totals = torch.zeros(6, dtype=torch.float64, device=self.device)
         i = 0
@@ -404,7 +412,8 @@ class Trainer:
         to `totals`; None when done, else where it ran out of memory ("forward" or "backward")."""
         phase = "forward"
         try:
-            batch = self.corpus.collate("train", indices, self.settings.buckets, self.fixed).to(self.device)
+            batch = self.corpus.collate("train", indices, self.settings.buckets,
+                                        self.max_tokens if self.graphs else None).to(self.device)
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
@@ -453,7 +462,7 @@ class Trainer:
         budget = math.ceil(s.update_tokens / self.shards)
         group, tokens = [], 0
         while True:
-            batches = self.corpus.batches("train", s.max_tokens, s.seed, self.epoch, s.buckets)
+            batches = self.corpus.batches("train", self.max_tokens, s.seed, self.epoch, s.buckets)
             for bi in range(self.position, len(batches)):
                 group.append(batches[bi])
                 tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
@@ -474,12 +483,62 @@ class Trainer:
         self.model.train()
         log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
                  f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)
+        if self.max_tokens is None:
+            self.max_tokens = self._fit_max_tokens()
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()
         finally:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+
+    def _fit_max_tokens(self) -> int:
+        """max_tokens auto: the micro-batch the GPU's memory holds (memory.fit_tokens), the smallest any
+        rank found, so that every rank plans the same batches."""
+        if self.device.type != "cuda":
+            log.info("max_tokens auto: %d tokens a micro-batch (no GPU memory to size from on %s)",
+                     memory.AUTO_START, self.device.type)
+            return memory.AUTO_START
+        memory.release(self.device)
+        free, total = torch.cuda.mem_get_info(self.device)
+        adam = 2 * sum(p.numel() * 4 for p in self.model.parameters())  # its two fp32 moments, made at step 1
+        budget = memory.AUTO_MARGIN * free - adam
+        tokens = memory.fit_tokens(self._peak_bytes, budget, math.ceil(self.settings.update_tokens / self.shards) // 2)
+        if self.world > 1:
+            found = torch.tensor([tokens], device=self.device)
+            torch.distributed.all_reduce(found, op=torch.distributed.ReduceOp.MIN, group=self.dist.device)
+            tokens = int(found.item())
+        log.info("max_tokens auto: %d tokens a micro-batch, within %.1f of the %.1f GiB free on %s (of %.1f GiB)",
+                 tokens, budget / 2 ** 30, free / 2 ** 30, torch.cuda.get_device_name(self.device), total / 2 ** 30)
+        return tokens
+
+    def _peak_bytes(self, tokens: int) -> int | None:
+        """Peak memory (bytes above what is allocated now) of one eager forward and backward over a
+        micro-batch of `tokens` padded tokens of the corpus's longest sentences, the worst case of that
+        size; None when it ran out of memory. The gradients and the random state are left as they were."""
+        src, tgt = self.corpus.splits["train"]
+        longest = np.maximum(src.sizes, tgt.sizes)
+        length = int(longest.max())
+        rows = max(1, tokens // (bucket_length(length) if self.settings.buckets else length))
+        indices = np.resize(np.argsort(-longest, kind="stable"), rows).tolist()
+        memory.release(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        try:
+            batch = self.corpus.collate("train", indices, self.settings.buckets, tokens if self.graphs else None)
+            batch = batch.to(self.device)
+            with torch.random.fork_rng(devices=[self.device]):
+                with runtime.autocast(self.device, self.precision):
+                    loss, _ = model_loss(self.model, batch.net_input, batch.prev, batch.target,
+                                         self.settings.label_smoothing)
+                loss.backward()
+            return torch.cuda.max_memory_allocated(self.device) - before
+        except RuntimeError as err:
+            if not memory.is_out_of_memory(err):
+                raise
+            return None
+        finally:
+            self.optimizer.zero_grad(set_to_none=True)
 
     def _on_signal(self, signum, frame):
         self.stop_signal = signum
