@@ -16,7 +16,8 @@
 #   equality  eager against `fast: compile` from the same seed and batches, bf16, dropout off, at the `ci`
 #             sizes, five families (bench/fast_equality.py; ~3 min)
 #   graphs    eager against `fast: graphs`, each update accumulating several micro-batches, which CUDA
-#             graphs must not overwrite (bench/fast_equality.py --fast graphs; ~1 min)
+#             graphs must not overwrite: Base, +Fusing_Diverse, +PR with parser phrases
+#             (bench/fast_equality.py --fast graphs; ~2 min)
 #   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
 #             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2 min)
 #   families  `nmtrepro train` of Base, BiARN, +Fusing_Diverse and +PR at paper size on the fast path,
@@ -43,7 +44,8 @@ else
     families=(--max-tokens 12500 --updates 60 --minutes 4 --timeout 300 --setting fast=compile --variant transformer_base
               --variant biarn --variant fusing_diverse --variant phrase_max_attn_ta)
     equality=(--device cuda --precision bf16)
-    graphs=(--device cuda --precision bf16 --variant transformer_base --variant fusing_diverse)
+    graphs=(--device cuda --precision bf16 --variant transformer_base --variant fusing_diverse
+            --variant phrase_max_attn_ta_parse)
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--steps 8 --max-tokens 12500 --paths eager,compile)
 fi

@@ -164,3 +164,32 @@ def test_the_phrase_model_compiles_whole_and_computes_the_eager_loss(tmp_path):
                                    torch.stack(eager(batch.net_input, batch.prev, batch.target)), rtol=1e-5, atol=1e-4)
     assert max(widths) > 18 >= min(widths)                          # 3 tokens a phrase, and more
     assert not counters["graph_break"], dict(counters["graph_break"])
+
+
+@pytest.mark.compile
+@NEEDS_CC
+def test_the_parser_phrase_model_compiles_whole_over_bucketed_batches(tmp_path):
+    """+PR with parser phrases (paper A's main model) read its longest phrase from the data, and its
+    compiled step broke there. A bucketed batch carries a bound on it as a shape (`span_width`): batches
+    whose longest phrases fall in two buckets run without a graph break and as the eager loss."""
+    torch._dynamo.reset()
+    counters.clear()
+    corpus = Corpus(write_copy_corpus(tmp_path, lengths=(14, 30)))
+    train = corpus.splits["train"]
+    torch.manual_seed(0)
+    options = {**TINY, "family": "phrase", "phrases": "parse", "encoder_layers": 1, "decoder_layers": 1}
+    model = build_model({**options, "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)})
+    eager, fast = LossOf(model, 0.1), CompiledLoss(LossOf(model, 0.1), backend="aot_eager")
+    eager.static = True
+
+    def phrases(n, longest):  # a first phrase of `longest` tokens, then pairs, then EOS alone
+        return [(0, longest)] + [(a, min(a + 2, n - 1)) for a in range(longest, n - 1, 2)] + [(n - 1, n)]
+    widths = set()
+    for longest, picked in ((3, list(range(8))), (12, list(range(8, 16)))):
+        spans = {i: phrases(len(train[0][i]), longest) for i in picked}
+        batch = collate(*train, picked, {"spans": spans}, bucketed=True)
+        widths.add(batch.net_input["span_width"].size(1))
+        torch.testing.assert_close(torch.stack(fast(batch.net_input, batch.prev, batch.target)),
+                                   torch.stack(eager(batch.net_input, batch.prev, batch.target)), rtol=1e-5, atol=1e-4)
+    assert widths == {8, 16}
+    assert not counters["graph_break"], dict(counters["graph_break"])

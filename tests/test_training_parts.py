@@ -131,9 +131,12 @@ def test_every_bucketed_batch_lands_on_a_bucket_shape_within_the_token_budget(tm
             batch = collate(src, tgt, indices, extras, bucketed=True)
             length = batch.target.size(1)
             assert length in BUCKETS_TO_256 and (len(indices) == 1 or len(indices) * length <= max_tokens)
+            width = batch.net_input.pop("span_width").size(1)  # the parser phrases' bound, as a shape
             tensors = [*batch.net_input.values(), batch.prev, batch.target]
             assert all(t.size(0) == len(indices) and t.size(1) == length for t in tensors)
             assert batch.tgt_tokens == sum(tgt.sizes[i] for i in indices)
+            spans = batch.net_input["spans"]
+            assert width in BUCKETS_TO_256 and (spans[..., 1] - spans[..., 0]).max() <= width < length + 8
 
 
 def test_fixed_shapes_cover_every_batch_the_planner_makes_and_its_halves(tmp_path):
@@ -150,6 +153,7 @@ def test_fixed_shapes_cover_every_batch_the_planner_makes_and_its_halves(tmp_pat
                 batch = collate(src, tgt, part, extras, bucketed=True, fixed=max_tokens)
                 rows, length = batch.target.shape
                 assert (rows, length) in shapes and (rows == 1 or rows * length <= max_tokens)
+                assert batch.net_input.pop("span_width").size(0) == rows
                 tensors = [*batch.net_input.values(), batch.prev, batch.target]
                 assert all(t.size(0) == rows and t.size(1) == length for t in tensors)
                 blank = slice(len(part), None)

@@ -89,8 +89,9 @@ def ngram_spans(batch: int, seql: int, device=None, ntok: int | None = None) -> 
 def gather_index(spans: torch.Tensor, pad: torch.Tensor, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Spans (B, P, 2) over a source with padding mask `pad` (B, S) -> index and mask (B, P, L).
 
-    L is `width` where the caller knows the longest span from the shapes (n-gram chunks), else read
-    from the spans: a data-dependent size, where a compiled step breaks its graph (training/fast.py).
+    L is `width` where the caller knows a bound on the longest span from the shapes (n-gram chunks, or
+    parser phrases in a bucketed batch's "span_width"), else read from the spans: a data-dependent
+    size, where a compiled step breaks its graph (training/fast.py).
     Index slots beyond a span point at position 0 and are masked, as are source pads inside a span
     (the last n-gram chunk), so a phrase of pads only is all False.
     """
@@ -273,14 +274,17 @@ class PhraseTransformer(Transformer):
         """(L_enc + 1, L_dec) softmax-normalised weights w_i^j of Eq. 6; columns sum to 1."""
         return self.level_weights.softmax(dim=0)
 
-    def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None) -> dict:
-        """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse".
+    def encode(self, src: torch.Tensor, spans: torch.Tensor | None = None,
+               span_width: torch.Tensor | None = None) -> dict:
+        """src (B, S); spans (B, P, 2) [start, end) source phrases, required with phrases="parse";
+        span_width (B, W), optional: W bounds the longest span, read from the shape (training's bucketed
+        batches: batching.collate), else the longest span is read from the data.
 
         With `token_transparent` the state also holds "tokens" (B, L_dec, S, d): decoder layer j's token
         memory, its mix of the token levels (the same levels as the phrases': each encoder layer's input,
         then the encoder output). "out" stays the encoder output."""
         pad = src.eq(self.pad)  # (B, S)
-        width = None
+        width = None if span_width is None else span_width.size(1)
         if self.config.phrases != "parse":
             seql = src.size(1)
             ntok = 1 if self.config.phrases == "token" else tokens_per_phrase(seql)

@@ -199,7 +199,10 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
     ids for paper D). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
     batch's longest sentence on either side (phrases too: a sentence has at most as many as tokens).
     `fixed` (bucketed only): the max_tokens whose `fixed_rows` the batch is padded to, with rows that
-    hold no sentence (BLANK_FIRST) and no target token.
+    hold no sentence (BLANK_FIRST) and no target token. A bucketed batch of parser phrases also gets
+    "span_width" (B, W), whose width W is the `bucket_length` of its longest phrase: the model reads
+    that bound from a shape rather than from the data, so that a compiled step has no data-dependent
+    size (models/phrase.py).
     """
     tgt_seqs = [tgt[i] for i in indices]
     prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
@@ -215,4 +218,8 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
         rows = fixed_rows(len(indices), length, fixed)
         inputs = {name: pad_rows(value, rows, BLANK_FIRST.get(name)) for name, value in inputs.items()}
     prev, target = inputs.pop("prev"), inputs.pop("target")
+    if "spans" in inputs:
+        spans = batch.net_input["spans"]                                            # (B, P, 2)
+        width = bucket_length(int((spans[..., 1] - spans[..., 0]).max()))
+        inputs["span_width"] = torch.zeros(prev.size(0), width, dtype=torch.bool)
     return Batch(inputs, prev, target, batch.ids, batch.tgt_tokens, batch.src_tokens)

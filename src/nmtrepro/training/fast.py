@@ -88,7 +88,7 @@ def own_gradients(model: torch.nn.Module) -> None:
             p.grad = torch.zeros_like(p)
 
 
-def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device) -> torch.nn.Module:
+def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device, buckets: bool) -> torch.nn.Module:
     """The loss module the trainer runs: `loss` itself (off, or a family that stays eager), or it
     compiled, with CUDA graphs for `graphs` on a GPU. Wrap it in DistributedDataParallel after this, so
     that DDP's no_sync still applies."""
@@ -98,6 +98,9 @@ def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.devic
         log.info("fast path: the %s family stays eager: %s", family, EAGER_FAMILIES[family])
         return loss
     log.info("fast path: the loss compiled once with dynamic shapes (batch and lengths), fused Adam")
+    if getattr(loss.model.config, "phrases", None) == "parse" and not buckets:
+        log.info("fast path: parser phrases without buckets: true read their longest phrase from the data, "
+                 "which breaks the compiled graph in two (a bucketed batch carries it as a shape)")
     if mode == "compile":
         return CompiledLoss(loss)
     if device.type != "cuda":

@@ -182,7 +182,7 @@ class Trainer:
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
         self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast,
-                              self.device)
+                              self.device, settings.buckets)
         # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
         self.graphs = settings.fast == "graphs" and isinstance(self.loss, CompiledLoss)
         # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
