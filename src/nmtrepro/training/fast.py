@@ -11,7 +11,8 @@ A traced length broke the graph where the models branched on it; they no longer 
 loss projects every position and masks the padding (criterion.model_loss static=True) rather than
 pick the real positions, whose count would be a data-dependent shape. Adam is fused (one kernel over
 all the parameters) on either path. `buckets: true` (fewer distinct lengths, less padding) goes well
-with it but is not needed.
+with it; parser phrases need it to compile whole (their batches then carry the longest phrase's
+bucket as a shape: batching.collate).
 
 `fast` is a setting a rerun may change (train.RERUN_FREE): it changes how a step runs, not what it
 computes, so a checkpoint of either path resumes on the other. Like a change of device, it draws
