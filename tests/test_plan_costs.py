@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro.config import load, validate
+from nmtrepro.config import AUTO_MAX_TOKENS, load, validate
 from nmtrepro.core.files import InputError
 from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
+from nmtrepro.training import memory
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = """output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
@@ -158,4 +159,4 @@ def test_max_tokens_auto_is_a_valid_setting_and_an_update_stays_its_size(paper):
     with pytest.raises(InputError, match="max_tokens"):
         validate(config, ROOT / "workflow/schemas/config.schema.yaml")
     assert update_tokens({"update_tokens": 25_000, "max_tokens": "auto"}) == 25_000
-    assert update_tokens({"update_tokens": 1, "max_tokens": "auto"}) == 4096
+    assert update_tokens({"update_tokens": 1, "max_tokens": "auto"}) == 4096 == AUTO_MAX_TOKENS == memory.AUTO_START

@@ -41,8 +41,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..config import AUTO_MAX_TOKENS as AUTO_START  # the smallest size auto picks, and all it takes off a GPU
-
+AUTO_START = 4096   # the papers' micro-batch: the smallest size auto picks, and all it takes off a GPU
 AUTO_ROUND = 256    # sizes are a multiple of this
 AUTO_MARGIN = 0.9   # of the free memory: what allocator fragmentation and other kernels' workspaces take
 
