@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 import torch
 
@@ -176,3 +177,11 @@ def test_max_tokens_auto_is_found_once_and_kept_by_the_checkpoints(copy_corpus, 
     assert again.resume() and again.max_tokens == memory.AUTO_START
     again.train()
     assert again.step == 5
+
+
+def test_a_probe_takes_the_longest_sentences_that_fill_its_tokens():
+    lengths = np.array([5, 30, 12, 30, 700, 9])
+    assert memory.probe_sentences(lengths, 256, buckets=False) == [1, 3, 2, 5, 0, 1, 3, 2]     # 8 x 30 tokens
+    assert memory.probe_sentences(lengths, 256, buckets=True) == [1, 3, 2, 5, 0, 1, 3, 2]      # bucket 32: 8 rows
+    assert memory.probe_sentences(lengths, 64, buckets=False) == [0] * 8                       # at most 64 / 8 long
+    assert memory.probe_sentences(lengths, 8192, buckets=False) == [4, 1, 3, 2, 5, 0, 4, 1, 3, 2, 5]  # 8192 // 700

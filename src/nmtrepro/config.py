@@ -27,10 +27,10 @@ ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
 # them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
-# Decoding options a scale or experiment may leave out (the segment-model ones are off).
 # A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
 # AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
 AUTO_MAX_TOKENS = 4096
+# Decoding options a scale or experiment may leave out (the segment-model ones are off).
 DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
                    "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
 

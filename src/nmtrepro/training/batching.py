@@ -220,6 +220,6 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
     prev, target = inputs.pop("prev"), inputs.pop("target")
     if "spans" in inputs:
         spans = batch.net_input["spans"]                                            # (B, P, 2)
-        width = bucket_length(int((spans[..., 1] - spans[..., 0]).max()))
+        width = bucket_length(max(1, int((spans[..., 1] - spans[..., 0]).max())))
         inputs["span_width"] = torch.zeros(prev.size(0), width, dtype=torch.bool)
     return Batch(inputs, prev, target, batch.ids, batch.tgt_tokens, batch.src_tokens)

@@ -39,7 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
+
+from .batching import bucket_length
 
 AUTO_START = 4096   # the papers' micro-batch: the smallest size auto picks, and all it takes off a GPU
 AUTO_ROUND = 256    # sizes are a multiple of this
@@ -97,3 +100,16 @@ def fit_tokens(peak: Callable[[int], int | None], budget: float, cap: int, start
             return tokens
         tokens *= 0.8
     return high
+
+
+def probe_sentences(lengths: np.ndarray, tokens: int, buckets: bool) -> list[int]:
+    """The sentences of a probe micro-batch of `tokens` padded tokens (`lengths`: each sentence's longer
+    side): the corpus's longest, the worst case of that size (attention's memory grows with the length
+    at equal tokens), but at most tokens / 8 long, so that the probe holds about `tokens`. A rarer,
+    longer sentence makes a smaller batch of its own, which the OOM split covers if it must. Repeated
+    where the corpus has too few."""
+    length = min(int(lengths.max()), max(1, tokens // 8))
+    fitting = np.flatnonzero(lengths <= length)
+    fitting = fitting[np.argsort(-lengths[fitting], kind="stable")]               # the longest first
+    rows = max(1, tokens // (bucket_length(length) if buckets else length))
+    return np.resize(fitting, rows).tolist()

@@ -42,7 +42,7 @@ from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
 from .fast import CompiledLoss, check_setting, fast_loss, own_gradients
-from .batching import bucket_length, collate, token_batches
+from .batching import collate, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
 
@@ -514,13 +514,10 @@ class Trainer:
 
     def _peak_bytes(self, tokens: int) -> int | None:
         """Peak memory (bytes above what is allocated now) of one eager forward and backward over a
-        micro-batch of `tokens` padded tokens of the corpus's longest sentences, the worst case of that
-        size; None when it ran out of memory. The gradients and the random state are left as they were."""
+        micro-batch of `tokens` padded tokens (memory.probe_sentences); None when it ran out of memory.
+        The gradients and the random state are left as they were."""
         src, tgt = self.corpus.splits["train"]
-        longest = np.maximum(src.sizes, tgt.sizes)
-        length = int(longest.max())
-        rows = max(1, tokens // (bucket_length(length) if self.settings.buckets else length))
-        indices = np.resize(np.argsort(-longest, kind="stable"), rows).tolist()
+        indices = memory.probe_sentences(np.maximum(src.sizes, tgt.sizes), tokens, self.settings.buckets)
         memory.release(self.device)
         before = torch.cuda.memory_allocated(self.device)
         torch.cuda.reset_peak_memory_stats(self.device)
