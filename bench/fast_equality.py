@@ -5,10 +5,10 @@ train` (bench/gpu_train.py's runner and synthetic dataset) twice from the same s
 `fast: off` and `--fast` (`compile`, or `graphs`: CUDA graphs, then both runs with `buckets: true`, so
 that their batches are the same), with every dropout of the model off, and compares the losses of every
 update and the final weights. `--update-tokens` above a micro-batch's tokens makes each update
-accumulate several micro-batches' gradients, which CUDA graphs must not overwrite (training/fast.py). On a GPU in bf16 the two differ by rounding, and the rounding compounds
-over the updates: the bench prints the largest relative difference of the update losses and that of
-all the weights together (||fast - eager|| / ||eager||), and fails beyond the tolerance of the
-precision. The tensor that differs most is named too, for information only: a weight whose gradient
+accumulate several micro-batches' gradients, which CUDA graphs must not overwrite (training/fast.py).
+On a GPU in bf16 the two differ by rounding, and the rounding compounds over the updates: the bench
+prints the largest relative difference of the update losses and that of all the weights together
+(||fast - eager|| / ||eager||), and fails beyond the tolerance of the precision. The tensor that differs most is named too, for information only: a weight whose gradient
 is zero in exact arithmetic (a bias before a softmax, as in +PR's attentive pooling) gets rounding
 noise for a gradient on both paths, which Adam scales to full-size, unrelated steps. The
 trainer's own words on the fast path (compiled, or eager and why) are printed beside each family.
