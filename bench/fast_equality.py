@@ -8,10 +8,11 @@ update and the final weights. `--update-tokens` above a micro-batch's tokens mak
 accumulate several micro-batches' gradients, which CUDA graphs must not overwrite (training/fast.py).
 On a GPU in bf16 the two differ by rounding, and the rounding compounds over the updates: the bench
 prints the largest relative difference of the update losses and that of all the weights together
-(||fast - eager|| / ||eager||), and fails beyond the tolerance of the precision. The tensor that differs most is named too, for information only: a weight whose gradient
-is zero in exact arithmetic (a bias before a softmax, as in +PR's attentive pooling) gets rounding
-noise for a gradient on both paths, which Adam scales to full-size, unrelated steps. The
-trainer's own words on the fast path (compiled, or eager and why) are printed beside each family.
+(||fast - eager|| / ||eager||), and fails beyond the tolerance of the precision. The tensor that
+differs most is named too, for information only: a weight whose gradient is zero in exact arithmetic
+(a bias before a softmax, as in +PR's attentive pooling) gets rounding noise for a gradient on both
+paths, which Adam scales to full-size, unrelated steps. The trainer's own words on the fast path
+(compiled, or eager and why) are printed beside each family.
 
 The model sizes are the scale's (default `ci`: small graphs, which compile in seconds; the mathematics
 does not depend on the width), the precision and device those given here:

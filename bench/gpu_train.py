@@ -136,7 +136,8 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
     precision = re.search(r"parameters on \S+, (\w+)", log)
     return {"variant": exp.variant, "family": exp.model["family"], "experiment": exp.name,
             "params": params.group(1) if params else "?", "precision": precision.group(1) if precision else "?",
-            "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens, "update_tokens": exp.train["update_tokens"],
+            "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens,  # auto: what it found
+            "update_tokens": exp.train["update_tokens"],
             "tgt_tok_s": round(sum(speeds) / len(speeds)), "peak_gib": max(peaks) if peaks else None,
             "wall_s": round(seconds, 1)}
 

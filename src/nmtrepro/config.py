@@ -476,10 +476,16 @@ def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
     return note
 
 
+def batch_tokens(train: dict) -> int:
+    """A training's `max_tokens` as a number: `auto`'s smallest size where it is auto (a batch of at
+    least that, at most half an update: training.memory)."""
+    return AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]
+
+
 def _recipe(resolved: dict[str, Experiment], name: str) -> str:
     """One experiment's training in words: from scratch or from which model, how many updates of what."""
     train = resolved[name].train
-    per_batch = AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]  # auto: at most half an update
+    per_batch = batch_tokens(train)
     batch = (f"one batch of up to {per_batch:,} tokens" if train["update_tokens"] <= per_batch
              else f"at least {train['update_tokens']:,} target tokens")
     recipe = f"{train['max_updates']:,} updates of {batch}"

@@ -36,7 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import AUTO_MAX_TOKENS, experiments, load, model_options, replicates, tables_at_scale, training_of, validate
+from .config import batch_tokens, experiments, load, model_options, replicates, tables_at_scale, training_of, validate
 from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
@@ -123,7 +123,7 @@ def update_tokens(train: dict) -> int:
     """Target tokens an update holds, roughly: at least update_tokens, and at least one batch (whose
     max_tokens padded tokens stand in for its target tokens; update_tokens 1 means one batch; auto
     sizes a batch to at most half an update, and to the papers' 4,096 where an update is smaller)."""
-    return max(train["update_tokens"], AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"])
+    return max(train["update_tokens"], batch_tokens(train))
 
 
 @functools.lru_cache(maxsize=None)
