@@ -283,17 +283,22 @@ def paper_setup(args) -> None:
     bf16 autocast (the paper scale's setting); fairseq --fp16 (its standard GPU recipe: fairseq 0.12's
     --bf16 means a TPU; the tensor cores run fp16 and bf16 at one rate). Ours runs once per --paths
     entry (eager, compile, graphs), fairseq once; each is timed over the same window of updates
-    (timed_steps.py), and the first --warmup-updates hold the compile.
+    (timed_steps.py), and the first --warmup-updates hold the compile. MFU: the analytic FLOPs of a
+    target token of this training set (gpu_throughput.update_flops) times tok/s, over the card's
+    peak. `--profile N`: N more updates of each under torch's profiler (<tool>.steps.profile.txt).
     """
+    from gpu_throughput import peak_tflops, update_flops
     from gpu_train import write_dataset
 
+    from nmtrepro.models import build_model
     from nmtrepro.training.batching import token_batches
 
     total = args.warmup_updates + args.updates
+    runs_for = total + args.profile
     config = yaml.safe_load(open("config.yaml"))
     scale = config["scales"][args.scale]
     size = scale["sizes"][args.size]
-    train = {**scale["train"], "max_updates": total, "save_every": 10**9, "keep_last": 1, "log_every": 10,
+    train = {**scale["train"], "max_updates": runs_for, "save_every": 10**9, "keep_last": 1, "log_every": 10,
              "device": args.device, "precision": args.precision, "max_tokens": args.max_tokens or scale["train"]["max_tokens"]}
     out = Path(args.out).resolve()
     prepared = out / "prepared"
@@ -322,13 +327,18 @@ def paper_setup(args) -> None:
     update_freq = max(1, round(train["update_tokens"] / per_batch)) if train["update_tokens"] > 1 else 1
     timer = Path(__file__).with_name("timed_steps.py").resolve()
     model = {"family": "transformer", **size}
+    spec = {**model, **{f"{side}_vocab": len(Vocab.load(prepared / f"dict.{side}.txt")) for side in ("src", "tgt")}}
+    flops_per_token = update_flops(build_model(spec), spec, src.tolist(), tgt.tolist()) / tgt.sum()
+    peak = peak_tflops(torch.device(args.device), None)
+    profile = ["--profile", f"{total}:{args.profile}"] if args.profile else []
     tools = []
     device = ["--cpu"] if args.device == "cpu" else (["--fp16"] if args.precision != "fp32" else [])
-    runs = {f"ours_{path}": [sys.executable, timer, "ours", out / f"ours_{path}.steps.json", "--", "--prepared", prepared,
+    runs = {f"ours_{path}": [sys.executable, timer, "ours", out / f"ours_{path}.steps.json", *profile, "--",
+                             "--prepared", prepared,
                              "--model", json.dumps(model), "--settings", json.dumps({**train, **PATHS[path]}),
                              "--checkpoint-dir", out / f"ours_{path}/checkpoints", "--out", out / f"ours_{path}/final.pt",
                              "--curve", out / f"ours_{path}/curve.tsv"] for path in args.paths.split(",")}
-    runs["fairseq"] = [fairseq_python, timer, "fairseq", out / "fairseq.steps.json", "--", data_bin,
+    runs["fairseq"] = [fairseq_python, timer, "fairseq", out / "fairseq.steps.json", *profile, "--", data_bin,
                        *fairseq_train_args(size, {**train, "update_freq": update_freq}), *device, "--no-save",
                        "--save-dir", out / "fairseq"]
     for name, command in runs.items():
@@ -338,8 +348,15 @@ def paper_setup(args) -> None:
             tools.append(name)
         except SystemExit as failed:
             print(f"{name} did not train. {failed}", flush=True)
+            steps = out / f"{name}.steps.json"
+            if steps.exists() and len(json.loads(steps.read_text())) >= total:  # it failed after the window
+                tools.append(name)
+        if (out / f"{name}.steps.profile.txt").exists():
+            print((out / f"{name}.steps.profile.txt").read_text().split("\n")[0], f"({name})", flush=True)
 
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
+    for tool in tools:
+        rows[tool]["mfu"] = rows[tool]["train_tok_s"] * flops_per_token / (peak * 1e12) if peak else None
     reference = rows.get("fairseq", {}).get("train_tok_s")
     rows["ratios"] = {f"{tool}/fairseq": rows[tool]["train_tok_s"] / reference for tool in tools if reference}
     gpu = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
@@ -347,13 +364,16 @@ def paper_setup(args) -> None:
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
           + (f"until {train['update_tokens']} target tokens" if train["update_tokens"] > 1 else "one micro-batch")
           + f", fairseq --update-freq {update_freq}; "
-          f"ours {train['precision']}, fairseq {' '.join(device) or 'fp32'}; updates {args.warmup_updates + 1}..{total}")
-    print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'tok/update':>12}{'GPU peak GiB':>14}{'vs fairseq':>12}")
+          f"ours {train['precision']}, fairseq {' '.join(device) or 'fp32'}; updates {args.warmup_updates + 1}..{total}; "
+          f"MFU at {flops_per_token / 1e6:.0f} MFLOP a target token" + (f", {peak:g} TFLOP/s peak" if peak else ""))
+    print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'MFU':>8}{'tok/update':>12}{'GPU peak GiB':>14}{'vs fairseq':>12}")
     for tool in tools:
         r = rows[tool]
-        print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}{r['tokens_per_update']:12,.0f}"
+        print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}"
+              + (f"{100 * r['mfu']:7.1f}%" if peak else f"{'n/a':>8}") + f"{r['tokens_per_update']:12,.0f}"
               f"{r['gpu_peak_gib']:14.1f}" + (f"{r['train_tok_s'] / reference:11.2f}x" if reference else f"{'n/a':>12}"))
-    (out / "speeds.json").write_text(json.dumps({**rows, "update_freq": update_freq, "gpu": gpu}, indent=1))
+    (out / "speeds.json").write_text(json.dumps({**rows, "update_freq": update_freq, "gpu": gpu,
+                                                 "flops_per_target_token": flops_per_token}, indent=1))
 
 
 def main() -> None:
@@ -377,6 +397,8 @@ def main() -> None:
     paper.add_argument("--pairs", type=int, default=60000, help="synthetic training pairs")
     paper.add_argument("--vocab", type=int, default=37000)
     paper.add_argument("--paths", default="eager,compile,graphs", help="our step's paths: eager, compile, graphs")
+    paper.add_argument("--profile", type=int, default=0,
+                       help="updates after the timed ones to run under torch's profiler (timed_steps.py)")
     paper.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, "
                        "made when absent; on the GPU machine python3 with bench/device_fairseq.sh's unpacked)")
     args = ap.parse_args()

@@ -6,7 +6,13 @@ tokens (non-pad, EOS included) of updates W+1..W+N divided by the wall time from
 the end of update W+N. That window includes everything a tool does between updates (batching, collation,
 logging), not just forward/backward. Runs under either venv: it imports only the tool it times.
 
-    python bench/timed_steps.py {ours|fairseq} STEPS.json -- ARGS...
+`--profile FIRST:COUNT` also runs torch's profiler over updates FIRST+1..FIRST+COUNT (after the timed
+window, whose rate it would slow) and writes STEPS.profile.txt: the wall time of those updates, how
+much of it the GPU spent running kernels and copies (the union of their intervals: what is left is
+the GPU waiting on the host), and the ops that took the most host and GPU time. It tells a host-bound
+step from a GPU-bound one, and shows where a tool's host time goes.
+
+    python bench/timed_steps.py {ours|fairseq} STEPS.json [--profile FIRST:COUNT] -- ARGS...
 """
 from __future__ import annotations
 
@@ -28,27 +34,79 @@ def gpu_peak_gib() -> float:
     return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_initialized() else 0.0
 
 
-def patch(cls, name: str, tokens_of, steps: list) -> None:
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of (start, end) intervals: time during which at least one ran."""
+    busy, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            busy += end - max(start, reach)
+            reach = end
+    return busy
+
+
+class Profile:
+    """torch's profiler over the updates after update `first`, `count` of them, its summary written to
+    `path` when they end."""
+
+    def __init__(self, first: int, count: int, path: str):
+        self.first, self.count, self.path, self.profiler, self.began = first, count, path, None, 0.0
+
+    def after(self, update: int) -> None:
+        """Called at the end of each update (1-based)."""
+        import torch
+        if update == self.first:
+            cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+            activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * cuda
+            self.profiler = torch.profiler.profile(activities=activities)
+            self.profiler.start()
+            self.began = time.perf_counter()
+        elif update == self.first + self.count and self.profiler is not None:
+            if torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+            wall = time.perf_counter() - self.began
+            self.profiler.stop()
+            with open(self.path, "w") as handle:
+                handle.write(self.summary(wall) + "\n")
+
+    def summary(self, wall: float) -> str:
+        device = [e for e in self.profiler.events() if e.device_type.name == "CUDA"]
+        busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
+        table = self.profiler.key_averages()
+        head = f"updates {self.first + 1}..{self.first + self.count}: {wall:.3f} s wall" + (
+            f", the GPU busy {busy:.3f} s ({100 * busy / wall:.0f} %) over {len(device)} kernels and copies"
+            if device else " (no GPU activity recorded)")
+        return "\n\n".join([head, table.table(sort_by="self_cpu_time_total", row_limit=20)]
+                           + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
+
+
+def patch(cls, name: str, tokens_of, steps: list, profile: Profile | None) -> None:
     """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB, GPU peak in GiB)
-    to `steps`."""
+    to `steps`, and runs the profiler over the updates it names."""
     original = getattr(cls, name)
 
     def timed(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
         steps.append((time.perf_counter(), tokens_of(args, result), rss_mb(), gpu_peak_gib()))
+        if profile:
+            profile.after(len(steps))
         return result
 
     setattr(cls, name, timed)
 
 
 def main() -> int:
-    tool, out, sep, *argv = sys.argv[1:]
-    assert sep == "--", __doc__
+    tool, out, *rest = sys.argv[1:]
+    profile = None
+    if rest[:1] == ["--profile"]:
+        first, count = map(int, rest[1].split(":"))
+        profile, rest = Profile(first, count, out.removesuffix(".json") + ".profile.txt"), rest[2:]
+    assert rest[:1] == ["--"], __doc__
+    argv = rest[1:]
     steps: list[tuple[float, int, float]] = []
     if tool == "ours":
         from nmtrepro import cli
         from nmtrepro.training import train
-        patch(train.Trainer, "update", lambda args, result: result[2], steps)  # update() -> (loss, nll, tokens)
+        patch(train.Trainer, "update", lambda args, result: result[2], steps, profile)  # update() -> (loss, nll, tokens)
         run = lambda: cli.main(["train", *argv])  # noqa: E731
     else:
         from fairseq import trainer
@@ -56,7 +114,7 @@ def main() -> int:
 
         # train_step(samples): a list of collated samples; "ntokens" counts non-pad target tokens.
         patch(trainer.Trainer, "train_step",
-              lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), steps)
+              lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), steps, profile)
         sys.argv = ["fairseq-train", *argv]
         run = fairseq_train.cli_main
     try:
