@@ -63,6 +63,43 @@ def test_two_processes_follow_one_process_computing_both_shards(tmp_path):
         torch.testing.assert_close(ddp_weights[name], value, rtol=1e-4, atol=1e-6, msg=name)
 
 
+AOT_EAGER = """
+import sys
+
+import torch
+
+compile_ = torch.compile
+torch.compile = lambda model, backend, mode: compile_(model, backend="aot_eager")
+from nmtrepro.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_two_processes_on_the_paper_scales_fast_path_follow_one_eager_process(tmp_path):
+    """The paper scale's `fast: graphs` under DDP (on a CPU: batches padded to fixed shapes, the step
+    compiled, here traced by aot_eager as inductor would, gradients in buffers of their own, no
+    all-reduce until an update's last micro-batch): the updates of one eager process that computes
+    both ranks' batch groups on the same bucketed batches."""
+    script = tmp_path / "aot_eager.py"
+    script.write_text(AOT_EAGER)
+    corpus = write_copy_corpus(tmp_path / "data", n_train=96)
+    fast = dict(buckets=True, fast="graphs", max_updates=4)
+    run = subprocess.run(train_command(corpus, tmp_path / "ddp", 2, entry=(str(script),), **fast),
+                         env=environment(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "padded to fixed shapes" in run.stderr
+
+    single = Trainer(Corpus(corpus), TINY, Settings.from_dict({**SETTINGS, **fast, "fast": "off"}), tmp_path / "one",
+                     shards=2)
+    single.train()
+    expected = [r["train_loss"] for r in single.curve if "train_loss" in r]
+    assert len(expected) == 4 and train_losses(tmp_path / "ddp/curve.tsv") == pytest.approx(expected, rel=1e-5)
+    ddp_weights = checkpoint.load(tmp_path / "ddp/final.pt")["model"]
+    for name, value in single.model.state_dict().items():
+        torch.testing.assert_close(ddp_weights[name], value, rtol=1e-4, atol=1e-6, msg=name)
+
+
 def target_tokens(trainer: Trainer, batch: list[int]) -> int:
     return sum(trainer.corpus.splits["train"][1].sizes[i] for i in batch)
 
