@@ -23,6 +23,19 @@ def test_mapped_file_reads_what_loading_it_whole_reads(tmp_path):
         assert data[i].dtype == torch.int64 and torch.equal(data[i], expected)
 
 
+def test_a_padded_batch_gathers_the_sentences_of_one_at_a_time(tmp_path):
+    """IndexedData.padded (one numpy gather, what collate uses) against the sentences read one by one
+    and padded, in any order, repeats and uint16 or int32 tokens alike."""
+    sentences = SENTENCES + [[70000, 2]]  # an id past uint16: this file stores int32
+    for name, corpus in (("uint16", SENTENCES), ("int32", sentences)):
+        save_indexed(tmp_path / f"{name}.bin", corpus)
+        data = IndexedData(tmp_path / f"{name}.bin")
+        for indices in ([0], [2, 0, 3], [1, 1, 2], list(range(len(corpus)))[::-1]):
+            expected = torch.nn.utils.rnn.pad_sequence([data[i] for i in indices], batch_first=True, padding_value=0)
+            got = data.padded(indices, 0)
+            assert got.dtype == torch.int64 and torch.equal(got, expected), (name, indices)
+
+
 def test_tokens_are_mapped_from_the_file_not_read_into_memory(tmp_path):
     maps = Path("/proc/self/maps")
     if not maps.exists():

@@ -171,10 +171,18 @@ PAD_INPUT = {"spans": pad_spans, "pos": pad_sequences}
 BLANK_FIRST = {"src": Vocab.eos, "pos": POS_VOCAB.eos, "prev": Vocab.bos}
 
 
+def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
+    """(B, n) ids of sentences `indices` of a binarized corpus or a list of 1-D tensors, right-padded."""
+    if isinstance(sentences, IndexedData):
+        return sentences.padded(indices, Vocab.pad)
+    return pad_sequences([sentences[i] for i in indices])
+
+
 def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
-    """The encoder's inputs for sentences `indices`: their padded source ids (1-D tensors in `src`)
-    and, per extra input, the sentences' values (`extras[name][i]`) batched by PAD_INPUT[name]."""
-    return {"src": pad_sequences([src[i] for i in indices]),
+    """The encoder's inputs for sentences `indices`: their padded source ids (`src`: a binarized
+    corpus or 1-D tensors) and, per extra input, the sentences' values (`extras[name][i]`) batched by
+    PAD_INPUT[name]."""
+    return {"src": padded(src, indices),
             **{name: PAD_INPUT[name]([values[i] for i in indices]) for name, values in extras.items()}}
 
 
@@ -204,11 +212,12 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
     that bound from a shape rather than from the data, so that a compiled step has no data-dependent
     size (models/phrase.py).
     """
-    tgt_seqs = [tgt[i] for i in indices]
-    prev_seqs = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt_seqs]
-    batch = Batch(net_input=net_input(src, extras or {}, indices), prev=pad_sequences(prev_seqs),
-                  target=pad_sequences(tgt_seqs), ids=torch.tensor(indices),
-                  tgt_tokens=sum(len(t) for t in tgt_seqs), src_tokens=int(src.sizes[indices].sum()))
+    target = padded(tgt, indices)                                            # (B, T)
+    prev = torch.where(target == Vocab.pad, Vocab.pad, target.roll(1, dims=1))  # (B, T): its EOS dropped
+    prev[:, 0] = Vocab.bos
+    batch = Batch(net_input=net_input(src, extras or {}, indices), prev=prev, target=target,
+                  ids=torch.tensor(indices), tgt_tokens=int(tgt.sizes[indices].sum()),
+                  src_tokens=int(src.sizes[indices].sum()))
     if not bucketed:
         return batch
     length = bucket_length(max(batch.net_input["src"].size(1), batch.target.size(1)))
