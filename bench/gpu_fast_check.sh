@@ -89,7 +89,7 @@ for step in $steps; do
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files
     (cd "$WORK" && find . -type f \( -name '*.json' -o -name '*.tsv' -o -name '*.log' -o -name '*.txt' \) -size -4M \
-        -not -path '*/checkpoints/*' -not -path '*/prepared/*' -not -path '*/data*/*' -print0 \
+        -not -path '*/checkpoints/*' -not -path '*/prepared/*' -not -path '*/data*/*' -not -path '*/fairseq-bin/*' -print0 \
         | tar --null -T - -czf "$OUT/work.tgz") || true
 fi
 echo "== done in $(( $(date +%s) - start )) s"
