@@ -154,21 +154,14 @@ def pad_sequences(seqs: list[torch.Tensor], pad: int = Vocab.pad) -> torch.Tenso
     return torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=pad)
 
 
-def pad_spans(spans: list[list[tuple[int, int]]]) -> torch.Tensor:
-    """Ragged per-sentence [start, end) spans -> (B, P, 2) LongTensor; missing phrases are (0, 0)."""
-    out = torch.zeros(len(spans), max(len(s) for s in spans), 2, dtype=torch.long)
-    for i, sentence in enumerate(spans):
-        out[i, :len(sentence)] = torch.tensor(sentence, dtype=torch.long).view(-1, 2)
-    return out
-
-
-# How each extra model input is batched, by its name in `model.config.extra_inputs`: parser phrases
-# (B, P, 2); POS tag ids (B, S) aligned with "src", padded with the same pad id (`core.pos`).
-PAD_INPUT = {"spans": pad_spans, "pos": pad_sequences}
-# What a row without a sentence (collate's fixed shapes) holds first, by input: a lone EOS and its tag, so
-# that its attention has a key to attend to (a row of padding alone would make its softmax NaN, and NaN
-# times a zero gradient is NaN); no parser phrase.
-BLANK_FIRST = {"src": Vocab.eos, "pos": POS_VOCAB.eos, "prev": Vocab.bos}
+def pad_spans(spans: Sequence[list[tuple[int, int]]], indices: list[int] | None = None) -> torch.Tensor:
+    """Ragged per-sentence [start, end) spans (of sentences `indices`, or all) -> (B, P, 2) LongTensor;
+    missing phrases are (0, 0). Filled in one numpy pass, as `padded`."""
+    rows = spans if indices is None else [spans[i] for i in indices]
+    counts = np.array([len(row) for row in rows])
+    out = np.zeros((len(rows), int(counts.max()), 2), dtype=np.int64)
+    out[np.arange(out.shape[1]) < counts[:, None]] = [span for row in rows for span in row]
+    return torch.from_numpy(out)
 
 
 def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
@@ -178,12 +171,22 @@ def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
     return pad_sequences([sentences[i] for i in indices])
 
 
+# How each extra model input is batched from its values and a batch's sentence indices, by its name in
+# `model.config.extra_inputs`: parser phrases (B, P, 2); POS tag ids (B, S) aligned with "src", padded
+# with the same pad id (`core.pos`).
+PAD_INPUT = {"spans": pad_spans, "pos": padded}
+# What a row without a sentence (collate's fixed shapes) holds first, by input: a lone EOS and its tag, so
+# that its attention has a key to attend to (a row of padding alone would make its softmax NaN, and NaN
+# times a zero gradient is NaN); no parser phrase.
+BLANK_FIRST = {"src": Vocab.eos, "pos": POS_VOCAB.eos, "prev": Vocab.bos}
+
+
 def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
     """The encoder's inputs for sentences `indices`: their padded source ids (`src`: a binarized
     corpus or 1-D tensors) and, per extra input, the sentences' values (`extras[name][i]`) batched by
     PAD_INPUT[name]."""
     return {"src": padded(src, indices),
-            **{name: PAD_INPUT[name]([values[i] for i in indices]) for name, values in extras.items()}}
+            **{name: PAD_INPUT[name](values, indices) for name, values in extras.items()}}
 
 
 def pad_to(tensor: torch.Tensor, length: int, pad: int = Vocab.pad) -> torch.Tensor:
