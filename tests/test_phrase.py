@@ -72,6 +72,12 @@ def test_token_phrases_are_the_tokens_themselves():
     assert torch.equal(pooled[0], x[0]) and torch.equal(pooled[1, :4], x[1, :4])
 
 
+def test_spans_batch_into_phrases_with_missing_ones_zero():
+    corpus = [[(0, 2), (2, 6), (6, 7)], [(0, 3), (3, 4)], [(0, 1)]]
+    assert pad_spans(corpus, [2, 0]).tolist() == [[[0, 1], [0, 0], [0, 0]], [[0, 2], [2, 6], [6, 7]]]
+    assert pad_spans(corpus[:2]).tolist() == [[[0, 2], [2, 6], [6, 7]], [[0, 3], [3, 4], [0, 0]]]
+
+
 def test_parse_spans_pad_to_empty_masked_phrases():
     src, spans = source()
     index, mask = gather_index(spans, src.eq(Vocab.pad))
