@@ -10,19 +10,19 @@
 #   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
-# hold about the first three in one call, the rest in a second):
-#   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
-#             micro-batches, which CUDA graphs must not overwrite, for the families not yet compared on
-#             a GPU: BiARN, the RNN encoder, DiSAN (bench/fast_equality.py --fast graphs; ~3 min)
-#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
-#             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2 min)
+# hold about the first three in one call, part of the rest in a second):
 #   profile   the paper Base on `fast: graphs` and under fairseq, timed, then two updates each under
 #             torch's profiler: how much of the wall time the GPU is busy, and where the host's time
 #             goes (bench/fairseq_compare.py --paths graphs --profile 2; ~4 min)
-#   families  `nmtrepro train` of Base, BiARN, +Fusing_Diverse and +PR (parser phrases) at the paper
-#             scale's settings (`fast: graphs`, 4,096-token micro-batches): the plan's rates and the
-#             60 %-of-Base target (bench/gpu_train.py; ~2 min a family, each a cold compile)
-#   big       the same for the Transformer Big (bench/gpu_train.py; ~2 min)
+#   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
+#             micro-batches, which CUDA graphs must not overwrite, for the recurrent families, not yet
+#             compared on a GPU: BiARN, the RNN encoder (bench/fast_equality.py --fast graphs; ~3 min)
+#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
+#             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2.5 min)
+#   families  `nmtrepro train` of BiARN, +Fusing_Diverse and +PR (parser phrases) at the paper scale's
+#             settings (`fast: graphs`, 4,096-token micro-batches): the plan's rates and the 60 %-of-Base
+#             target, Base's rate being the profile step's (bench/gpu_train.py; ~2.5 min a family)
+#   big       the same for the Transformer Big (bench/gpu_train.py; ~2.5 min)
 # Run on 2026-11-27 (bench/README.md), so not among the defaults:
 #   fairseq   the paper Base under ours (eager, compiled, CUDA graphs) and fairseq on one GPU, same data
 #             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
@@ -31,7 +31,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-graphs auto profile families big}
+steps=${*:-profile graphs auto families big}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -48,10 +48,10 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 20 --threads 8)
-    families=(--updates 60 --minutes 2 --timeout 240 --variant transformer_base --variant biarn
-              --variant fusing_diverse --variant phrase_max_attn_ta_parse)
+    families=(--updates 60 --minutes 2 --timeout 240 --variant biarn --variant fusing_diverse
+              --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
-    graphs=(--device cuda --precision bf16 --variant biarn --variant rnn_encoder --variant transformer_disan)
+    graphs=(--device cuda --precision bf16 --variant biarn --variant rnn_encoder)
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--updates 40 --minutes 2 --timeout 240)
 fi
