@@ -10,7 +10,7 @@ from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig
                                     gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
-from nmtrepro.training.batching import collate, pad_spans
+from nmtrepro.training.batching import collate, flat_spans, pad_spans
 from nmtrepro.training.criterion import model_loss
 
 VARIANTS = {
@@ -74,8 +74,10 @@ def test_token_phrases_are_the_tokens_themselves():
 
 def test_spans_batch_into_phrases_with_missing_ones_zero():
     corpus = [[(0, 2), (2, 6), (6, 7)], [(0, 3), (3, 4)], [(0, 1)]]
-    assert pad_spans(corpus, [2, 0]).tolist() == [[[0, 1], [0, 0], [0, 0]], [[0, 2], [2, 6], [6, 7]]]
-    assert pad_spans(corpus[:2]).tolist() == [[[0, 2], [2, 6], [6, 7]], [[0, 3], [3, 4], [0, 0]]]
+    for spans in (corpus, flat_spans(corpus)):  # as decoding reads them, and as a training corpus holds them
+        assert pad_spans(spans, [2, 0]).tolist() == [[[0, 1], [0, 0], [0, 0]], [[0, 2], [2, 6], [6, 7]]]
+        assert pad_spans(spans, [0, 1]).tolist() == [[[0, 2], [2, 6], [6, 7]], [[0, 3], [3, 4], [0, 0]]]
+    assert pad_spans(corpus[:2]).tolist() == pad_spans(flat_spans(corpus[:2])).tolist()
 
 
 def test_parse_spans_pad_to_empty_masked_phrases():

@@ -42,7 +42,7 @@ from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
 from .fast import CompiledLoss, check_setting, fast_loss, own_gradients
-from .batching import collate, token_batches
+from .batching import collate, flat_spans, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
 
@@ -116,7 +116,7 @@ class Corpus:
                 raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
             self.splits[split] = (src, tgt)
             if spans_dir is not None:
-                self.extras[split]["spans"] = read_spans(Path(spans_dir) / f"{split}.spans", src.sizes)
+                self.extras[split]["spans"] = flat_spans(read_spans(Path(spans_dir) / f"{split}.spans", src.sizes))
             if pos_dir is not None:
                 self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
 
