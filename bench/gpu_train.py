@@ -134,6 +134,7 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
     if not steps:
         raise RuntimeError(f"{exp.variant}: no step lines in its log")
     speeds = [float(m.group(1)) for m in steps[1:] or steps]  # the first window holds the warm-up
+    later = speeds[len(speeds) // 2:]  # CUDA graphs record each new batch shape once, early on
     peaks = [float(p) for m in steps for p in PEAK.findall(m.group(0))]
     params = re.search(r"([\d,]+) parameters", log)
     precision = re.search(r"parameters on \S+, (\w+)", log)
@@ -142,8 +143,7 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
             "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens,  # auto: what it found
             "update_tokens": exp.train["update_tokens"],
             "tgt_tok_s": round(sum(speeds) / len(speeds)),
-            # the later half of the windows: CUDA graphs record each new batch shape once, early on
-            "late_tgt_tok_s": round(sum(speeds[len(speeds) // 2:]) / len(speeds[len(speeds) // 2:])),
+            "late_tgt_tok_s": round(sum(later) / len(later)),
             "peak_gib": max(peaks) if peaks else None,
             "wall_s": round(seconds, 1)}
 

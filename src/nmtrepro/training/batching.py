@@ -163,15 +163,11 @@ def flat_spans(spans: Sequence[list[tuple[int, int]]]) -> IndexedData:
 
 def pad_spans(spans: Sequence[list[tuple[int, int]]] | IndexedData, indices: list[int] | None = None) -> torch.Tensor:
     """Ragged per-sentence [start, end) spans (of sentences `indices`, or all; lists, or `flat_spans`)
-    -> (B, P, 2) LongTensor; missing phrases are (0, 0). Filled in one numpy pass, as `padded`."""
-    if isinstance(spans, IndexedData):
-        flat = spans.padded(range(len(spans)) if indices is None else indices, 0)    # (B, 2P)
-        return flat.view(flat.size(0), -1, 2)
-    rows = spans if indices is None else [spans[i] for i in indices]
-    counts = np.array([len(row) for row in rows])
-    out = np.zeros((len(rows), int(counts.max()), 2), dtype=np.int64)
-    out[np.arange(out.shape[1]) < counts[:, None]] = [span for row in rows for span in row]
-    return torch.from_numpy(out)
+    -> (B, P, 2) LongTensor; missing phrases are (0, 0), the flat sequences' padding."""
+    if not isinstance(spans, IndexedData):  # lists (decoding's sources): flattened first
+        spans, indices = flat_spans(spans if indices is None else [spans[i] for i in indices]), None
+    flat = spans.padded(range(len(spans)) if indices is None else indices, 0)    # (B, 2P)
+    return flat.view(flat.size(0), -1, 2)
 
 
 def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
