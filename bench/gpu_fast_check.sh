@@ -19,6 +19,9 @@
 #             compared on a GPU: BiARN, the RNN encoder (bench/fast_equality.py --fast graphs; ~3 min)
 #   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
 #             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2.5 min)
+#   npmt      `nmtrepro train` of paper C's NPMT (eager; SWAN scored on the rows a segmentation can use,
+#             its normaliser chunked): tok/s and peak against the H100's 3,380 and 29.4 GiB before
+#             (bench/gpu_train.py; ~1.5 min)
 #   families  `nmtrepro train` of BiARN, +Fusing_Diverse and +PR (parser phrases) at the paper scale's
 #             settings (`fast: graphs`, 4,096-token micro-batches): the plan's rates and the 60 %-of-Base
 #             target, Base's rate being the profile step's (bench/gpu_train.py; ~2.5 min a family)
@@ -31,7 +34,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-profile graphs auto families big}
+steps=${*:-profile graphs auto npmt families big}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -45,6 +48,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     graphs=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant biarn)
     auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
+    npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 20 --threads 8)
@@ -54,6 +58,7 @@ else
     graphs=(--device cuda --precision bf16 --variant biarn --variant rnn_encoder)
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--updates 40 --minutes 2 --timeout 240)
+    npmt=(--updates 40 --minutes 1 --timeout 150)
 fi
 
 run() {  # run STEP NEEDED_SECONDS COMMAND...
@@ -84,7 +89,8 @@ for step in $steps; do
         graphs)   run graphs 60 python3 bench/fast_equality.py --out "$WORK/fast_equality_graphs" --fast graphs \
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
         big)      run big 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_big" --variant transformer_big "${big[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, families, big, fairseq, equality)"; exit 2 ;;
+        npmt)     run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files

@@ -1,19 +1,22 @@
 """SWAN's loss against a plain seq2seq step on the same batch, and how it grows with the maximum
-segment length L and the sentence length, in one run (paper C, issue: "bench SWAN vs seq2seq").
+segment length L and the sentence length, in one run (paper C, issue: "bench SWAN vs seq2seq"); with
+`--corpus`, on the sentence lengths of a real parallel corpus batched as the trainer batches them.
 
 Each cell times forward + backward of one batch of `--tokens` target tokens (sentences of one
 length, source as long as target) for NPMT (the loss sums over every segmentation: its segment GRU
 runs L+1 steps from every (source position, target start) pair) and for the attention GRU seq2seq
 baseline (token cross-entropy), both at the same width and vocabulary, interleaved repetition by
 repetition so that load on a shared machine hits them alike. Printed: milliseconds per batch and the
-ratio NPMT / seq2seq. Run from the repo root:
+ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
 
     python bench/swan_loss.py                       # d 64, V 4568 (tiny's de-en target vocabulary)
     python bench/swan_loss.py --lengths 10 20 --max-segments 2 6 --repeats 5
+    python bench/swan_loss.py --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import time
 
 import torch
@@ -21,6 +24,7 @@ import torch
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
+from nmtrepro.training.batching import token_batches
 from nmtrepro.training.criterion import model_loss
 
 
@@ -32,6 +36,31 @@ def batch(length: int, tokens: int, vocab: int, seed: int = 0) -> tuple:
     src[:, -1] = tgt[:, -1] = Vocab.eos
     prev = torch.cat([torch.full((rows, 1), Vocab.bos), tgt[:, :-1]], dim=1)
     return {"src": src}, prev, tgt
+
+
+def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count: int) -> list[tuple]:
+    """`count` batches spread over the trainer's token batches (`token_batches`, at most `tokens` padded
+    tokens a side) of a corpus's sentence lengths (words + EOS, paper C's 1-50 words kept), random
+    token ids; the padding, which SWAN's work depends on, is the real batches'."""
+    def lengths(path):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            return [len(line.split()) + 1 for line in lines]
+    pairs = [(s, t) for s, t in zip(lengths(src_file), lengths(tgt_file)) if 1 < s <= 51 and 1 < t <= 51]
+    src_len, tgt_len = zip(*pairs)
+    plan = token_batches(src_len, tgt_len, tokens, seed=0)
+    gen = torch.Generator().manual_seed(0)
+    batches = []
+    for i in range(0, len(plan), max(1, len(plan) // count))[:count]:
+        rows = plan[i]
+        src = torch.full((len(rows), max(src_len[r] for r in rows)), Vocab.pad)
+        tgt = torch.full((len(rows), max(tgt_len[r] for r in rows)), Vocab.pad)
+        for row, r in enumerate(rows):
+            src[row, :src_len[r]] = torch.randint(4, vocab, (src_len[r],), generator=gen)
+            tgt[row, :tgt_len[r]] = torch.randint(4, vocab, (tgt_len[r],), generator=gen)
+            src[row, src_len[r] - 1] = tgt[row, tgt_len[r] - 1] = Vocab.eos
+        prev = torch.cat([torch.full((len(rows), 1), Vocab.bos), tgt[:, :-1]], dim=1).masked_fill(tgt.eq(Vocab.pad), Vocab.pad)
+        batches.append(({"src": src}, prev, tgt))
+    return batches
 
 
 def step_ms(model, data, repeats: int) -> list[float]:
@@ -50,7 +79,10 @@ def main() -> None:
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--vocab", type=int, default=4568)
     parser.add_argument("--tokens", type=int, default=1024, help="target tokens per batch")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
+    parser.add_argument("--lengths", type=int, nargs="*", default=[10, 20, 40])
+    parser.add_argument("--corpus", nargs=2, metavar=("SOURCE", "TARGET"),
+                        help="also time batches with the sentence lengths of these (gzipped) files")
+    parser.add_argument("--batches", type=int, default=4, help="corpus batches timed in a repetition")
     parser.add_argument("--max-segments", type=int, nargs="+", default=[1, 3, 6])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
@@ -63,17 +95,20 @@ def main() -> None:
     seq2seq = build_model({"family": "gru_attention", **sizes})
     print(f"d {args.d_model}, V {args.vocab}, {args.tokens} target tokens a batch, {args.threads} thread(s), "
           f"median of {args.repeats}: forward + backward")
-    print(f"{'length':>6} {'L':>3} {'seq2seq ms':>11} {'NPMT ms':>9} {'NPMT / seq2seq':>15}")
-    for length in args.lengths:
-        data = batch(length, args.tokens, args.vocab)
+    print(f"{'length':>6} {'L':>3} {'seq2seq ms':>11} {'NPMT ms':>9} {'NPMT / seq2seq':>15} {'NPMT tok/s':>11}")
+    cases = [(str(length), [batch(length, args.tokens, args.vocab)]) for length in args.lengths]
+    if args.corpus:
+        cases.append(("corpus", corpus_batches(*args.corpus, args.tokens, args.vocab, args.batches)))
+    for label, batches in cases:
+        targets = sum(int(target.ne(Vocab.pad).sum()) for _, _, target in batches)
         for max_seg in args.max_segments:
             npmt = build_model({"family": "npmt", **sizes, "max_segment": max_seg})
             base, swan = [], []
             for _ in range(args.repeats):                         # interleaved
-                base += step_ms(seq2seq, data, 1)
-                swan += step_ms(npmt, data, 1)
+                base.append(sum(sum(step_ms(seq2seq, data, 1)) for data in batches))
+                swan.append(sum(sum(step_ms(npmt, data, 1)) for data in batches))
             b, s = sorted(base)[len(base) // 2], sorted(swan)[len(swan) // 2]
-            print(f"{length:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f}")
+            print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f}")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from nmtrepro.models.npmt import LogSumExp, SegmentDecoder, swan_log_likelihood, swan_loss
+from nmtrepro.models.npmt import LinearLogSumExp, SegmentDecoder, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
 END = 1  # `$` in the tiny vocabularies below
@@ -72,7 +73,7 @@ def test_infeasible_pair_is_excluded_with_finite_loss_and_gradients():
     src, tgt = torch.tensor([1, 3, 2]), torch.tensor([4, 4, 3])          # sentence 0: 4 > 1 * 2
     h = torch.randn(3, 3, 6, dtype=torch.float64, requires_grad=True)
     y = torch.randint(2, 7, (3, 4))
-    seg = decoder.segment_logprobs(h, y, tgt, max_seg)
+    seg = decoder.segment_logprobs(h, y, src, tgt, max_seg)
     log_lik, feasible = swan_log_likelihood(seg, src, tgt, max_seg)
     assert feasible.tolist() == [False, True, True]
     assert log_lik[0] == float("-inf") and torch.isfinite(log_lik[1:]).all()
@@ -95,17 +96,19 @@ def test_loss_of_an_all_infeasible_batch_is_zero_not_nan():
 
 
 @pytest.mark.parametrize("layers", [1, 2])
-def test_segment_logprobs_match_a_step_by_step_loop(layers):
+def test_segment_logprobs_match_a_step_by_step_loop_where_a_segmentation_can_use_them(layers):
+    """Every (t, j, k) that some segmentation of y uses is scored as a GRU run step by step scores it; the
+    others are -inf (never computed), which leaves SWAN's log-likelihood as the whole table gives it."""
     torch.manual_seed(1)
     decoder, max_seg = SegmentDecoder(6, 5, 7, END, layers=layers).double(), 3
-    tgt = torch.tensor([4, 2])
-    h = torch.randn(2, 3, 6, dtype=torch.float64)
-    y = torch.randint(2, 7, (2, 4))
-    seg = decoder.segment_logprobs(h, y, tgt, max_seg)
-    assert seg.shape == (2, 3, 5, 4)
-    for b, t, j, k in itertools.product(range(2), range(3), range(5), range(max_seg + 1)):
+    src, tgt = torch.tensor([4, 2, 3, 1]), torch.tensor([5, 2, 7, 4])         # the last has no segmentation
+    h = torch.randn(4, 4, 6, dtype=torch.float64)
+    y = torch.randint(2, 7, (4, 7))
+    seg = decoder.segment_logprobs(h, y, src, tgt, max_seg)
+    assert seg.shape == (4, 4, 8, 4)
+    full = torch.full_like(seg, float("-inf"))
+    for b, t, j, k in itertools.product(range(4), range(4), range(8), range(max_seg + 1)):
         if j + k > tgt[b]:
-            assert seg[b, t, j, k] == float("-inf")
             continue
         states = list(torch.tanh(decoder.init(h[b, t])).view(layers, 1, 5))
         token, total = END, 0.0
@@ -116,7 +119,13 @@ def test_segment_logprobs_match_a_step_by_step_loop(layers):
             logp = torch.log_softmax(decoder.out(x)[0], -1)
             token = int(y[b, j + m]) if m < k else END
             total = total + logp[token]
-        assert torch.allclose(seg[b, t, j, k], total), (b, t, j, k)
+        full[b, t, j, k] = total
+        used = k == 0 or (t < src[b] and j <= t * max_seg and tgt[b] - j <= (src[b] - t) * max_seg)
+        assert torch.allclose(seg[b, t, j, k], total) if used else seg[b, t, j, k] == float("-inf"), (b, t, j, k)
+    assert torch.isinf(seg[3, :, :, 1:]).all()
+    ours, ok = swan_log_likelihood(seg, src, tgt, max_seg)
+    whole, _ = swan_log_likelihood(full, src, tgt, max_seg)
+    assert ok.tolist() == [True, True, True, False] and torch.allclose(ours[:3], whole[:3], atol=1e-12)
 
 
 def test_reordering_output_shape_and_pads_are_zero():
@@ -214,7 +223,7 @@ def test_npmt_loss_is_swan_nll_without_eos_on_either_side_and_counts_infeasible_
     assert loss is nll and torch.isfinite(loss) and model.infeasible_pairs == 1
     enc = model.encode(src)
     y = torch.tensor([[8, 9]])
-    seg = model.decoder.segment_logprobs(enc["out"][:1], y, torch.tensor([2]), 3)
+    seg = model.decoder.segment_logprobs(enc["out"][:1], y, torch.tensor([2]), torch.tensor([2]), 3)
     assert torch.allclose(loss, -brute_force(seg[0], 2, 2, 3))
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
@@ -259,7 +268,7 @@ def best_by_enumeration(model, src, word_bonus=0.0, lm=None, lm_weight=0.0):
     y = torch.tensor([list(s) + [Vocab.pad] * (T - len(s)) for s in strings])
     lengths = torch.tensor([len(s) for s in strings])
     h = enc["out"].expand(len(strings), -1, -1)
-    seg = model.decoder.segment_logprobs(h, y, lengths, L)
+    seg = model.decoder.segment_logprobs(h, y, torch.full_like(lengths, positions), lengths, L)
     log_lik, _ = swan_log_likelihood(seg.double(), torch.full_like(lengths, positions), lengths, L)
     lm_scores = [lm.log10_prob_of(s, (lm.bos,)) if lm is not None else 0.0 for s in strings]
     q = [float(ll) + word_bonus * len(s) + lm_weight * lm_s for s, ll, lm_s in zip(strings, log_lik, lm_scores)]
@@ -301,21 +310,38 @@ def test_npmt_config_rejects_bad_options():
         npmt(reorder_window=-1)
 
 
-def test_the_normaliser_matches_torch_logsumexp_and_its_gradient():
-    """The SWAN normaliser's own backward against torch.logsumexp's (double precision), and a second
-    backward through the same graph refused rather than wrong (so gradcheck, which needs one, cannot run)."""
+def test_the_chunked_normaliser_matches_a_linear_then_logsumexp_and_their_gradients():
+    """SWAN's normaliser in chunks (here 4 rows, not dividing the 11) against torch's Linear + logsumexp in
+    double precision, value and the gradients of x, W and b; and under bf16 autocast, to bf16's precision."""
     torch.manual_seed(0)
-    logits = torch.randn(3, 4, 7, dtype=torch.float64) * 5
-    weights = torch.randn(3, 4, dtype=torch.float64)
-    ours, ref = logits.clone().requires_grad_(), logits.clone().requires_grad_()
-    assert torch.allclose(LogSumExp.apply(ours), torch.logsumexp(ref, -1), atol=1e-12)
-    (LogSumExp.apply(ours) * weights).sum().backward()
-    (torch.logsumexp(ref, -1) * weights).sum().backward()
-    assert torch.allclose(ours.grad, ref.grad, atol=1e-12)
-    out = LogSumExp.apply(logits.clone().requires_grad_()).sum()
-    out.backward(retain_graph=True)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        out.backward()
+    x, weight, bias = torch.randn(11, 5, dtype=torch.float64), torch.randn(7, 5, dtype=torch.float64), torch.randn(7, dtype=torch.float64)
+    grad = torch.randn(11, dtype=torch.float64)
+
+    def run(normaliser, *tensors):
+        leaves = [t.clone().requires_grad_() for t in tensors]
+        out = normaliser(*leaves)
+        out.backward(grad.to(out.dtype))
+        return [out] + [leaf.grad for leaf in leaves]
+
+    ours = run(lambda x, w, b: LinearLogSumExp.apply(x, w, b, 4), x, weight, bias)
+    reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b), -1), x, weight, bias)
+    for a, b in zip(ours, reference):
+        assert a.dtype == torch.float64 and torch.allclose(a, b, atol=1e-12)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = run(lambda x, w, b: LinearLogSumExp.apply(x, w, b, 4), x.float(), weight.float(), bias.float())
+        reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b).float(), -1), x.float(), weight.float(), bias.float())
+    for a, b in zip(ours, reference):
+        assert a.dtype == torch.float32 and torch.allclose(a, b, rtol=2e-2, atol=2e-2)
+
+
+def test_the_normaliser_keeps_no_rows_by_vocabulary_tensor_for_backward():
+    """What autograd saves for the normaliser's backward: x, W, b and the (N,) result, never the (N, V)
+    logits or softmax that made SWAN's memory grow with the vocabulary."""
+    decoder = SegmentDecoder(d_source=4, d_hidden=8, vocab_size=500, end_index=2)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+        decoder.normaliser(torch.randn(3, 40, 8))
+    assert saved and max(saved) <= 500 * 8 < 120 * 500
 
 
 def test_paper_c_at_paper_scale_trains_and_decodes_as_its_authors():

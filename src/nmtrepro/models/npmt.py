@@ -6,7 +6,8 @@ p(y|x) sums prod_t p(a_t | h_t) over every segmentation of y into |x| such segme
 forward dynamic program alpha[t, j] = logsumexp_k alpha[t-1, j-k] + log p(y_{j-k+1..j} $ | h_t),
 run here in log space for a whole batch at once. Segments are independent given h_t (no RNN
 carries information across segments, as in the paper's experiments), so the segment decoder scores
-every (t, start j, length k) in L+1 GRU steps run on all start states together.
+every (t, start j, length k) that a segmentation of y can use (`segment_rows`) in L+1 GRU steps run on
+all start states together, each step's normaliser over the vocabulary in chunks (`LinearLogSumExp`).
 
 The family trains by `sequence_loss` (SWAN's -log p(y|x), which the trainer calls instead of the token
 cross-entropy) and translates by `translate_segments` (generate.py calls it instead of its token beam
@@ -49,13 +50,13 @@ def swan_log_likelihood(seg_logprobs: torch.Tensor, src_lengths: torch.Tensor, t
     start = j[:, None] - k[None, :]                       # (T+1, L+1): segment j-k..j ends at j
     valid = start >= 0
     start = start.clamp_min(0)
+    # (B, S, T+1, L+1): seg[b, t, j-k, k], the segment that ends at j, gathered once for every t; where
+    # j < k, log 0 (the clamped start's alpha + _NEG stays ~_NEG: no weight in the logsumexp)
+    ending = seg[:, :, start, k[None, :]].masked_fill(~valid, _NEG)
     alpha = torch.full((B, T1), _NEG, dtype=seg.dtype, device=seg.device)
     alpha[:, 0] = 0.0                                      # alpha[0, 0] = 0: nothing emitted yet
     for t in range(S):
-        # (B, T+1, L+1): alpha[t-1, j-k] + seg[t, j-k, k]
-        scores = alpha[:, start] + seg[:, t, start, k[None, :]]
-        scores = scores.masked_fill(~valid, _NEG)
-        new = torch.logsumexp(scores, dim=-1)
+        new = torch.logsumexp(alpha[:, start] + ending[:, t], dim=-1)          # alpha[t-1, j-k] + seg[t, j-k, k]
         alpha = torch.where((t < src_lengths)[:, None], new, alpha)   # padded source positions: keep
     log_lik = alpha.gather(1, tgt_lengths[:, None]).squeeze(1)
     feasible = tgt_lengths <= src_lengths * max_seg
@@ -74,30 +75,92 @@ def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
-class LogSumExp(torch.autograd.Function):
-    """logsumexp over the last axis in fp32 that keeps the softmax it computes on the way for backward.
+def compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype a Linear on x computes in here: autocast's (bf16) where it is on, else x's own."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
-    SWAN takes a normaliser over the vocabulary for every (source position, target start, segment step),
-    so these (N, V) passes are a third of an NPMT update: torch.logsumexp recomputes exp(z - lse)
-    backwards (a subtraction and an exp over N x V); keeping exp(z - max) and its row sums makes the
-    backward one multiplication, done in place (bench/README.md): a second backward through the same
-    graph then fails on autograd's version check of the saved tensor instead of reading a product."""
+
+def normaliser_chunk_bytes(device: torch.device) -> int:
+    """The fp32 logits a chunk of SWAN's normaliser holds: on a GPU, rows enough for full-speed matmuls
+    and few launches (11k at paper C's 22,822 words); on a CPU, whose speed the chunk size left unchanged
+    from 16 MiB to 1 GiB (bench/README.md), little memory."""
+    return 1 << 30 if device.type == "cuda" else 16 << 20
+
+
+class LinearLogSumExp(torch.autograd.Function):
+    """log sum_v exp(x W^T + b)_v for rows x (N, d), W (V, d), b (V,): a Linear and a logsumexp over
+    its output in one, computed `chunk` rows at a time, so that no (N, V) tensor is ever held.
+
+    SWAN takes this normaliser for every (source position, target start, segment step): as a Linear
+    then a logsumexp, autograd kept the (N, V) logits or softmax of all 7 steps for backward, the bulk
+    of NPMT's 29.4 GiB on paper C's 800-token batches (bench/README.md), and each of them crossed memory
+    some ten times in fp32. Here forward keeps x and the (N,) result; backward recomputes each chunk's logits, turns
+    them into softmax * grad in place and multiplies out the chunk's dx, dW and db: one more matmul
+    for several fewer passes over (N, V), and memory for one chunk. The matmuls run in the ambient
+    autocast dtype (bf16), the exponentials and sums in fp32; dW and db accumulate in fp32."""
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor) -> torch.Tensor:
-        z = at_least_fp32(logits)
-        top = z.amax(dim=-1, keepdim=True)
-        e = torch.sub(z, top).exp_()                                            # (..., V) in (0, 1]
-        total = e.sum(dim=-1, keepdim=True)
-        ctx.save_for_backward(e, total)
-        ctx.logits_dtype = logits.dtype
-        return (top + total.log()).squeeze(-1)
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, chunk: int) -> torch.Tensor:
+        dtype = compute_dtype(x)
+        lse = torch.empty(x.size(0), dtype=torch.promote_types(dtype, torch.float32), device=x.device)
+        with torch.autocast(x.device.type, enabled=False):
+            w, b = weight.to(dtype), bias.to(dtype)
+            for start in range(0, x.size(0), chunk):
+                part = slice(start, start + chunk)
+                logits = torch.addmm(b, x[part].to(dtype), w.t())                  # (chunk, V)
+                lse[part] = torch.logsumexp(at_least_fp32(logits), dim=-1)
+        ctx.save_for_backward(x, weight, bias, lse)
+        ctx.dtype, ctx.chunk = dtype, chunk
+        return lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        e, total = ctx.saved_tensors
-        return e.mul_(grad[..., None] / total).to(ctx.logits_dtype)          # softmax * grad
+    def backward(ctx, grad: torch.Tensor):
+        x, weight, bias, lse = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        dx = torch.empty_like(x) if need_x else None
+        dw = weight.new_zeros(weight.shape, dtype=lse.dtype) if need_w else None
+        db = bias.new_zeros(bias.shape, dtype=lse.dtype) if need_b else None
+        with torch.autocast(x.device.type, enabled=False):
+            w, b = weight.to(ctx.dtype), bias.to(ctx.dtype)
+            for start in range(0, x.size(0), ctx.chunk):
+                part = slice(start, start + ctx.chunk)
+                xs = x[part].to(ctx.dtype)
+                # softmax * grad, (chunk, V) in fp32 at least, made in place from the recomputed logits
+                g = at_least_fp32(torch.addmm(b, xs, w.t())).sub_(lse[part, None]).exp_().mul_(grad[part, None])
+                if need_b:
+                    db += g.sum(0)
+                g = g.to(ctx.dtype)
+                if need_x:
+                    dx[part] = g @ w
+                if need_w:
+                    dw += g.t() @ xs
+        return dx, None if dw is None else dw.to(weight.dtype), None if db is None else db.to(bias.dtype), None
+
+
+def segment_rows(src_lengths: torch.Tensor, tgt_lengths: torch.Tensor, S: int, T: int,
+                 max_seg: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+    """The (sentence b, source position t, target start j) whose segments of 1..L tokens some
+    segmentation of the target can use, as index tensors sorted by the tokens left after j (most
+    first), and for m = 1..L how many have at least m left: step m of the segment decoder runs on
+    that prefix alone (trailing zeros dropped).
+
+    A segment at position t (0-based) that starts after j tokens is on a segmentation iff t < |x|, the
+    positions before it can have written j tokens (j <= t L), the positions from it on can write the
+    rest (|y| - j <= (|x| - t) L) and it has a token to write (j < |y|). On IWSLT14's test set in
+    800-token batches 62 % of the (b, t, j) of a padded batch are, 51 % in 3,000-token batches
+    (bench/README.md): the rest was scored over the whole vocabulary for nothing."""
+    L, device = max_seg, src_lengths.device
+    t = torch.arange(S, device=device)[None, :, None]
+    j = torch.arange(T + 1, device=device)[None, None, :]
+    n_src, left = src_lengths[:, None, None], tgt_lengths[:, None, None] - j                # left (B, 1, T+1)
+    keep = (t < n_src) & (j <= t * L) & (left >= 1) & (left <= (n_src - t) * L)           # (B, S, T+1)
+    b, t, j = keep.nonzero(as_tuple=True)
+    left = tgt_lengths[b] - j
+    order = torch.argsort(left, descending=True, stable=True)
+    counts = (left[None] >= torch.arange(1, L + 1, device=device)[:, None]).sum(1).tolist()
+    return b[order], t[order], j[order], [n for n in counts if n]
 
 
 class SegmentDecoder(nn.Module):
@@ -139,48 +202,47 @@ class SegmentDecoder(nn.Module):
     def token_logprobs(self, x: torch.Tensor, tokens: torch.Tensor, normaliser: torch.Tensor) -> torch.Tensor:
         """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...), from the
         chosen rows of the output layer: reading two entries of each row of a full log-softmax instead
-        would back-propagate through zero-filled (B, S, T+1, V) gradients, one per entry read."""
+        would back-propagate through zero-filled (rows, V) gradients, one per entry read."""
         scores = (x * self.out.weight[tokens]).sum(-1) + self.out.bias[tokens]
-        return scores.float() - normaliser
+        return at_least_fp32(scores) - normaliser
 
     def normaliser(self, x: torch.Tensor) -> torch.Tensor:
-        """log sum_v exp(out(x)_v), (..., d) -> (...), in fp32."""
-        return LogSumExp.apply(self.out(x))
+        """log sum_v exp(out(x)_v), (..., d) -> (...), in fp32, `normaliser_chunk_bytes` of logits at a time."""
+        chunk = max(1, normaliser_chunk_bytes(x.device) // (4 * self.out.out_features))
+        flat = LinearLogSumExp.apply(x.reshape(-1, self.d), self.out.weight, self.out.bias, chunk)
+        return flat.view(x.shape[:-1])
 
-    def segment_logprobs(self, h: torch.Tensor, y: torch.Tensor, tgt_lengths: torch.Tensor,
-                         max_seg: int) -> torch.Tensor:
-        """log p(y_{j+1..j+k} $ | h_t) for every t, start j and length k, teacher-forced.
+    def segment_logprobs(self, h: torch.Tensor, y: torch.Tensor, src_lengths: torch.Tensor,
+                         tgt_lengths: torch.Tensor, max_seg: int) -> torch.Tensor:
+        """log p(y_{j+1..j+k} $ | h_t) for every source position t, start j and length k that a
+        segmentation of y uses (`segment_rows`), teacher-forced; -inf for every other (t, j, k >= 1).
 
-        h: (B, S, d_source) source states; y: (B, T) target tokens (padding after tgt_lengths).
-        Returns (B, S, T+1, L+1), -inf where j + k > |y|: what `swan_log_likelihood` reads.
+        h: (B, S, d_source) source states; y: (B, T) target tokens (padding after tgt_lengths);
+        src_lengths: (B,) positions that emit. Returns (B, S, T+1, L+1): what `swan_log_likelihood` reads.
         """
         B, S, _ = h.shape
         T, L = y.size(1), max_seg
-        # tokens[b, j, m] = y_{j+m+1}, the (m+1)-th token of a segment starting after j: (B, T+1, L)
-        y_padded = F.pad(y, (0, L + 1), value=self.end_index)
-        tokens = y_padded.unfold(1, L, 1)[:, :T + 1]
         end = torch.full((B, S), self.end_index, dtype=torch.long, device=y.device)
         # The first step reads only h_t, so it runs once per (b, t) and is shared by every start j.
-        state, x = self.advance(end, self.start_state(h))                 # x (B, S, d)
+        state, x = self.advance(end, self.start_state(h))                 # (B, S, layers, d), (B, S, d)
         lse = self.normaliser(x)
-        end_lp = [self.token_logprobs(x, end, lse)[:, :, None].expand(B, S, T + 1)]
-        first = self.out.weight[tokens[:, :, 0]]                           # (B, T+1, d)
-        token_lp = [torch.einsum("bsd,bjd->bsj", x, first).float() + self.out.bias[tokens[:, None, :, 0]]
-                    - lse[:, :, None]] if L else []
-        state = state[:, :, None].expand(B, S, T + 1, self.layers, self.d)
-        for m in range(1, L + 1):
-            state, x = self.advance(tokens[:, None, :, m - 1].expand(B, S, T + 1), state)   # (B, S, T+1, d)
+        empty = self.token_logprobs(x, end, lse)                           # log p($ | h_t), (B, S)
+        beyond = torch.arange(T + 1, device=y.device)[None] > tgt_lengths[:, None]            # (B, T+1)
+        seg = [torch.where(beyond[:, None, :, None], float("-inf"), empty[:, :, None, None])]  # k = 0
+        b, t, start, counts = segment_rows(src_lengths, tgt_lengths, S, T, L)
+        state, x, lse = state[b, t], x[b, t], lse[b, t]                   # (rows, ...)
+        rows, prefix, columns = len(b), torch.zeros_like(lse), []
+        end = end.new_full((rows,), self.end_index)
+        for m, n in enumerate(counts, 1):                                  # the rows with >= m tokens left
+            token = y[b[:n], start[:n] + m - 1]                            # the segment's m-th token
+            prefix = prefix[:n] + self.token_logprobs(x[:n], token, lse[:n])
+            state, x = self.advance(token, state[:n])
             lse = self.normaliser(x)
-            end_lp.append(self.token_logprobs(x, end[:, :, None].expand(B, S, T + 1), lse))
-            if m < L:
-                token_lp.append(self.token_logprobs(x, tokens[:, None, :, m].expand(B, S, T + 1), lse))
-        # seg[..., k] = sum_{m<k} log p(token m) + log p($ after k tokens)
-        prefix = torch.cumsum(torch.stack([torch.zeros_like(end_lp[0])] + token_lp, dim=-1), dim=-1)
-        seg = prefix + torch.stack(end_lp, dim=-1)                         # (B, S, T+1, L+1)
-        j = torch.arange(T + 1, device=y.device)
-        k = torch.arange(L + 1, device=y.device)
-        beyond = (j[:, None] + k[None, :])[None] > tgt_lengths[:, None, None]   # (B, T+1, L+1)
-        return seg.masked_fill(beyond[:, None], float("-inf"))
+            columns.append(F.pad(prefix + self.token_logprobs(x, end[:n], lse), (0, rows - n), value=float("-inf")))
+        tail = torch.stack(columns, -1) if columns else empty.new_empty((0, 0))                # (rows, <= L)
+        tail = F.pad(tail, (0, L - tail.size(1)), value=float("-inf"))
+        seg.append(empty.new_full((B, S, T + 1, L), float("-inf")).index_put((b, t, start), tail))
+        return torch.cat(seg, dim=-1)
 
     @torch.no_grad()
     def greedy(self, h: torch.Tensor, src_lengths: torch.Tensor, max_seg: int,
@@ -389,8 +451,9 @@ class NPMT(nn.Module):
         enc = self.encode(**net_input)
         tgt_lengths = target.ne(self.pad).sum(1) - 1
         y = target.masked_fill(target.eq(Vocab.eos), self.pad)
-        seg = self.decoder.segment_logprobs(enc["out"], y, tgt_lengths, self.config.max_segment)
-        log_lik, feasible = swan_log_likelihood(seg.float(), (~enc["pad"]).sum(1), tgt_lengths,
+        src_lengths = (~enc["pad"]).sum(1)
+        seg = self.decoder.segment_logprobs(enc["out"], y, src_lengths, tgt_lengths, self.config.max_segment)
+        log_lik, feasible = swan_log_likelihood(seg.float(), src_lengths, tgt_lengths,
                                                 self.config.max_segment)
         self.infeasible_pairs += int((~feasible).sum())
         nll = swan_loss(log_lik, feasible)
