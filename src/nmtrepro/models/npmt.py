@@ -16,6 +16,7 @@ search). The target vocabulary's EOS is `$`: SWAN's outputs end when the source 
 from __future__ import annotations
 
 import collections
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -88,6 +89,30 @@ def normaliser_chunk_bytes(device: torch.device) -> int:
     return 1 << 30 if device.type == "cuda" else 16 << 20
 
 
+def chunk_logsumexp(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """(c, d), (V, d), (V,) -> (c,): log sum_v exp(x W^T + b)_v, logits in x's dtype, sums in fp32 at least."""
+    return torch.logsumexp(at_least_fp32(torch.addmm(bias, x, weight.t())), dim=-1)
+
+
+def chunk_softmax_grad(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lse: torch.Tensor,
+                       grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(x W^T + b) * grad[:, None], (c, V) in x's dtype, and its column sums (V,) in fp32 at least:
+    what a chunk's dx, dW and db multiply out. The softmax comes from the recomputed logits, in place."""
+    g = at_least_fp32(torch.addmm(bias, x, weight.t())).sub_(lse[:, None]).exp_().mul_(grad[:, None])
+    return g.to(x.dtype), g.sum(0)
+
+
+@functools.cache
+def chunk_functions(compiled: bool) -> tuple:
+    """(chunk_logsumexp, chunk_softmax_grad), compiled or not. On a GPU they are compiled: inductor reads
+    a chunk's bf16 logits once or twice where the eager ops cross them some ten times in fp32 (casts,
+    max, exp, sums), and that memory traffic, not the matmuls, is most of SWAN's normaliser there. On a
+    CPU they run eager: compiling costs a process tens of seconds, and the CPU's time is in the matmuls."""
+    if not compiled:
+        return chunk_logsumexp, chunk_softmax_grad
+    return torch.compile(chunk_logsumexp, dynamic=True), torch.compile(chunk_softmax_grad, dynamic=True)
+
+
 class LinearLogSumExp(torch.autograd.Function):
     """log sum_v exp(x W^T + b)_v for rows x (N, d), W (V, d), b (V,): a Linear and a logsumexp over
     its output in one, computed `chunk` rows at a time, so that no (N, V) tensor is ever held.
@@ -95,21 +120,22 @@ class LinearLogSumExp(torch.autograd.Function):
     SWAN takes this normaliser for every (source position, target start, segment step): as a Linear
     then a logsumexp, autograd kept the (N, V) logits or softmax of all 7 steps for backward, the bulk
     of NPMT's 29.4 GiB on paper C's 800-token batches (bench/README.md), and each of them crossed memory
-    some ten times in fp32. Here forward keeps x and the (N,) result; backward recomputes each chunk's logits, turns
-    them into softmax * grad in place and multiplies out the chunk's dx, dW and db: one more matmul
-    for several fewer passes over (N, V), and memory for one chunk. The matmuls run in the ambient
-    autocast dtype (bf16), the exponentials and sums in fp32; dW and db accumulate in fp32."""
+    some ten times in fp32. Here forward keeps x and the (N,) result; backward recomputes each chunk's
+    logits, turns them into softmax * grad and multiplies out the chunk's dx, dW and db: one more
+    matmul for fewer passes over (N, V), and memory for one chunk. The matmuls run in the ambient
+    autocast dtype (bf16), the exponentials and sums in fp32; dW and db accumulate in fp32. The
+    chunk's pointwise work is compiled on a GPU (`chunk_functions`)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, chunk: int) -> torch.Tensor:
         dtype = compute_dtype(x)
         lse = torch.empty(x.size(0), dtype=torch.promote_types(dtype, torch.float32), device=x.device)
+        logsumexp, _ = chunk_functions(x.is_cuda)
         with torch.autocast(x.device.type, enabled=False):
             w, b = weight.to(dtype), bias.to(dtype)
             for start in range(0, x.size(0), chunk):
                 part = slice(start, start + chunk)
-                logits = torch.addmm(b, x[part].to(dtype), w.t())                  # (chunk, V)
-                lse[part] = torch.logsumexp(at_least_fp32(logits), dim=-1)
+                lse[part] = logsumexp(x[part].to(dtype), w, b)
         ctx.save_for_backward(x, weight, bias, lse)
         ctx.dtype, ctx.chunk = dtype, chunk
         return lse
@@ -122,16 +148,15 @@ class LinearLogSumExp(torch.autograd.Function):
         dx = torch.empty_like(x) if need_x else None
         dw = weight.new_zeros(weight.shape, dtype=lse.dtype) if need_w else None
         db = bias.new_zeros(bias.shape, dtype=lse.dtype) if need_b else None
+        _, softmax_grad = chunk_functions(x.is_cuda)
         with torch.autocast(x.device.type, enabled=False):
             w, b = weight.to(ctx.dtype), bias.to(ctx.dtype)
             for start in range(0, x.size(0), ctx.chunk):
                 part = slice(start, start + ctx.chunk)
                 xs = x[part].to(ctx.dtype)
-                # softmax * grad, (chunk, V) in fp32 at least, made in place from the recomputed logits
-                g = at_least_fp32(torch.addmm(b, xs, w.t())).sub_(lse[part, None]).exp_().mul_(grad[part, None])
+                g, column_sums = softmax_grad(xs, w, b, lse[part], grad[part])          # (chunk, V), (V,)
                 if need_b:
-                    db += g.sum(0)
-                g = g.to(ctx.dtype)
+                    db += column_sums
                 if need_x:
                     dx[part] = g @ w
                 if need_w:
