@@ -46,18 +46,18 @@ def swan_log_likelihood(seg_logprobs: torch.Tensor, src_lengths: torch.Tensor, t
     B, S, T1, L1 = seg_logprobs.shape
     assert L1 == max_seg + 1, f"last dimension {L1} != max_seg + 1 = {max_seg + 1}"
     seg = seg_logprobs.clamp_min(_NEG)
-    j = torch.arange(T1, device=seg.device)
-    k = torch.arange(L1, device=seg.device)
-    start = j[:, None] - k[None, :]                       # (T+1, L+1): segment j-k..j ends at j
-    valid = start >= 0
-    start = start.clamp_min(0)
-    # (B, S, T+1, L+1): seg[b, t, j-k, k], the segment that ends at j, gathered once for every t; where
-    # j < k, log 0 (the clamped start's alpha + _NEG stays ~_NEG: no weight in the logsumexp)
-    ending = seg[:, :, start, k[None, :]].masked_fill(~valid, _NEG)
+    # Slot i of the window that ends at j is the segment of k = L - i tokens that starts after j - k:
+    # alpha[t-1, j-k] of every slot is then a view of alpha (unfold over its left-padded row: no index
+    # gather forwards, no index_put backwards), and seg[t, j-k, k] is gathered once for every t.
+    j = torch.arange(T1, device=seg.device)[:, None]
+    k = max_seg - torch.arange(L1, device=seg.device)[None, :]
+    start = j - k                                                                  # (T+1, L+1)
+    ending = seg[:, :, start.clamp_min(0), k].masked_fill(start < 0, _NEG)        # (B, S, T+1, L+1); log 0 if j < k
     alpha = torch.full((B, T1), _NEG, dtype=seg.dtype, device=seg.device)
     alpha[:, 0] = 0.0                                      # alpha[0, 0] = 0: nothing emitted yet
     for t in range(S):
-        new = torch.logsumexp(alpha[:, start] + ending[:, t], dim=-1)          # alpha[t-1, j-k] + seg[t, j-k, k]
+        window = F.pad(alpha, (max_seg, 0), value=_NEG).unfold(1, L1, 1)          # (B, T+1, L+1): alpha[j-k]
+        new = torch.logsumexp(window + ending[:, t], dim=-1)                       # alpha[t-1, j-k] + seg[t, j-k, k]
         alpha = torch.where((t < src_lengths)[:, None], new, alpha)   # padded source positions: keep
     log_lik = alpha.gather(1, tgt_lengths[:, None]).squeeze(1)
     feasible = tgt_lengths <= src_lengths * max_seg
