@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 38's GPU check, one script: the steps below in order, each given what is left of SECONDS and
-# skipped (saying so) when less is left than it needs, its output kept in $OUT/<step>.log and its tail
+# skipped (saying so) when less is left than it needs, its output kept in $WORK/<step>.log and its tail
 # printed. The tools' data, checkpoints and models go to $WORK (default bench/out/gpu_fast_check);
 # their JSON, TSV, text and log files are packed into $OUT/work.tgz at the end (a device call returns
 # at most 8 files). Run from the project's root; on the lent GPU machine carry .device-wheels
@@ -19,9 +19,11 @@
 #             compared on a GPU: BiARN, the RNN encoder (bench/fast_equality.py --fast graphs; ~3 min)
 #   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
 #             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2.5 min)
-#   npmt      `nmtrepro train` of paper C's NPMT (eager; SWAN scored on the rows a segmentation can use,
-#             its normaliser chunked): tok/s and peak against the H100's 3,380 and 29.4 GiB before
-#             (bench/gpu_train.py; ~1.5 min)
+#   npmt      paper C's NPMT since SWAN scores only what a segmentation can use, its normaliser in
+#             compiled chunks: its loss at paper size on IWSLT14-test-length batches, before (the source
+#             of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), then
+#             `nmtrepro train`'s tok/s and peak against the H100's 3,380 and 29.4 GiB (bench/gpu_train.py;
+#             ~2 min)
 #   families  `nmtrepro train` of BiARN, +Fusing_Diverse and +PR (parser phrases) at the paper scale's
 #             settings (`fast: graphs`, 4,096-token micro-batches): the plan's rates and the 60 %-of-Base
 #             target, Base's rate being the profile step's (bench/gpu_train.py; ~2.5 min a family)
@@ -39,6 +41,7 @@ start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
 source bench/device_env.sh
+NPMT_BEFORE=$(realpath -m "${NPMT_BEFORE:-.device-wheels/npmt-d568182/src}")
 DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
     fairseq=(--device cpu --scale ci --precision fp32 --pairs 300 --warmup-updates 2 --updates 3 --paths eager,graphs)
@@ -49,6 +52,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
+    swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 20 --threads 8)
@@ -59,6 +63,7 @@ else
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--updates 40 --minutes 2 --timeout 240)
     npmt=(--updates 40 --minutes 1 --timeout 150)
+    swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
 fi
 
 run() {  # run STEP NEEDED_SECONDS COMMAND...
@@ -71,9 +76,9 @@ run() {  # run STEP NEEDED_SECONDS COMMAND...
     fi
     echo "== $name: $* ($left s left)"
     began=$(date +%s)
-    timeout -k 10 "$left" "$@" > "$OUT/$name.log" 2>&1
+    timeout -k 10 "$left" "$@" > "$WORK/$name.log" 2>&1
     echo "== $name: rc=$? in $(( $(date +%s) - began )) s"
-    grep -v -E "^\+ |Warning|warn\(" "$OUT/$name.log" | tail -n 14
+    grep -v -E "^\+ |Warning|warn\(" "$WORK/$name.log" | tail -n 14
 }
 
 for step in $steps; do
@@ -89,7 +94,14 @@ for step in $steps; do
         graphs)   run graphs 60 python3 bench/fast_equality.py --out "$WORK/fast_equality_graphs" --fast graphs \
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
         big)      run big 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_big" --variant transformer_big "${big[@]}" ;;
-        npmt)     run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
+        npmt)     swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)
+                  if [ -d "$NPMT_BEFORE" ]; then
+                      run swan_before 30 env PYTHONPATH="$NPMT_BEFORE:${PYTHONPATH:-}" python3 bench/swan_loss.py "${swan[@]}"
+                  else
+                      echo "== swan_before: skipped, no $NPMT_BEFORE"
+                  fi
+                  run swan_after 30 python3 bench/swan_loss.py "${swan[@]}"
+                  run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
         *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality)"; exit 2 ;;
     esac
 done

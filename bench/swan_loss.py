@@ -12,6 +12,8 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
     python bench/swan_loss.py                       # d 64, V 4568 (tiny's de-en target vocabulary)
     python bench/swan_loss.py --lengths 10 20 --max-segments 2 6 --repeats 5
     python bench/swan_loss.py --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6
+    python bench/swan_loss.py --device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 \
+        --tokens 800 --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6  # paper C
 """
 from __future__ import annotations
 
@@ -63,15 +65,24 @@ def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count:
     return batches
 
 
-def step_ms(model, data, repeats: int) -> list[float]:
-    times = []
-    for _ in range(repeats):
+def pass_ms(model, batches: list[tuple], precision: str) -> float:
+    """Forward + backward of every batch once, in milliseconds, the GPU's work waited for."""
+    device = next(model.parameters()).device
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    for data in batches:
         model.zero_grad(set_to_none=True)
-        start = time.perf_counter()
-        loss, _ = model_loss(model, *data, 0.1)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss, _ = model_loss(model, *data, 0.1)
         loss.backward()
-        times.append(1000 * (time.perf_counter() - start))
-    return times
+    sync()
+    return 1000 * (time.perf_counter() - start)
+
+
+def to_device(data: tuple, device: torch.device) -> tuple:
+    net_input, prev, target = data
+    return {"src": net_input["src"].to(device)}, prev.to(device), target.to(device)
 
 
 def main() -> None:
@@ -86,29 +97,40 @@ def main() -> None:
     parser.add_argument("--max-segments", type=int, nargs="+", default=[1, 3, 6])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--decoder-layers", type=int, default=1, help="NPMT's segment GRU layers (paper C: 2)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16: autocast")
     args = parser.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     runtime.tune_malloc()  # as the trainer does: glibc's mmap churn alone doubled NPMT's time
     torch.manual_seed(0)
     sizes = {"src_vocab": args.vocab, "tgt_vocab": args.vocab, "d_model": args.d_model, "encoder_layers": 2,
-             "decoder_layers": 1, "dropout": 0.0}
-    seq2seq = build_model({"family": "gru_attention", **sizes})
-    print(f"d {args.d_model}, V {args.vocab}, {args.tokens} target tokens a batch, {args.threads} thread(s), "
-          f"median of {args.repeats}: forward + backward")
-    print(f"{'length':>6} {'L':>3} {'seq2seq ms':>11} {'NPMT ms':>9} {'NPMT / seq2seq':>15} {'NPMT tok/s':>11}")
+             "dropout": 0.0}
+    seq2seq = build_model({"family": "gru_attention", **sizes, "decoder_layers": 1}).to(device)
+    print(f"d {args.d_model}, V {args.vocab}, {args.tokens} target tokens a batch, {args.device} {args.precision}, "
+          f"{args.threads} thread(s), median of {args.repeats}: forward + backward")
+    print(f"{'length':>6} {'L':>3} {'seq2seq ms':>11} {'NPMT ms':>9} {'NPMT / seq2seq':>15} {'NPMT tok/s':>11} "
+          f"{'peak GiB':>9}")
     cases = [(str(length), [batch(length, args.tokens, args.vocab)]) for length in args.lengths]
     if args.corpus:
         cases.append(("corpus", corpus_batches(*args.corpus, args.tokens, args.vocab, args.batches)))
     for label, batches in cases:
+        batches = [to_device(data, device) for data in batches]
         targets = sum(int(target.ne(Vocab.pad).sum()) for _, _, target in batches)
         for max_seg in args.max_segments:
-            npmt = build_model({"family": "npmt", **sizes, "max_segment": max_seg})
+            npmt = build_model({"family": "npmt", **sizes, "decoder_layers": args.decoder_layers,
+                                "max_segment": max_seg}).to(device)
+            if device.type == "cuda":  # warm up (allocator, cuDNN, compiled kernels); peak of what follows
+                pass_ms(seq2seq, batches, args.precision), pass_ms(npmt, batches, args.precision)
+                torch.cuda.reset_peak_memory_stats()
             base, swan = [], []
             for _ in range(args.repeats):                         # interleaved
-                base.append(sum(sum(step_ms(seq2seq, data, 1)) for data in batches))
-                swan.append(sum(sum(step_ms(npmt, data, 1)) for data in batches))
+                base.append(pass_ms(seq2seq, batches, args.precision))
+                swan.append(pass_ms(npmt, batches, args.precision))
             b, s = sorted(base)[len(base) // 2], sorted(swan)[len(swan) // 2]
-            print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f}")
+            peak = f"{torch.cuda.max_memory_allocated() / 2 ** 30:.1f}" if device.type == "cuda" else "-"
+            print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f} {peak:>9}")
 
 
 if __name__ == "__main__":
