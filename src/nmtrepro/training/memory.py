@@ -107,7 +107,8 @@ def probe_sentences(lengths: np.ndarray, tokens: int, buckets: bool) -> list[int
     side): the corpus's longest, the worst case of that size (attention's memory grows with the length
     at equal tokens), but at most tokens / 8 long, so that the probe holds about `tokens`. A rarer,
     longer sentence makes a smaller batch of its own, which the OOM split covers if it must. Repeated
-    where the corpus has too few."""
+    where the corpus has too few. Each side is padded to its own bucket (batching.collate); the longest
+    sentences' other sides are long too in a real corpus, and the OOM split covers a batch beyond."""
     length = min(int(lengths.max()), max(1, tokens // 8))
     fitting = np.flatnonzero(lengths <= length)
     fitting = fitting[np.argsort(-lengths[fitting], kind="stable")]               # the longest first
