@@ -60,7 +60,8 @@ def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count:
             src[row, :src_len[r]] = torch.randint(4, vocab, (src_len[r],), generator=gen)
             tgt[row, :tgt_len[r]] = torch.randint(4, vocab, (tgt_len[r],), generator=gen)
             src[row, src_len[r] - 1] = tgt[row, tgt_len[r] - 1] = Vocab.eos
-        prev = torch.cat([torch.full((len(rows), 1), Vocab.bos), tgt[:, :-1]], dim=1).masked_fill(tgt.eq(Vocab.pad), Vocab.pad)
+        prev = torch.cat([torch.full((len(rows), 1), Vocab.bos), tgt[:, :-1]], dim=1)
+        prev = prev.masked_fill(tgt.eq(Vocab.pad), Vocab.pad)
         batches.append(({"src": src}, prev, tgt))
     return batches
 

@@ -314,8 +314,7 @@ def test_the_chunked_normaliser_matches_a_linear_then_logsumexp_and_their_gradie
     """SWAN's normaliser in chunks (here 4 rows, not dividing the 11) against torch's Linear + logsumexp in
     double precision, value and the gradients of x, W and b; and under bf16 autocast, to bf16's precision."""
     torch.manual_seed(0)
-    x, weight, bias = torch.randn(11, 5, dtype=torch.float64), torch.randn(7, 5, dtype=torch.float64), torch.randn(7, dtype=torch.float64)
-    grad = torch.randn(11, dtype=torch.float64)
+    x, weight, bias, grad = (torch.randn(*shape, dtype=torch.float64) for shape in ((11, 5), (7, 5), (7,), (11,)))
 
     def run(normaliser, *tensors):
         leaves = [t.clone().requires_grad_() for t in tensors]
@@ -329,7 +328,8 @@ def test_the_chunked_normaliser_matches_a_linear_then_logsumexp_and_their_gradie
         assert a.dtype == torch.float64 and torch.allclose(a, b, atol=1e-12)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ours = run(lambda x, w, b: LinearLogSumExp.apply(x, w, b, 4), x.float(), weight.float(), bias.float())
-        reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b).float(), -1), x.float(), weight.float(), bias.float())
+        reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b).float(), -1),
+                        x.float(), weight.float(), bias.float())
     for a, b in zip(ours, reference):
         assert a.dtype == torch.float32 and torch.allclose(a, b, rtol=2e-2, atol=2e-2)
 

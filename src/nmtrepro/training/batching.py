@@ -222,10 +222,10 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
     ids for paper D). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
     batch's longest sentence on its side (the source's for its phrases: a sentence has at most as many
     as tokens). `fixed` (bucketed only): the max_tokens whose `fixed_rows` (for the longer side's
-    bucket) the batch is padded to, with rows that hold no sentence (BLANK_FIRST) and no target token. A bucketed batch of parser phrases also gets
-    "span_width" (B, W), whose width W is the `bucket_length` of its longest phrase: the model reads
-    that bound from a shape rather than from the data, so that a compiled step has no data-dependent
-    size (models/phrase.py).
+    bucket) the batch is padded to, with rows that hold no sentence (BLANK_FIRST) and no target
+    token. A bucketed batch of parser phrases also gets "span_width" (B, W), whose width W is the
+    `bucket_length` of its longest phrase: the model reads that bound from a shape rather than from
+    the data, so that a compiled step has no data-dependent size (models/phrase.py).
     """
     target = padded(tgt, indices)                                            # (B, T)
     prev = torch.where(target == Vocab.pad, Vocab.pad, target.roll(1, dims=1))  # (B, T): its EOS dropped
