@@ -10,6 +10,7 @@ CUDA graph records. The lengths are a corpus's words times `--subword-factor` (B
 pieces) plus EOS, 1..256 kept; token ids are irrelevant here. Run from the repo root:
 
     python bench/padding.py       # newstest2012+2013 En-De (data/wmt), 4,096 and 25,000 tokens
+    python bench/padding.py --synthetic 60000   # the GPU benches' synthetic WMT-like lengths instead
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from data_memory import synthetic_lengths
 
 from nmtrepro.core.vocab import IndexedData, save_indexed
 from nmtrepro.training.batching import collate, token_batches
@@ -48,8 +50,13 @@ def main() -> None:
     parser.add_argument("--target", nargs="+", default=TARGETS, help="gzipped target-side files, line-aligned")
     parser.add_argument("--subword-factor", type=float, default=1.3)
     parser.add_argument("--max-tokens", type=int, nargs="+", default=[4096, 25000])
+    parser.add_argument("--synthetic", type=int, metavar="PAIRS",
+                        help="instead of files, the lengths of gpu_train.py's synthetic data (data_memory.py)")
     args = parser.parse_args()
-    src_len, tgt_len = lengths(args.source, args.subword_factor), lengths(args.target, args.subword_factor)
+    if args.synthetic:
+        src_len, tgt_len = synthetic_lengths(args.synthetic, np.random.default_rng(0))
+    else:
+        src_len, tgt_len = lengths(args.source, args.subword_factor), lengths(args.target, args.subword_factor)
     keep = (src_len <= 256) & (tgt_len <= 256)
     with tempfile.TemporaryDirectory() as tmp:
         src, tgt = side(Path(tmp), "src", src_len[keep]), side(Path(tmp), "tgt", tgt_len[keep])
