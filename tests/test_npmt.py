@@ -1,10 +1,12 @@
 import itertools
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import nmtrepro.models.npmt as npmt_module
 from nmtrepro.models.npmt import LinearLogSumExp, SegmentDecoder, chunk_functions, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
@@ -346,6 +348,28 @@ def test_the_compiled_chunk_functions_that_a_gpu_runs_match_the_eager_ones():
         assert lse.dtype == torch.float32 and torch.allclose(compiled[0](x, weight, bias), lse, atol=1e-5)
         for a, b in zip(compiled[1](x, weight, bias, lse, grad), eager[1](x, weight, bias, lse, grad)):
             assert a.dtype == b.dtype and torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-4)
+
+
+def test_the_normaliser_on_its_compiled_path_trains_as_the_eager_one(monkeypatch):
+    """The whole normaliser under bf16 autocast with the compiled chunk functions (a GPU's path, forced
+    here), its backward run from another thread as a GPU's autograd runs it, against the eager path."""
+    torch.manual_seed(0)
+    x, weight, bias = torch.randn(50, 16), torch.randn(300, 16), torch.randn(300)
+
+    def gradients():
+        leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = LinearLogSumExp.apply(*leaves, 16)
+        worker = threading.Thread(target=lambda: out.sum().backward())
+        worker.start()
+        worker.join()
+        return [out] + [leaf.grad for leaf in leaves]
+
+    eager = gradients()
+    compiled = chunk_functions(True)
+    monkeypatch.setattr(npmt_module, "chunk_functions", lambda on_gpu: compiled)
+    for a, b in zip(gradients(), eager):
+        assert a is not None and torch.allclose(a, b, rtol=1e-2, atol=1e-3)
 
 
 def test_the_normaliser_keeps_no_rows_by_vocabulary_tensor_for_backward():
