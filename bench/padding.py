@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from data_memory import synthetic_lengths
 
-from nmtrepro.core.vocab import IndexedData, save_indexed
+from nmtrepro.core.vocab import IndexedData
 from nmtrepro.training.batching import collate, token_batches
 
 WMT = Path(__file__).resolve().parents[1] / "data" / "wmt"
@@ -32,6 +31,7 @@ MODES = {"plain": {}, "buckets": {"bucketed": True}, "buckets, fixed rows": {"bu
 
 
 def lengths(paths: list[str], factor: float) -> np.ndarray:
+    """Each line's words times `factor`, plus EOS, over the gzipped files in turn."""
     counts = []
     for path in paths:
         with gzip.open(path, "rt", encoding="utf-8") as lines:
@@ -39,9 +39,9 @@ def lengths(paths: list[str], factor: float) -> np.ndarray:
     return np.array(counts)
 
 
-def side(folder: Path, name: str, sizes: np.ndarray) -> IndexedData:
-    save_indexed(folder / f"{name}.bin", [[5] * int(n - 1) + [2] for n in sizes])
-    return IndexedData(folder / f"{name}.bin")
+def side(sizes: np.ndarray) -> IndexedData:
+    """Sentences of these lengths (EOS last); only their lengths matter here."""
+    return IndexedData.of([5] * int(n - 1) + [2] for n in sizes)
 
 
 def main() -> None:
@@ -58,23 +58,22 @@ def main() -> None:
     else:
         src_len, tgt_len = lengths(args.source, args.subword_factor), lengths(args.target, args.subword_factor)
     keep = (src_len <= 256) & (tgt_len <= 256)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, tgt = side(Path(tmp), "src", src_len[keep]), side(Path(tmp), "tgt", tgt_len[keep])
-        print(f"{int(keep.sum())} pairs, mean length {src.sizes.mean():.1f} / {tgt.sizes.mean():.1f} (source / target)")
-        print(f"{'max_tokens':>10} {'mode':<20} {'target real':>11} {'source real':>11} {'batches':>8} {'shapes':>7}")
-        for max_tokens in args.max_tokens:
-            for mode, options in MODES.items():
-                plan = token_batches(src.sizes, tgt.sizes, max_tokens, seed=0, buckets=bool(options))
-                padded = np.zeros(2)
-                shapes = set()
-                for indices in plan:
-                    batch = collate(src, tgt, indices, bucketed=options.get("bucketed", False),
-                                    fixed=max_tokens if options.get("fixed") else None)
-                    padded += batch.target.numel(), batch.net_input["src"].numel()
-                    shapes.add((*batch.net_input["src"].shape, *batch.target.shape))
-                real = tgt.sizes.sum(), src.sizes.sum()
-                print(f"{max_tokens:>10} {mode:<20} {real[0] / padded[0]:>11.3f} {real[1] / padded[1]:>11.3f} "
-                      f"{len(plan):>8} {len(shapes):>7}")
+    src, tgt = side(src_len[keep]), side(tgt_len[keep])
+    print(f"{int(keep.sum())} pairs, mean length {src.sizes.mean():.1f} / {tgt.sizes.mean():.1f} (source / target)")
+    print(f"{'max_tokens':>10} {'mode':<20} {'target real':>11} {'source real':>11} {'batches':>8} {'shapes':>7}")
+    for max_tokens in args.max_tokens:
+        for mode, options in MODES.items():
+            plan = token_batches(src.sizes, tgt.sizes, max_tokens, seed=0, buckets=bool(options))
+            padded = np.zeros(2)
+            shapes = set()
+            for indices in plan:
+                batch = collate(src, tgt, indices, bucketed=options.get("bucketed", False),
+                                fixed=max_tokens if options.get("fixed") else None)
+                padded += batch.target.numel(), batch.net_input["src"].numel()
+                shapes.add((*batch.net_input["src"].shape, *batch.target.shape))
+            real = tgt.sizes.sum(), src.sizes.sum()
+            print(f"{max_tokens:>10} {mode:<20} {real[0] / padded[0]:>11.3f} {real[1] / padded[1]:>11.3f} "
+                  f"{len(plan):>8} {len(shapes):>7}")
 
 
 if __name__ == "__main__":

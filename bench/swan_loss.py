@@ -18,15 +18,16 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
 from __future__ import annotations
 
 import argparse
-import gzip
 import time
 
+import numpy as np
 import torch
+from padding import lengths
 
 from nmtrepro.core import runtime
-from nmtrepro.core.vocab import Vocab
+from nmtrepro.core.vocab import IndexedData, Vocab
 from nmtrepro.models import build_model
-from nmtrepro.training.batching import token_batches
+from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import model_loss
 
 
@@ -41,29 +42,17 @@ def batch(length: int, tokens: int, vocab: int, seed: int = 0) -> tuple:
 
 
 def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count: int) -> list[tuple]:
-    """`count` batches spread over the trainer's token batches (`token_batches`, at most `tokens` padded
-    tokens a side) of a corpus's sentence lengths (words + EOS, paper C's 1-50 words kept), random
-    token ids; the padding, which SWAN's work depends on, is the real batches'."""
-    def lengths(path):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            return [len(line.split()) + 1 for line in lines]
-    pairs = [(s, t) for s, t in zip(lengths(src_file), lengths(tgt_file)) if 1 < s <= 51 and 1 < t <= 51]
-    src_len, tgt_len = zip(*pairs)
-    plan = token_batches(src_len, tgt_len, tokens, seed=0)
-    gen = torch.Generator().manual_seed(0)
-    batches = []
-    for i in range(0, len(plan), max(1, len(plan) // count))[:count]:
-        rows = plan[i]
-        src = torch.full((len(rows), max(src_len[r] for r in rows)), Vocab.pad)
-        tgt = torch.full((len(rows), max(tgt_len[r] for r in rows)), Vocab.pad)
-        for row, r in enumerate(rows):
-            src[row, :src_len[r]] = torch.randint(4, vocab, (src_len[r],), generator=gen)
-            tgt[row, :tgt_len[r]] = torch.randint(4, vocab, (tgt_len[r],), generator=gen)
-            src[row, src_len[r] - 1] = tgt[row, tgt_len[r] - 1] = Vocab.eos
-        prev = torch.cat([torch.full((len(rows), 1), Vocab.bos), tgt[:, :-1]], dim=1)
-        prev = prev.masked_fill(tgt.eq(Vocab.pad), Vocab.pad)
-        batches.append(({"src": src}, prev, tgt))
-    return batches
+    """`count` batches spread over the trainer's token batches (`token_batches`, `collate`: at most
+    `tokens` padded tokens a side) of a corpus's sentence lengths (words + EOS, paper C's 1-50 words
+    kept), random token ids; the padding, which SWAN's work depends on, is the real batches'."""
+    src_len, tgt_len = lengths([src_file], 1.0), lengths([tgt_file], 1.0)
+    keep = (src_len > 1) & (src_len <= 51) & (tgt_len > 1) & (tgt_len <= 51)
+    rng = np.random.default_rng(0)
+    src, tgt = (IndexedData.of([*rng.integers(4, vocab, n - 1), Vocab.eos] for n in side[keep])
+                for side in (src_len, tgt_len))
+    plan = token_batches(src.sizes, tgt.sizes, tokens, seed=0)
+    picked = [collate(src, tgt, plan[i]) for i in range(0, len(plan), max(1, len(plan) // count))[:count]]
+    return [(batch.net_input, batch.prev, batch.target) for batch in picked]
 
 
 def pass_ms(model, batches: list[tuple], precision: str) -> float:

@@ -124,8 +124,7 @@ def corpus_with_extras(tmp_path, n_train=48):
     rng = np.random.default_rng(0)
     src = IndexedData(corpus / "train.src.bin")
     lengths = np.clip((src.sizes * rng.uniform(0.5, 1.6, len(src))).astype(int), 3, 61)
-    save_indexed(corpus / "train.tgt.bin", [[*rng.integers(4, 12, n - 1), Vocab.eos] for n in lengths])
-    tgt = IndexedData(corpus / "train.tgt.bin")
+    tgt = IndexedData.of([*rng.integers(4, 12, n - 1), Vocab.eos] for n in lengths)
     extras = {"spans": [[(a, min(a + 2, n - 1)) for a in range(0, n - 1, 2)] + [(n - 1, n)] for n in src.sizes],
               "pos": [torch.tensor([*rng.integers(4, len(POS_VOCAB), n - 1), POS_VOCAB.eos]) for n in src.sizes]}
     return src, tgt, extras
@@ -155,16 +154,15 @@ def test_every_bucketed_batch_lands_on_a_bucket_shape_within_the_token_budget(tm
     assert sides_differ
 
 
-def test_bucketed_batches_of_wmt_lengths_are_mostly_real_tokens(tmp_path):
+def test_bucketed_batches_of_wmt_lengths_are_mostly_real_tokens():
     """The planner sorts by the longer side's bucket before the lengths, so that a batch's sentences share
     it: on newstest2012's lengths (words x 1.3 for BPE) at 4,096 tokens in fixed shapes, sorting by
     target length first left 37 % of the padded target positions and 35 % of the source's padding
     (bench/padding.py); now about a fifth."""
-    for side, name in (("src", "src.en"), ("tgt", "ref.de")):
+    def side(name):
         with gzip.open(ROOT / "data" / "wmt" / f"newstest2012-{name}.txt.gz", "rt", encoding="utf-8") as lines:
-            words = [min(int(len(line.split()) * 1.3), 255) for line in lines]
-        save_indexed(tmp_path / f"{side}.bin", [[5] * n + [Vocab.eos] for n in words])
-    src, tgt = IndexedData(tmp_path / "src.bin"), IndexedData(tmp_path / "tgt.bin")
+            return IndexedData.of([5] * min(int(len(line.split()) * 1.3), 255) + [Vocab.eos] for line in lines)
+    src, tgt = side("src.en"), side("ref.de")
     padded = np.zeros(2)
     for indices in token_batches(src.sizes, tgt.sizes, 4096, seed=0, buckets=True):
         batch = collate(src, tgt, indices, bucketed=True, fixed=4096)
