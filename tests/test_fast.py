@@ -43,10 +43,28 @@ def test_cuda_graphs_need_bucketed_batches():
     Settings.from_dict({"fast": "graphs", "buckets": True})
 
 
+def overwrite_gradients_like_replays(model: torch.nn.Module, monkeypatch) -> None:
+    """What CUDA graphs do to a backward's gradients, on the CPU: they live in the graph's memory pool,
+    which the next replay overwrites; here the next compiled call fills them with NaN first. A trainer
+    that kept them (as .grad, say) past its micro-batch trains on NaN."""
+    pool = []
+    for p in model.parameters():
+        p.register_hook(lambda grad: pool.append(grad.untyped_storage()))  # the tensor autograd gets
+    forward = CompiledLoss.forward
+
+    def replay(self, *args):
+        for storage in pool:
+            storage.fill_(255)  # every byte 0xff: NaN in every float
+        pool.clear()
+        return forward(self, *args)
+    monkeypatch.setattr(CompiledLoss, "forward", replay)
+
+
 def test_the_graphs_path_pads_fixed_shapes_and_trains_as_the_eager_one(tmp_path, monkeypatch, caplog):
     """`fast: graphs` on the CPU: the compiled step (traced by aot_eager here, as inductor would, in
-    seconds) over batches padded to fixed shapes, gradients accumulated over several micro-batches into
-    buffers of their own: the eager run's losses and weights, with the same buckets."""
+    seconds) over batches padded to fixed shapes, gradients summed over several micro-batches into
+    buffers of their own while each backward's own gradients are overwritten as a replay would: the
+    eager run's losses and weights, with the same buckets."""
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, backend, mode: compile_(model, backend="aot_eager"))
     torch._dynamo.reset()
@@ -55,6 +73,8 @@ def test_the_graphs_path_pads_fixed_shapes_and_trains_as_the_eager_one(tmp_path,
         with caplog.at_level("INFO"):
             runs[path] = run = trainer(corpus, tmp_path / path, max_updates=4, buckets=True, fast=fast,
                                        max_tokens=200, update_tokens=300)
+        if path == "fast":
+            overwrite_gradients_like_replays(run.model, monkeypatch)
         collate_ = run.corpus.collate
 
         def noting(split, indices, *args, collate_=collate_):

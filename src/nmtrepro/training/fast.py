@@ -26,11 +26,12 @@ is padded to one of a few (`buckets: true` is required, and batching.fixed_rows 
 sentence, which change no sum); the dynamic graph is compiled once and each shape recorded once. Two
 things keep the replays correct under gradient accumulation. A graph's outputs live in its memory
 pool and are overwritten by the next replay, while autograd would keep the first micro-batch's
-gradient itself as a parameter's .grad (pytorch/pytorch#169545): so every parameter has a gradient
-buffer of its own (`own_gradients`), which each backward adds into. And each micro-batch opens a new
-step of the graph trees (cudagraph_mark_step_begin): what the trainer keeps of one micro-batch (its
-loss in the update's totals) it has already copied out. On a CPU `graphs` compiles and pads as on a
-GPU, without graphs, so the CPU tests see the same batches.
+gradient itself as a parameter's .grad (pytorch/pytorch#169545): so the gradients are summed in
+buffers of the trainer's own (`GradientSums`), one foreach add a micro-batch. And each micro-batch
+opens a new step of the graph trees (cudagraph_mark_step_begin): what the trainer keeps of one
+micro-batch (its loss in the update's totals, its gradients in the sums) it has already copied out.
+On a CPU `graphs` compiles and pads as on a GPU, without graphs, so the CPU tests see the same
+batches.
 
 A family whose step cannot be compiled stays eager and says why in the log.
 """
@@ -81,12 +82,50 @@ class CompiledLoss(torch.nn.Module):
         return self.compiled(net_input, prev, target)
 
 
-def own_gradients(model: torch.nn.Module) -> None:
-    """Give each trainable parameter without a gradient a zero one of its own, for a backward to add
-    into rather than adopt (under CUDA graphs the adopted tensor would be overwritten by a replay)."""
-    for p in model.parameters():
-        if p.requires_grad and p.grad is None:
-            p.grad = torch.zeros_like(p)
+class GradientSums:
+    """`fast: graphs`: the update's gradient sums, in buffers of their own.
+
+    A replay overwrites its outputs, and autograd adopts a backward's gradient as a parameter's .grad
+    when .grad is None (pytorch/pytorch#169545), so .grad must not keep the graph's output past its
+    micro-batch. Buffers held as .grad, which autograd adds each backward into, would cost a kernel a
+    parameter a micro-batch outside the graphs: 152 in the Base, two thirds of the ops a micro-batch
+    ran outside its compiled graph (bench/host_ops.py). Instead a backward leaves the graph's gradients
+    as .grad, one foreach add (a kernel or two on a GPU) sums them into the buffers, and .grad is
+    cleared before the next replay. Under DDP the backward that all-reduces (the update's last) adds
+    into the buffers through autograd, because DDP reduces what .grad holds: it must be the sum. After
+    the update's last backward every .grad is its buffer."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.sums = [torch.zeros_like(p) for p in self.params]
+
+    def start(self) -> None:
+        """Zero sums, no .grad: an update (or its retry after running out of memory) begins."""
+        torch._foreach_zero_(self.sums)
+        self._clear()
+
+    def before_backward(self, reduced: bool) -> None:
+        """`reduced`: DDP all-reduces this backward's .grad, which must then hold the sums."""
+        if reduced:
+            self.attach()
+
+    def after_backward(self, reduced: bool) -> None:
+        """Add what the backward left in .grad to the sums (one kernel, not one a parameter)."""
+        if reduced:
+            return
+        pairs = [(s, p.grad) for s, p in zip(self.sums, self.params) if p.grad is not None]
+        if pairs:
+            torch._foreach_add_([s for s, _ in pairs], [g for _, g in pairs])
+        self._clear()
+
+    def attach(self) -> None:
+        """Every .grad its buffer: the optimizer's view of the summed gradients."""
+        for p, s in zip(self.params, self.sums):
+            p.grad = s
+
+    def _clear(self) -> None:
+        for p in self.params:
+            p.grad = None
 
 
 def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device, buckets: bool) -> torch.nn.Module:

@@ -41,7 +41,7 @@ from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
-from .fast import CompiledLoss, check_setting, fast_loss, own_gradients
+from .fast import CompiledLoss, GradientSums, check_setting, fast_loss
 from .batching import collate, flat_spans, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
@@ -185,6 +185,7 @@ class Trainer:
                               self.device, settings.buckets)
         # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
         self.graphs = settings.fast == "graphs" and isinstance(self.loss, CompiledLoss)
+        self.sums = GradientSums(self.model) if self.graphs else None
         # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
         self.max_tokens = None if settings.max_tokens == "auto" else settings.max_tokens
         if self.world > 1:
@@ -375,9 +376,10 @@ class Trainer:
         were: the halves run next. In a backward it may have added part of that micro-batch's gradient
         to the sums already: None then asks update() to run the plan again (memory.py says why).
         """
-        self.optimizer.zero_grad(set_to_none=not self.graphs)
-        if self.graphs:
-            own_gradients(self.model)
+        if self.sums:
+            self.sums.start()
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
         totals = torch.zeros(6, dtype=torch.float64, device=self.device)
         i = 0
         while i < len(plan):
@@ -405,6 +407,8 @@ class Trainer:
                             self.step, failed, failing[0])
             if failed == "backward":
                 return None
+        if self.sums:
+            self.sums.attach()
         return totals
 
     def _micro_batch(self, indices: list[int], sync: bool, totals: torch.Tensor) -> str | None:
@@ -418,7 +422,12 @@ class Trainer:
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
                 phase = "backward"
+                reduced = sync and self.world > 1  # DDP all-reduces this backward's gradients
+                if self.sums:
+                    self.sums.before_backward(reduced)
                 self.scaler.scale(loss).backward()
+                if self.sums:
+                    self.sums.after_backward(reduced)
         except RuntimeError as err:
             if not memory.is_out_of_memory(err):
                 raise
