@@ -234,6 +234,8 @@ def test_bucket_padding_changes_no_familys_loss_or_gradient(tmp_path, family):
     for padded_shape, *padded in padded_runs:
         assert padded_shape[1] > plain_shape[1]  # the test pads something
         torch.testing.assert_close(padded[:2], plain[:2], rtol=1e-5, atol=1e-5)
-        for (name, _), a, b in zip(model.named_parameters(), padded[2], plain[2]):  # up to fp32 summation order
-            assert (a - b).norm() <= 1e-5 * b.norm() + 1e-7, name
+        # Up to fp32 summation order; a gradient that is zero exactly (+PR's scorer bias before a softmax)
+        # is rounding noise on both sides, ~1e-7 on some CPUs.
+        for (name, _), a, b in zip(model.named_parameters(), padded[2], plain[2]):
+            assert (a - b).norm() <= 1e-5 * b.norm() + 1e-6, name
     assert family == "npmt" or padded_runs[-1][0][0] == 19  # 7 rows without a sentence
