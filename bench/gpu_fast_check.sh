@@ -33,6 +33,9 @@
 #             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
 #   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
 #             (bench/fast_equality.py; ~1.5 min a family)
+# Run when named:
+#   hostops   the ops and launches a Base-shaped `fast: graphs` micro-batch still issues outside its
+#             graphs (bench/host_ops.py; ~2.5 min, the first compile cold)
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
@@ -52,6 +55,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
+    hostops=(--device cpu --updates 2)
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
@@ -63,6 +67,7 @@ else
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--updates 40 --minutes 2 --timeout 240)
     npmt=(--updates 40 --minutes 1 --timeout 150)
+    hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
 fi
 
@@ -93,6 +98,7 @@ for step in $steps; do
         equality) run equality 120 python3 bench/fast_equality.py --out "$WORK/fast_equality" "${equality[@]}" ;;
         graphs)   run graphs 60 python3 bench/fast_equality.py --out "$WORK/fast_equality_graphs" --fast graphs \
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
+        hostops)  run hostops 150 python3 bench/host_ops.py "${hostops[@]}" ;;
         big)      run big 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_big" --variant transformer_big "${big[@]}" ;;
         npmt)     swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)
                   if [ -d "$NPMT_BEFORE" ]; then
@@ -102,7 +108,7 @@ for step in $steps; do
                   fi
                   run swan_after 30 python3 bench/swan_loss.py "${swan[@]}"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files
