@@ -80,9 +80,9 @@ def assert_same_update(a, b):
 @pytest.mark.parametrize("phase", ["forward", "backward"])
 def test_a_micro_batch_out_of_memory_runs_as_halves_with_the_unsplit_gradient(copy_corpus, tmp_path, monkeypatch,
                                                                                 phase, fast):
-    """A backward that runs out of memory has added the decoder's part of its gradient already: the
-    update must start again, or that part would count twice. On `fast: graphs` (the step traced by
-    aot_eager here) that part is in the .grad the backward left, beside the sums (fast.GradientSums)."""
+    """A backward that runs out of memory has added part of its gradient already: the update must
+    start again, or that part would count twice. On `fast: graphs` (the step traced by aot_eager here)
+    that part is in the .grad the backward left, beside the sums (fast.GradientSums)."""
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, backend, mode: compile_(model, backend="aot_eager"))
     path = dict(fast=fast, buckets=fast == "graphs")
