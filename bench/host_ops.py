@@ -90,8 +90,8 @@ def main() -> None:
             by_caller[caller] += 1
             host_us[caller] += e.cpu_time_total
         accumulate = sum(e.cpu_time_total for e in events if e.name == "torch::autograd::AccumulateGrad")
-        launches = collections.Counter(e.name for e in events if e.name in ("cudaLaunchKernel", "cudaGraphLaunch",
-                                                                              "cuLaunchKernel", "cudaMemcpyAsync"))
+        launches = collections.Counter(e.name for e in events  # the CUDA runtime's and driver's calls
+                                       if e.name.startswith("cu") and ("Launch" in e.name or "Memcpy" in e.name))
         params = sum(1 for p in trainer.model.parameters() if p.requires_grad)
         print(f"fast: {args.fast} on {args.device}, {params} parameter tensors, d {args.d_model}; "
               f"update {statistics.median(times) * 1e3:.1f} ms (median of {len(times)}), profiled one of {micro} "

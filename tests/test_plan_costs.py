@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro.config import AUTO_MAX_TOKENS, load, validate
+from nmtrepro.config import AUTO_MAX_TOKENS, experiments, load, training_of, validate
 from nmtrepro.core.files import InputError
 from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
 from nmtrepro.training import memory
@@ -105,7 +105,8 @@ def test_a_family_measured_apart_is_costed_at_its_own_rate_and_others_at_their_s
     rates, _, speedup = throughput(paper, None)
     h100 = speedup["H100 (bf16, measured)"]
     jobs = {"base_en_de": "base", "pr_en_de": "base/phrase", "biarn_en_de": "base/recurrence", "disan_en_de": "base"}
-    result = plan(paper, set(jobs), set(), rates, {}, speedup, [], {"A": ["A_table1", "A_code_forms"], "B": ["B_table1"]})
+    result = plan(paper, set(jobs), set(), rates, {}, speedup, [],
+                  {"A": {"tables": ["A_table1", "A_code_forms"]}, "B": {"tables": ["B_table1"]}})
     for name, key in jobs.items():
         job = result["jobs"][name]
         assert job["gpu_hours_on"]["H100 (bf16, measured)"] == pytest.approx(job["gpu_hours"] / h100[key])
@@ -116,6 +117,23 @@ def test_a_family_measured_apart_is_costed_at_its_own_rate_and_others_at_their_s
     base = result["jobs"]["base_en_de"]["gpu_hours_on"]["H100 (bf16, measured)"]
     assert "base_en_de to its recipe's end: " in text and f"{base:.1f} h on one H100 (bf16, measured)" in text
     assert "\npaper A " in text
+
+
+def test_every_paper_scale_job_is_costed_in_the_paper_that_needs_it(monkeypatch):
+    """Paper B's claims compare against Transformers continued as long as the BiARN, jobs that no
+    table holds: the paper's line must count them (it missed 4 jobs, 65 H100-hours)."""
+    monkeypatch.chdir(ROOT)
+    config, owned = load(str(ROOT / "config.yaml"), ["scale=paper"])
+    validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+    resolved = experiments(config)
+    every = {training_of(resolved, name) for name in resolved}
+    rates, _, speedup = throughput(config, None)
+    result = plan(config, every, set(), rates, {}, speedup, [], owned)
+    assert set().union(*(row["experiments"] for row in result["papers"].values())) == every
+    assert "hao_base_en_de_continued" in result["papers"]["B"]["experiments"]
+    assert "hao_base_en_de_continued" not in result["papers"]["A"]["experiments"]
+    assert all(set(table["experiments"]) <= set(result["papers"][name[0]]["experiments"])
+               for name, table in result["tables"].items())  # a table's jobs count in its paper
 
 
 def test_a_per_family_speedup_names_a_size_of_the_table(paper):

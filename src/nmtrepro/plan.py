@@ -195,12 +195,37 @@ def hours_on(jobs: list[dict], speedup: dict) -> dict:
     return {gpu: sum(j["gpu_hours_on"][gpu] for j in jobs) for gpu in speedup}
 
 
+def paper_jobs(config: dict, resolved: dict, owned: dict[str, list[str]], tables: dict) -> set[str]:
+    """The training jobs a paper needs (`owned`: section -> the names its file defines): its tables'
+    jobs, those of the experiments it defines, and those its claims and analyses name (a claim's
+    baseline may be trained for the claim alone, as paper B's baselines continued as long), each with
+    its seed replicates and the model it starts from."""
+    named = set(owned.get("experiments", []))
+    for section in ("claims", "analyses"):
+        for name in owned.get(section, []):
+            named |= experiment_names(config[section][name], resolved)
+    seeds = replicates(resolved)
+    needed = {training_of(resolved, r) for n in named for r in seeds.get(n, [])}
+    needed |= {training_of(resolved, resolved[n].init) for n in needed if resolved[n].init}
+    return needed | {n for table in owned.get("tables", []) if table in tables for n in tables[table]["experiments"]}
+
+
+def experiment_names(spec, resolved: dict) -> set[str]:
+    """The experiments a claim's or an analysis' spec names, at any depth (`experiment`, `baseline`,
+    its systems' lists)."""
+    if isinstance(spec, str):
+        return {spec} & resolved.keys()
+    values = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, list) else ()
+    return set().union(*(experiment_names(v, resolved) for v in values))
+
+
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict,
          speedup: dict | None = None, preprocess_jobs: list[dict] | None = None,
-         papers: dict[str, list[str]] | None = None) -> dict:
+         papers: dict[str, dict[str, list[str]]] | None = None) -> dict:
     """Per table: training jobs still to run, GPU-hours (on the throughput table's GPU, and on each GPU
-    of `speedup`) and disk (checkpoints, models, downloads); per paper (`papers`: paper -> its
-    tables), the GPU-hours of its tables' jobs, each job once; and the preprocessing jobs' CPU-hours."""
+    of `speedup`) and disk (checkpoints, models, downloads); per paper (`papers`: paper -> section ->
+    the names its file defines), the GPU-hours of the jobs it needs (`paper_jobs`), each once; and the
+    preprocessing jobs' CPU-hours."""
     scale = config["scales"][config["scale"]]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
@@ -240,9 +265,10 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         }
     by_paper = {}
     for paper, owned in (papers or {}).items():
-        names = sorted({n for table in owned if table in tables for n in tables[table]["experiments"]})
+        names = sorted(paper_jobs(config, resolved, owned, tables) & set(jobs))
         if names:
-            by_paper[paper] = {"training_jobs": len(names), "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
+            by_paper[paper] = {"training_jobs": len(names), "experiments": names,
+                               "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
                                "gpu_hours_on": hours_on([jobs[n] for n in names], speedup)}
     gpu_hours = sum(j["gpu_hours"] or 0 for j in jobs.values())
     prep = preprocessing(config, preprocess_jobs or [])
@@ -276,7 +302,8 @@ def render(result: dict, source: str, gpu: str = "GPU") -> str:
         if row.get("downloads_of_unknown_size"):
             lines.append(f"{'':<24} (plus downloads of unknown size: {', '.join(row['downloads_of_unknown_size'])})")
     if result["papers"]:
-        lines.append("(per paper: the jobs of its tables, each once; a job two papers share counts in both)")
+        lines.append("(per paper: the jobs its tables, claims and analyses need and those it defines, each once; "
+                     "a job two papers share counts in both)")
     for paper, row in result["papers"].items():
         lines.append(f"{'paper ' + paper:<24} {row['training_jobs']:>10} {row['gpu_hours']:>10.1f} "
                      + "".join(f"{row['gpu_hours_on'][g]:>{width[g]}.1f}" for g in others))
@@ -330,7 +357,7 @@ def run_plan(args) -> None:
     pending, downloads = parse_summary(summary)
     rates, source, speedup = throughput(config, Path(args.bench) if args.bench else None)
     result = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, preprocessing_jobs(summary),
-                  {paper: sections.get("tables", []) for paper, sections in owned.items()})
+                  owned)
     gpu = "the measured GPU" if source.startswith("measured") else config["plan"].get("gpu", "the table's GPU")
     print(render(result, source, gpu))
     if args.out:
