@@ -48,6 +48,28 @@ def outside_ops(events) -> list:
             and not (e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"))]
 
 
+def print_counts(events, micro: int) -> None:
+    """The profiled update's ops outside compiled graphs (by caller, with their host time, and by name)
+    and its launches, each per micro-batch."""
+    ops = outside_ops(events)
+    by_name = collections.Counter(e.name for e in ops)
+    by_caller, host_us = collections.Counter(), collections.Counter()
+    for e in ops:
+        caller = e.cpu_parent.name if e.cpu_parent else "(Python)"
+        by_caller[caller] += 1
+        host_us[caller] += e.cpu_time_total
+    accumulate = sum(e.cpu_time_total for e in events if e.name == "torch::autograd::AccumulateGrad")
+    launches = collections.Counter(e.name for e in events  # the CUDA runtime's and driver's calls
+                                   if e.name.startswith("cu") and ("Launch" in e.name or "Memcpy" in e.name))
+    print(f"ops outside the compiled graph: {len(ops)}, {len(ops) / micro:.1f} a micro-batch")
+    print("  by caller (ops, host us): " + ", ".join(f"{name} {n / micro:.1f}, {host_us[name] / micro:.0f} us"
+                                                    for name, n in by_caller.most_common(4)))
+    print(f"  AccumulateGrad nodes: {accumulate / micro:.0f} us a micro-batch")
+    print("  by op: " + ", ".join(f"{name} {n / micro:.1f}" for name, n in by_name.most_common(8)))
+    if launches:
+        print("  launches a micro-batch: " + ", ".join(f"{k} {n / micro:.1f}" for k, n in launches.most_common()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
@@ -81,28 +103,11 @@ def main() -> None:
             args.device == "cuda")
         with torch.profiler.profile(activities=activities) as profile:
             trainer.update(group)
-        events, micro = profile.events(), len(group)
-        ops = outside_ops(events)
-        by_name = collections.Counter(e.name for e in ops)
-        by_caller, host_us = collections.Counter(), collections.Counter()
-        for e in ops:
-            caller = e.cpu_parent.name if e.cpu_parent else "(Python)"
-            by_caller[caller] += 1
-            host_us[caller] += e.cpu_time_total
-        accumulate = sum(e.cpu_time_total for e in events if e.name == "torch::autograd::AccumulateGrad")
-        launches = collections.Counter(e.name for e in events  # the CUDA runtime's and driver's calls
-                                       if e.name.startswith("cu") and ("Launch" in e.name or "Memcpy" in e.name))
         params = sum(1 for p in trainer.model.parameters() if p.requires_grad)
         print(f"fast: {args.fast} on {args.device}, {params} parameter tensors, d {args.d_model}; "
-              f"update {statistics.median(times) * 1e3:.1f} ms (median of {len(times)}), profiled one of {micro} "
-              f"micro-batches")
-        print(f"ops outside the compiled graph: {len(ops)}, {len(ops) / micro:.1f} a micro-batch")
-        print("  by caller (ops, host us): " + ", ".join(f"{name} {n / micro:.1f}, {host_us[name] / micro:.0f} us"
-                                                        for name, n in by_caller.most_common(4)))
-        print(f"  AccumulateGrad nodes: {accumulate / micro:.0f} us a micro-batch")
-        print("  by op: " + ", ".join(f"{name} {n / micro:.1f}" for name, n in by_name.most_common(8)))
-        if launches:
-            print("  launches a micro-batch: " + ", ".join(f"{k} {n / micro:.1f}" for k, n in launches.most_common()))
+              f"update {statistics.median(times) * 1e3:.1f} ms (median of {len(times)}), profiled one of "
+              f"{len(group)} micro-batches")
+        print_counts(profile.events(), len(group))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
