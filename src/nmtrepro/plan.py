@@ -195,16 +195,15 @@ def hours_on(jobs: list[dict], speedup: dict) -> dict:
     return {gpu: sum(j["gpu_hours_on"][gpu] for j in jobs) for gpu in speedup}
 
 
-def paper_jobs(config: dict, resolved: dict, owned: dict[str, list[str]], tables: dict) -> set[str]:
+def paper_jobs(config: dict, resolved: dict, seeds: dict, owned: dict[str, list[str]], tables: dict) -> set[str]:
     """The training jobs a paper needs (`owned`: section -> the names its file defines): its tables'
     jobs, those of the experiments it defines, and those its claims and analyses name (a claim's
     baseline may be trained for the claim alone, as paper B's baselines continued as long), each with
-    its seed replicates and the model it starts from."""
+    its seed replicates (`seeds`: `replicates`) and the model it starts from."""
     named = set(owned.get("experiments", []))
     for section in ("claims", "analyses"):
         for name in owned.get(section, []):
             named |= experiment_names(config[section][name], resolved)
-    seeds = replicates(resolved)
     needed = {training_of(resolved, r) for n in named for r in seeds.get(n, [])}
     needed |= {training_of(resolved, resolved[n].init) for n in needed if resolved[n].init}
     return needed | {n for table in owned.get("tables", []) if table in tables for n in tables[table]["experiments"]}
@@ -265,7 +264,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         }
     by_paper = {}
     for paper, owned in (papers or {}).items():
-        names = sorted(paper_jobs(config, resolved, owned, tables) & set(jobs))
+        names = sorted(paper_jobs(config, resolved, seeds, owned, tables) & set(jobs))
         if names:
             by_paper[paper] = {"training_jobs": len(names), "experiments": names,
                                "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
