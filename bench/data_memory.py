@@ -46,9 +46,11 @@ def synthetic_lengths(pairs: int, rng: np.random.Generator) -> tuple[np.ndarray,
     ratio <= 1.5). The ratio spreads as real WMT's does, which bucketed batching feels: a bucket bounds
     both sides, so the wider the ratio, the more padding (bench/padding.py)."""
     src = np.clip(np.rint(rng.lognormal(3.2, 0.6, pairs)), 1, 256)
-    ratio = np.exp(rng.normal(np.log(1.1), RATIO_LOG_SD, pairs))
+    def ratios(n: int) -> np.ndarray:
+        return np.exp(rng.normal(np.log(1.1), RATIO_LOG_SD, n))
+    ratio = ratios(pairs)
     while (outside := (ratio < 1 / 1.5) | (ratio > 1.5)).any():  # prepare drops them: draw those again
-        ratio[outside] = np.exp(rng.normal(np.log(1.1), RATIO_LOG_SD, int(outside.sum())))
+        ratio[outside] = ratios(int(outside.sum()))
     tgt = np.clip(np.rint(src * ratio), 1, 256)
     return src.astype(np.int64) + 1, tgt.astype(np.int64) + 1
 
