@@ -119,7 +119,9 @@ def check_same_data(prepared: Path, preprocess_log: Path) -> None:
 
 def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10) -> dict:
     """Target tokens/s over updates warmup+1 .. warmup+updates, and the median and best of its runs of
-    `chunk` updates.
+    `chunk` updates, and the steady rate: over the window's updates in which no micro-batch compiled,
+    warmed up or recorded a new shape (timed_steps.py), the pace of a long run once its shapes are all
+    recorded (a CUDA-graph step's rare shapes still arrive tens of updates in).
 
     On a machine shared with other jobs the load changes within a run; the median and the fastest chunk
     are less disturbed estimates of each tool's own speed than the whole window.
@@ -134,7 +136,11 @@ def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10)
 
     tok_s, tokens, seconds = speed(warmup, warmup + updates - 1)
     chunks = [speed(i, min(i + chunk, warmup + updates) - 1)[0] for i in range(warmup, warmup + updates, chunk)]
+    warm = [step[4] if len(step) > 4 else 0 for step in steps]  # files of before the count: none
+    steady = [speed(i, i) for i in range(warmup, warmup + updates) if warm[i] == warm[i - 1]]
     return {"train_tok_s": tok_s, "train_tokens": tokens, "train_s": seconds, "train_tok_s_median": statistics.median(chunks),
+            "steady_tok_s": sum(t for _, t, _ in steady) / sum(s for _, _, s in steady) if steady else None,
+            "steady_updates": len(steady),
             "train_tok_s_best": max(chunks), "train_tok_s_chunks": chunks, "rss_mib_last": steps[warmup + updates - 1][2],
             "tokens_per_update": tokens / updates, "gpu_peak_gib": steps[warmup + updates - 1][3]}
 
@@ -357,8 +363,11 @@ def paper_setup(args) -> None:
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
     for tool in tools:
         rows[tool]["mfu"] = rows[tool]["train_tok_s"] * flops_per_token / (peak * 1e12) if peak else None
+        steady = rows[tool]["steady_tok_s"]
+        rows[tool]["steady_mfu"] = steady * flops_per_token / (peak * 1e12) if peak and steady else None
     reference = rows.get("fairseq", {}).get("train_tok_s")
-    rows["ratios"] = {f"{tool}/fairseq": rows[tool]["train_tok_s"] / reference for tool in tools if reference}
+    rows["ratios"] = {f"{tool}/fairseq{kind}": rows[tool][key] / rows["fairseq"][key] for tool in tools if reference
+                      for kind, key in (("", "train_tok_s"), (" steady", "steady_tok_s")) if rows[tool][key]}
     gpu = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
     print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours against fairseq-fixed 0.12.3.1: {size}; "
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
@@ -366,12 +375,17 @@ def paper_setup(args) -> None:
           + f", fairseq --update-freq {update_freq}; "
           f"ours {train['precision']}, fairseq {' '.join(device) or 'fp32'}; updates {args.warmup_updates + 1}..{total}; "
           f"MFU at {flops_per_token / 1e6:.0f} MFLOP a target token" + (f", {peak:g} TFLOP/s peak" if peak else ""))
-    print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'MFU':>8}{'tok/update':>12}{'GPU peak GiB':>14}{'vs fairseq':>12}")
+    print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'MFU':>8}{'steady':>16}{'MFU':>8}{'tok/update':>12}"
+          f"{'GPU peak GiB':>14}{'vs fairseq':>12}")
+    percent = lambda mfu: f"{100 * mfu:7.1f}%" if mfu else f"{'n/a':>8}"  # noqa: E731
     for tool in tools:
         r = rows[tool]
-        print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}"
-              + (f"{100 * r['mfu']:7.1f}%" if peak else f"{'n/a':>8}") + f"{r['tokens_per_update']:12,.0f}"
+        steady = f"{r['steady_tok_s']:,.0f} ({r['steady_updates']})" if r["steady_tok_s"] else "none"
+        print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}{percent(r['mfu'])}{steady:>16}"
+              f"{percent(r['steady_mfu'])}{r['tokens_per_update']:12,.0f}"
               f"{r['gpu_peak_gib']:14.1f}" + (f"{r['train_tok_s'] / reference:11.2f}x" if reference else f"{'n/a':>12}"))
+    print("steady: the window's updates (their count) in which no micro-batch compiled, warmed up or recorded "
+          "a new shape")
     (out / "speeds.json").write_text(json.dumps({**rows, "update_freq": update_freq, "gpu": gpu,
                                                  "flops_per_target_token": flops_per_token}, indent=1))
 

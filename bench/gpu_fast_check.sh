@@ -10,13 +10,23 @@
 #   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
-# hold about the first three in one call, part of the rest in a second):
-#   profile   the paper Base on `fast: graphs` and under fairseq, timed, then two updates each under
-#             torch's profiler: how much of the wall time the GPU is busy, and where the host's time
-#             goes (bench/fairseq_compare.py --paths graphs --profile 2; ~4 min)
+# hold about the first two in one call, the rest in a second):
+#   profile   the paper Base on `fast: graphs` and under fairseq (cuDNN's attention off in both now),
+#             timed over 40 updates, with the steady rate of those that recorded no new shape, then two
+#             updates each under torch's profiler: how much of the wall time the GPU is busy, and where
+#             the host's time goes (bench/fairseq_compare.py --paths graphs --profile 2; ~4.5 min)
+#   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
+#             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min)
+#   families  the same for BiARN, +Fusing_Diverse and +PR (parser phrases): the plan's rates and the
+#             60 %-of-Base target, Base's rate being the profile step's (~2.5 min a family)
 #   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
-#             micro-batches, which CUDA graphs must not overwrite, for the recurrent families, not yet
-#             compared on a GPU: BiARN, the RNN encoder (bench/fast_equality.py --fast graphs; ~3 min)
+#             micro-batches, which CUDA graphs must not overwrite, for the RNN encoder, the family not
+#             yet compared on a GPU (bench/fast_equality.py --fast graphs; ~3 min)
+# Run on 2026-11-27 (bench/README.md), so not among the defaults:
+#   fairseq   the paper Base under ours (eager, compiled, CUDA graphs) and fairseq on one GPU, same data
+#             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
+#   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
+#             (bench/fast_equality.py; ~1.5 min a family)
 #   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
 #             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2.5 min)
 #   npmt      paper C's NPMT since SWAN scores only what a segmentation can use, its normaliser in
@@ -24,22 +34,13 @@
 #             of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), then
 #             `nmtrepro train`'s tok/s and peak against the H100's 3,380 and 29.4 GiB (bench/gpu_train.py;
 #             ~2 min)
-#   families  `nmtrepro train` of BiARN, +Fusing_Diverse and +PR (parser phrases) at the paper scale's
-#             settings (`fast: graphs`, 4,096-token micro-batches): the plan's rates and the 60 %-of-Base
-#             target, Base's rate being the profile step's (bench/gpu_train.py; ~2.5 min a family)
-#   big       the same for the Transformer Big (bench/gpu_train.py; ~2.5 min)
-# Run on 2026-11-27 (bench/README.md), so not among the defaults:
-#   fairseq   the paper Base under ours (eager, compiled, CUDA graphs) and fairseq on one GPU, same data
-#             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
-#   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
-#             (bench/fast_equality.py; ~1.5 min a family)
 # Run when named:
 #   hostops   the ops and launches a Base-shaped `fast: graphs` micro-batch still issues outside its
 #             graphs (bench/host_ops.py; ~2.5 min, the first compile cold)
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-profile graphs auto npmt families big}
+steps=${*:-profile big families graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -59,11 +60,11 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
-    profile=(--device cuda --warmup-updates 10 --updates 20 --threads 8)
+    profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     families=(--updates 60 --minutes 2 --timeout 240 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
-    graphs=(--device cuda --precision bf16 --variant biarn --variant rnn_encoder)
+    graphs=(--device cuda --precision bf16 --variant rnn_encoder)
     auto=(--updates 60 --minutes 3 --timeout 240)
     big=(--updates 40 --minutes 2 --timeout 240)
     npmt=(--updates 40 --minutes 1 --timeout 150)
@@ -90,7 +91,7 @@ for step in $steps; do
     case $step in
         fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
-        profile)  run profile 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
+        profile)  run profile 240 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_profile" --paths graphs --profile 2 "${profile[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
                       --setting max_tokens=auto --setting fast=graphs --setting buckets=true "${auto[@]}" ;;

@@ -9,7 +9,9 @@ synthetic parser phrases and POS tags for the models that read them. Only the up
 limit per variant, the checkpoint interval and the log interval are the bench's own.
 
 Prints, per variant: parameters, precision, target tokens/s over the logged updates after the first
-window, and the peak GPU memory the trainer logged. Writes every log and `gpu_train.json` to --out.
+window and over those of its windows in which no micro-batch compiled, warmed up or recorded a new
+shape (the log says so: fast.CompiledLoss.warm_calls), the pace of a long run, and the peak GPU memory
+the trainer logged. Writes every log and `gpu_train.json` to --out.
 With --resume, the first variant is then trained 10 updates further from its last checkpoint, which
 must say that it resumed.
 
@@ -46,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "biarn", "rnn_encoder",
             "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
 STEP = re.compile(r"step \d+/\d+ .*?\| ([\d.]+) tgt tok/s .*$", re.M)
+WARM = re.compile(r"\| \d+ micro-batches on new shapes")
 PEAK = re.compile(r"\| peak ([\d.]+) GiB")
 AUTO = re.compile(r"max_tokens auto: (\d+) tokens")
 
@@ -134,7 +137,7 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
     if not steps:
         raise RuntimeError(f"{exp.variant}: no step lines in its log")
     speeds = [float(m.group(1)) for m in steps[1:] or steps]  # the first window holds the warm-up
-    later = speeds[len(speeds) // 2:]  # CUDA graphs record each new batch shape once, early on
+    steady = [float(m.group(1)) for m in steps[1:] if not WARM.search(m.group(0))]
     peaks = [float(p) for m in steps for p in PEAK.findall(m.group(0))]
     params = re.search(r"([\d,]+) parameters", log)
     precision = re.search(r"parameters on \S+, (\w+)", log)
@@ -143,7 +146,8 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
             "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens,  # auto: what it found
             "update_tokens": exp.train["update_tokens"],
             "tgt_tok_s": round(sum(speeds) / len(speeds)),
-            "late_tgt_tok_s": round(sum(later) / len(later)),
+            "steady_tgt_tok_s": round(sum(steady) / len(steady)) if steady else None,
+            "steady_windows": f"{len(steady)}/{len(steps) - 1}",
             "peak_gib": max(peaks) if peaks else None,
             "wall_s": round(seconds, 1)}
 
@@ -191,11 +195,12 @@ def main() -> None:
         rows.append({"variant": exp.variant, "resume": "ok" if resumed else "FAILED: no resume line"})
         print(json.dumps(rows[-1]))
     (out / "gpu_train.json").write_text(json.dumps(rows, indent=1) + "\n")
-    print("variant\tfamily\tparams\tprecision\tmax_tokens\ttgt_tok/s\tlater half\tpeak GiB\twall s")
+    print("variant\tfamily\tparams\tprecision\tmax_tokens\ttgt_tok/s\tsteady (windows)\tpeak GiB\twall s")
     for r in rows:
         if "tgt_tok_s" in r:
+            steady = f"{r['steady_tgt_tok_s']:,}" if r["steady_tgt_tok_s"] else "none"
             print(f"{r['variant']}\t{r['family']}\t{r['params']}\t{r['precision']}\t{r['max_tokens']}\t{r['tgt_tok_s']:,}\t"
-                  f"{r['late_tgt_tok_s']:,}\t{r['peak_gib']}\t{r['wall_s']}")
+                  f"{steady} ({r['steady_windows']})\t{r['peak_gib']}\t{r['wall_s']}")
         elif "error" in r:
             print(f"{r['variant']}\t{r['family']}\tFAILED (see its log)")
     if any("error" in r or str(r.get("resume", "ok")) != "ok" for r in rows):

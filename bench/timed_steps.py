@@ -1,5 +1,7 @@
 """Run a training CLI (ours or fairseq's) and record when each update ends, how many target tokens it had,
-the process's resident memory (RSS) after it and, on a GPU, the peak GPU memory allocated so far.
+the process's resident memory (RSS) after it, on a GPU the peak GPU memory allocated so far, and (ours
+on the fast path) how many micro-batches so far compiled, warmed up or recorded a new shape rather than
+replayed one (fast.CompiledLoss.warm_calls; fairseq: 0), so that a rate can leave those updates out.
 
 Used by bench/fairseq_compare.py so that both tools' training speed has the same definition: target
 tokens (non-pad, EOS included) of updates W+1..W+N divided by the wall time from the end of update W to
@@ -9,7 +11,8 @@ logging), not just forward/backward. Runs under either venv: it imports only the
 `--profile FIRST:COUNT` also runs torch's profiler over updates FIRST+1..FIRST+COUNT (after the timed
 window, whose rate it would slow) and writes STEPS.profile.txt: the wall time of those updates, how
 much of it the GPU spent running kernels and copies (the union of their intervals: what is left is
-the GPU waiting on the host), and the ops that took the most host and GPU time. It tells a host-bound
+the GPU waiting on the host; the ranges a tool annotates, such as fairseq's `train_step`, are not
+kernels and are left out), and the ops that took the most host and GPU time. It tells a host-bound
 step from a GPU-bound one, and shows where a tool's host time goes.
 
     python bench/timed_steps.py {ours|fairseq} STEPS.json [--profile FIRST:COUNT] -- ARGS...
@@ -69,7 +72,7 @@ class Profile:
                 handle.write(self.summary(wall) + "\n")
 
     def summary(self, wall: float) -> str:
-        device = [e for e in self.profiler.events() if e.device_type.name == "CUDA"]
+        device = [e for e in self.profiler.events() if e.device_type.name == "CUDA" and not e.is_user_annotation]
         busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
         table = self.profiler.key_averages()
         head = f"updates {self.first + 1}..{self.first + self.count}: {wall:.3f} s wall" + (
@@ -79,14 +82,14 @@ class Profile:
                            + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
 
 
-def patch(cls, name: str, tokens_of, steps: list, profile: Profile | None) -> None:
-    """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB, GPU peak in GiB)
-    to `steps`, and runs the profiler over the updates it names."""
+def patch(cls, name: str, tokens_of, warm_of, steps: list, profile: Profile | None) -> None:
+    """Wrap cls.name so that every call appends (end time, target tokens, RSS in MiB, GPU peak in GiB,
+    warm calls so far) to `steps`, and runs the profiler over the updates it names."""
     original = getattr(cls, name)
 
     def timed(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        steps.append((time.perf_counter(), tokens_of(args, result), rss_mb(), gpu_peak_gib()))
+        steps.append((time.perf_counter(), tokens_of(args, result), rss_mb(), gpu_peak_gib(), warm_of(self)))
         if profile:
             profile.after(len(steps))
         return result
@@ -102,11 +105,12 @@ def main() -> int:
         profile, rest = Profile(first, count, out.removesuffix(".json") + ".profile.txt"), rest[2:]
     assert rest[:1] == ["--"], __doc__
     argv = rest[1:]
-    steps: list[tuple[float, int, float]] = []
+    steps: list[tuple] = []
     if tool == "ours":
         from nmtrepro import cli
         from nmtrepro.training import train
-        patch(train.Trainer, "update", lambda args, result: result[2], steps, profile)  # update() -> (loss, nll, tokens)
+        patch(train.Trainer, "update", lambda args, result: result[2],  # update() -> (loss, nll, tokens)
+              lambda trainer: trainer.compiled.warm_calls if trainer.compiled else 0, steps, profile)
         run = lambda: cli.main(["train", *argv])  # noqa: E731
     else:
         from fairseq import trainer
@@ -114,8 +118,13 @@ def main() -> int:
 
         # train_step(samples): a list of collated samples; "ntokens" counts non-pad target tokens.
         patch(trainer.Trainer, "train_step",
-              lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), steps, profile)
+              lambda args, result: sum(s.get("ntokens", 0) for s in args[0] if s), lambda trainer: 0, steps, profile)
         sys.argv = ["fairseq-train", *argv]
+        # Attention as ours runs it (runtime.cuda_defaults): torch >= 2.5 prefers cuDNN's on Hopper, which
+        # builds an execution plan for every new padded length; fairseq's batches bring new lengths all
+        # the time: on an H200, 2.4 of the 5.2 host seconds of two of its updates (bench/README.md).
+        import torch
+        torch.backends.cuda.enable_cudnn_sdp(False)
         run = fairseq_train.cli_main
     try:
         code = run()

@@ -38,6 +38,7 @@ A family whose step cannot be compiled stays eager and says why in the log.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 import torch
 
@@ -64,7 +65,13 @@ class CompiledLoss(torch.nn.Module):
     """A LossOf module (train.py) compiled once for every shape: each dimension of its inputs dynamic.
     Called as the LossOf is: (net_input, prev, target) -> (loss, nll) sums. `backend`: inductor, the
     trainer's; a test of the graph alone (its breaks, its dynamic shapes) may take "aot_eager", which
-    traces forward and backward as inductor does but generates no code (seconds, not minutes, on a CPU)."""
+    traces forward and backward as inductor does but generates no code (seconds, not minutes, on a CPU).
+
+    `warm_calls` counts the calls that did not run at the step's steady pace: a shape's first call
+    (a dimension of size 1, say, may recompile), and with CUDA graphs its second too (graph trees
+    warm a shape up eagerly, then record it, and only replay it from its third call). With a few dozen
+    shapes of very different frequency, the rare ones still arrive tens of updates in, so a rate
+    measured over the first hundred updates is not the run's (bench/README.md, 2026-11-27)."""
 
     def __init__(self, loss: torch.nn.Module, backend: str = "inductor", cuda_graphs: bool = False):
         """`cuda_graphs`: replay each shape's step as a CUDA graph (the module docstring says how)."""
@@ -72,9 +79,14 @@ class CompiledLoss(torch.nn.Module):
         loss.static = True
         self.cuda_graphs = cuda_graphs
         self.compiled = torch.compile(loss, backend=backend, mode="reduce-overhead" if cuda_graphs else None)
+        self.shapes, self.warm_calls = Counter(), 0
 
     def forward(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor):
-        for tensor in (*net_input.values(), prev, target):  # (B, S or T, ...): sentences and lengths vary
+        tensors = (*net_input.values(), prev, target)
+        shape = tuple(tuple(tensor.shape) for tensor in tensors)
+        self.warm_calls += self.shapes[shape] < (2 if self.cuda_graphs else 1)
+        self.shapes[shape] += 1
+        for tensor in tensors:  # (B, S or T, ...): sentences and lengths vary
             for dim in range(tensor.dim()):
                 torch._dynamo.maybe_mark_dynamic(tensor, dim)
         if self.cuda_graphs:

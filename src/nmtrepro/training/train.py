@@ -184,7 +184,8 @@ class Trainer:
         self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast,
                               self.device, settings.buckets)
         # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
-        self.graphs = settings.fast == "graphs" and isinstance(self.loss, CompiledLoss)
+        self.compiled = self.loss if isinstance(self.loss, CompiledLoss) else None
+        self.graphs = settings.fast == "graphs" and self.compiled is not None
         self.sums = GradientSums(self.model) if self.graphs else None
         # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
         self.max_tokens = None if settings.max_tokens == "auto" else settings.max_tokens
@@ -205,6 +206,7 @@ class Trainer:
         self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
         self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
         self.oom = {"splits": 0, "skipped": 0}  # out of memory, over all ranks: micro-batches halved, sentences skipped
+        self.warm_logged = 0  # the compiled loss's warm_calls at the last log line
         self.stop_signal = None
 
     # -- state ----------------------------------------------------------------------------------
@@ -620,9 +622,18 @@ class Trainer:
         peak = (f" | peak {torch.cuda.max_memory_allocated(self.device) / 2 ** 30:.1f} GiB"
                 if self.device.type == "cuda" else "")
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
-                 perplexity(nll), lr, speed, self.wall, left, peak,
+                 "%.0f s trained, ~%.0f s left%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 perplexity(nll), lr, speed, self.wall, left, peak, self._warm_note(),
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note())
+
+    def _warm_note(self) -> str:
+        """On the fast path, the micro-batches since the last log line that compiled, warmed up or
+        recorded a new shape (fast.CompiledLoss.warm_calls), when there were any: the tok/s of such a
+        window is below the run's pace."""
+        if self.compiled is None or self.compiled.warm_calls == self.warm_logged:
+            return ""
+        fresh, self.warm_logged = self.compiled.warm_calls - self.warm_logged, self.compiled.warm_calls
+        return f" | {fresh} micro-batches on new shapes ({len(self.compiled.shapes)} shapes so far)"
 
     def _oom_note(self) -> str:
         """The log line's out-of-memory counts so far, when there are any."""
