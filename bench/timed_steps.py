@@ -52,12 +52,13 @@ class Profile:
     `path` when they end."""
 
     def __init__(self, first: int, count: int, path: str):
-        self.first, self.count, self.path, self.profiler, self.began = first, count, path, None, 0.0
+        self.first, self.count, self.path, self.profiler, self.began, self.warm = first, count, path, None, 0.0, 0
 
-    def after(self, update: int) -> None:
-        """Called at the end of each update (1-based)."""
+    def after(self, update: int, warm: int) -> None:
+        """Called at the end of each update (1-based), with the warm calls so far."""
         import torch
         if update == self.first:
+            self.warm = warm
             cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
             activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * cuda
             self.profiler = torch.profiler.profile(activities=activities)
@@ -69,15 +70,16 @@ class Profile:
             wall = time.perf_counter() - self.began
             self.profiler.stop()
             with open(self.path, "w") as handle:
-                handle.write(self.summary(wall) + "\n")
+                handle.write(self.summary(wall, warm - self.warm) + "\n")
 
-    def summary(self, wall: float) -> str:
+    def summary(self, wall: float, warm: int) -> str:
         device = [e for e in self.profiler.events() if e.device_type.name == "CUDA" and not e.is_user_annotation]
         busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
         table = self.profiler.key_averages()
         head = f"updates {self.first + 1}..{self.first + self.count}: {wall:.3f} s wall" + (
             f", the GPU busy {busy:.3f} s ({100 * busy / wall:.0f} %) over {len(device)} kernels and copies"
-            if device else " (no GPU activity recorded)")
+            if device else " (no GPU activity recorded)") + (
+            f"; {warm} of their micro-batches on new shapes (compiled, warmed up or recorded)" if warm else "")
         return "\n\n".join([head, table.table(sort_by="self_cpu_time_total", row_limit=20)]
                            + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
 
@@ -91,7 +93,7 @@ def patch(cls, name: str, tokens_of, warm_of, steps: list, profile: Profile | No
         result = original(self, *args, **kwargs)
         steps.append((time.perf_counter(), tokens_of(args, result), rss_mb(), gpu_peak_gib(), warm_of(self)))
         if profile:
-            profile.after(len(steps))
+            profile.after(len(steps), steps[-1][4])
         return result
 
     setattr(cls, name, timed)
