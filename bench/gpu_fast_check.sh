@@ -57,7 +57,8 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
     hostops=(--device cpu --updates 2)
-    swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
+    swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1 --corpus data/iwslt14/test.de.gz
+          data/iwslt14/test.en.gz --lengths --max-segments 6)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
@@ -69,7 +70,8 @@ else
     big=(--updates 40 --minutes 2 --timeout 240)
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
-    swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
+    swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8
+          --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)
 fi
 
 run() {  # run STEP NEEDED_SECONDS COMMAND...
@@ -101,8 +103,7 @@ for step in $steps; do
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
         hostops)  run hostops 150 python3 bench/host_ops.py "${hostops[@]}" ;;
         big)      run big 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_big" --variant transformer_big "${big[@]}" ;;
-        npmt)     swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)
-                  if [ -d "$NPMT_BEFORE" ]; then
+        npmt)     if [ -d "$NPMT_BEFORE" ]; then
                       run swan_before 30 env PYTHONPATH="$NPMT_BEFORE:${PYTHONPATH:-}" python3 bench/swan_loss.py "${swan[@]}"
                   else
                       echo "== swan_before: skipped, no $NPMT_BEFORE"
