@@ -10,11 +10,18 @@
 #   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
-# hold about the first two in one call, the rest in a second):
+# hold the first two in one call, the next three in a second):
 #   profile   the paper Base on `fast: graphs` and under fairseq (cuDNN's attention off in both now),
 #             timed over 40 updates, with the steady rate of those that recorded no new shape, then two
 #             updates each under torch's profiler: how much of the wall time the GPU is busy, and where
 #             the host's time goes (bench/fairseq_compare.py --paths graphs --profile 2; ~4.5 min)
+#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
+#             sized from the card's memory): the size found, its steady tok/s against the profile step's
+#             4,096-token micro-batches, peak (bench/gpu_train.py; ~2.5 min)
+#   npmt      paper C's NPMT: its SWAN loss at paper size on IWSLT14-test-length batches, before (the
+#             source of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), the
+#             last pass profiled ($WORK/npmt.profile.txt: where NPMT's time goes on a GPU), then
+#             `nmtrepro train`'s tok/s and peak (bench/gpu_train.py; ~1.5 min)
 #   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
 #             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min)
 #   families  the same for BiARN, +Fusing_Diverse and +PR (parser phrases): the plan's rates and the
@@ -27,20 +34,13 @@
 #             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
 #   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
 #             (bench/fast_equality.py; ~1.5 min a family)
-#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
-#             sized from the card's memory): the size found, tok/s, peak (bench/gpu_train.py; ~2.5 min)
-#   npmt      paper C's NPMT since SWAN scores only what a segmentation can use, its normaliser in
-#             compiled chunks: its loss at paper size on IWSLT14-test-length batches, before (the source
-#             of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), then
-#             `nmtrepro train`'s tok/s and peak against the H100's 3,380 and 29.4 GiB (bench/gpu_train.py;
-#             ~2 min)
 # Run when named:
 #   hostops   the ops and launches a Base-shaped `fast: graphs` micro-batch still issues outside its
 #             graphs (bench/host_ops.py; ~2.5 min, the first compile cold)
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-profile big families graphs}
+steps=${*:-profile auto npmt big families graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -108,7 +108,7 @@ for step in $steps; do
                   else
                       echo "== swan_before: skipped, no $NPMT_BEFORE"
                   fi
-                  run swan_after 30 python3 bench/swan_loss.py "${swan[@]}"
+                  run swan_after 40 python3 bench/swan_loss.py "${swan[@]}" --profile "$WORK/npmt.profile.txt"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
         *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
     esac

@@ -14,6 +14,10 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
     python bench/swan_loss.py --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6
     python bench/swan_loss.py --device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 \
         --tokens 800 --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6  # paper C
+
+`--profile FILE` then runs NPMT's last timed pass once more under torch's profiler and writes where it
+goes to FILE: the share of its wall time the GPU was busy, and the ops that took the most host and GPU
+time (timed_steps.summarise): what to make faster, measured before anyone optimises it.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import time
 import numpy as np
 import torch
 from padding import lengths
+from timed_steps import summarise
 
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import IndexedData, Vocab
@@ -90,6 +95,7 @@ def main() -> None:
     parser.add_argument("--decoder-layers", type=int, default=1, help="NPMT's segment GRU layers (paper C: 2)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16: autocast")
+    parser.add_argument("--profile", metavar="FILE", help="profile NPMT's last pass once more; its summary to FILE")
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
@@ -121,6 +127,14 @@ def main() -> None:
             b, s = sorted(base)[len(base) // 2], sorted(swan)[len(swan) // 2]
             peak = f"{torch.cuda.max_memory_allocated() / 2 ** 30:.1f}" if device.type == "cuda" else "-"
             print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f} {peak:>9}")
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * (device.type == "cuda")
+        with torch.profiler.profile(activities=activities) as profiler:
+            ms = pass_ms(npmt, batches, args.precision)
+        what = f"NPMT forward + backward, {len(batches)} {label} batches, L {max_seg}"
+        with open(args.profile, "w") as handle:
+            handle.write(summarise(profiler, ms / 1000, what) + "\n")
+        print(f"profile of the last NPMT pass: {args.profile}")
 
 
 if __name__ == "__main__":

@@ -73,15 +73,21 @@ class Profile:
                 handle.write(self.summary(wall, warm - self.warm) + "\n")
 
     def summary(self, wall: float, warm: int) -> str:
-        device = [e for e in self.profiler.events() if e.device_type.name == "CUDA" and not e.is_user_annotation]
-        busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
-        table = self.profiler.key_averages()
-        head = f"updates {self.first + 1}..{self.first + self.count}: {wall:.3f} s wall" + (
-            f", the GPU busy {busy:.3f} s ({100 * busy / wall:.0f} %) over {len(device)} kernels and copies"
-            if device else " (no GPU activity recorded)") + (
-            f"; {warm} of their micro-batches on new shapes (compiled, warmed up or recorded)" if warm else "")
-        return "\n\n".join([head, table.table(sort_by="self_cpu_time_total", row_limit=20)]
-                           + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
+        return summarise(self.profiler, wall, f"updates {self.first + 1}..{self.first + self.count}",
+                         f"; {warm} of their micro-batches on new shapes (compiled, warmed up or recorded)" * bool(warm))
+
+
+def summarise(profiler, wall: float, what: str, note: str = "") -> str:
+    """A stopped profiler's account of `wall` seconds of `what` (`note` ends its first line): the share
+    of it the GPU was busy, and the ops that took the most host and GPU time."""
+    device = [e for e in profiler.events() if e.device_type.name == "CUDA" and not e.is_user_annotation]
+    busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
+    table = profiler.key_averages()
+    head = f"{what}: {wall:.3f} s wall" + (
+        f", the GPU busy {busy:.3f} s ({100 * busy / wall:.0f} %) over {len(device)} kernels and copies"
+        if device else " (no GPU activity recorded)") + note
+    return "\n\n".join([head, table.table(sort_by="self_cpu_time_total", row_limit=20)]
+                       + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
 
 
 def patch(cls, name: str, tokens_of, warm_of, steps: list, profile: Profile | None) -> None:
