@@ -101,11 +101,12 @@ class GradientSums:
     when .grad is None (pytorch/pytorch#169545), so .grad must not keep the graph's output past its
     micro-batch. Buffers held as .grad, which autograd adds each backward into, would cost a kernel a
     parameter a micro-batch outside the graphs: 152 in the Base, two thirds of the ops a micro-batch
-    ran outside its compiled graph (bench/host_ops.py). Instead a backward leaves the graph's gradients
-    as .grad, one foreach add (a kernel or two on a GPU) sums them into the buffers, and .grad is
-    cleared before the next replay. Under DDP the backward that all-reduces (the update's last) adds
-    into the buffers through autograd, because DDP reduces what .grad holds: it must be the sum. After
-    the update's last backward every .grad is its buffer."""
+    ran outside its compiled graph (bench/host_ops.py). Instead a micro-batch's backward hands its
+    gradients back (`torch.autograd.grad`: no .grad written, no AccumulateGrad node run, 152 of them in
+    the Base) and one foreach add (a kernel or two on a GPU) sums them into the buffers before the next
+    replay can overwrite them. Under DDP the backward that all-reduces (the update's last) adds into
+    the buffers held as .grad through autograd, because DDP reduces what .grad holds after a
+    `.backward()`: it must be the sum. After the update's last backward every .grad is its buffer."""
 
     def __init__(self, model: torch.nn.Module):
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -114,30 +115,25 @@ class GradientSums:
     def start(self) -> None:
         """Zero sums, no .grad: an update (or its retry after running out of memory) begins."""
         torch._foreach_zero_(self.sums)
-        self._clear()
+        for p in self.params:
+            p.grad = None
 
-    def before_backward(self, reduced: bool) -> None:
-        """`reduced`: DDP all-reduces this backward's .grad, which must then hold the sums."""
+    def backward(self, loss: torch.Tensor, reduced: bool) -> None:
+        """Add the gradient of `loss` to the sums. `reduced`: DDP all-reduces this backward's .grad,
+        which must then hold the sums."""
         if reduced:
             self.attach()
-
-    def after_backward(self, reduced: bool) -> None:
-        """Add what the backward left in .grad to the sums (one kernel, not one a parameter)."""
-        if reduced:
+            loss.backward()
             return
-        pairs = [(s, p.grad) for s, p in zip(self.sums, self.params) if p.grad is not None]
+        grads = torch.autograd.grad(loss, self.params, allow_unused=True)
+        pairs = [(s, g) for s, g in zip(self.sums, grads) if g is not None]
         if pairs:
             torch._foreach_add_([s for s, _ in pairs], [g for _, g in pairs])
-        self._clear()
 
     def attach(self) -> None:
         """Every .grad its buffer: the optimizer's view of the summed gradients."""
         for p, s in zip(self.params, self.sums):
             p.grad = s
-
-    def _clear(self) -> None:
-        for p in self.params:
-            p.grad = None
 
 
 def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device, buckets: bool) -> torch.nn.Module:

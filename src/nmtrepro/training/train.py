@@ -424,12 +424,10 @@ class Trainer:
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
                 phase = "backward"
-                reduced = sync and self.world > 1  # DDP all-reduces this backward's gradients
                 if self.sums:
-                    self.sums.before_backward(reduced)
-                self.scaler.scale(loss).backward()
-                if self.sums:
-                    self.sums.after_backward(reduced)
+                    self.sums.backward(self.scaler.scale(loss), reduced=sync and self.world > 1)
+                else:
+                    self.scaler.scale(loss).backward()
         except RuntimeError as err:
             if not memory.is_out_of_memory(err):
                 raise
