@@ -59,15 +59,15 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     hostops=(--device cpu --updates 2)
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1 --corpus data/iwslt14/test.de.gz
           data/iwslt14/test.en.gz --lengths --max-segments 6)
-else
+else   # a log line an update: the steady rate then leaves out only the updates that met new shapes
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
-    families=(--updates 60 --minutes 2 --timeout 240 --variant biarn --variant fusing_diverse
+    families=(--updates 60 --minutes 2 --timeout 240 --log-every 1 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
     graphs=(--device cuda --precision bf16 --variant rnn_encoder)
-    auto=(--updates 60 --minutes 3 --timeout 240)
-    big=(--updates 40 --minutes 2 --timeout 240)
+    auto=(--updates 60 --minutes 3 --timeout 240 --log-every 1)
+    big=(--updates 40 --minutes 2 --timeout 240 --log-every 1)
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8
