@@ -98,3 +98,37 @@ def test_fast_equality_compares_every_update_loss_and_all_the_weights(tmp_path):
     (runs["fast"] / "base/curve.tsv").write_text("step\ttrain_loss\n1\t2.0\n")
     with pytest.raises(RuntimeError, match=r"updates logged eager \[1, 2\], fast \[1\]"):
         fast_equality.compare("base", runs)
+
+
+def test_the_steady_rate_leaves_out_the_updates_that_met_new_shapes(tmp_path):
+    """bench/fairseq_compare.py's `steady` rate: over the timed window's updates in which the count of
+    micro-batches on new shapes (timed_steps.py's fifth field) did not grow; the whole window's rate
+    keeps them. A record of before the count (four fields) is all steady."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import fairseq_compare
+
+    # (end time, target tokens, RSS, GPU peak, warm calls so far): update 1 warms up, 3 records a shape
+    steps = [(1.0, 100, 0, 0, 2), (2.0, 100, 0, 0, 2), (5.0, 100, 0, 0, 3), (6.0, 100, 0, 0, 3), (7.0, 100, 0, 0, 3)]
+    (tmp_path / "steps.json").write_text(json.dumps(steps))
+    speed = fairseq_compare.training_speed(tmp_path / "steps.json", warmup=1, updates=4)
+    assert speed["train_tok_s"] == pytest.approx(400 / 6.0)
+    assert speed["steady_tok_s"] == pytest.approx(300 / 3.0) and speed["steady_updates"] == 3
+    (tmp_path / "steps.json").write_text(json.dumps([step[:4] for step in steps]))
+    assert fairseq_compare.training_speed(tmp_path / "steps.json", warmup=1, updates=4)["steady_updates"] == 4
+
+
+def test_gpu_train_reads_the_steady_rate_from_the_windows_without_new_shapes():
+    """bench/gpu_train.py: the trainer's log lines that say micro-batches met new shapes (and the first
+    window) are left out of the steady rate."""
+    from types import SimpleNamespace
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_train
+
+    line = "step {}/4 | epoch 1 | loss 9.0 | nll 9.0 | ppl 512.00 | lr 1.00e-04 | {} tgt tok/s | 1 s trained, ~1 s left{}\n"
+    log = "".join(line.format(step, rate, note) for step, rate, note in (
+        (1, 10, " | 4 micro-batches on new shapes (4 shapes so far)"), (2, 200, ""),
+        (3, 50, " | 1 micro-batches on new shapes (5 shapes so far)"), (4, 400, "")))
+    exp = SimpleNamespace(variant="base", name="base_en_de", model={"family": "transformer"}, train={"update_tokens": 1})
+    row = gpu_train.summary(exp, "1,000 parameters on cuda, bf16\n" + log, 1.0, 4096)
+    assert row["tgt_tok_s"] == round((200 + 50 + 400) / 3)
+    assert row["steady_tgt_tok_s"] == 300 and row["steady_windows"] == "2/3"
