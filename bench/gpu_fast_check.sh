@@ -57,11 +57,11 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
     hostops=(--device cpu --updates 2)
-    swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1 --corpus data/iwslt14/test.de.gz
-          data/iwslt14/test.en.gz --lengths --max-segments 6)
-else   # a log line an update: the steady rate then leaves out only the updates that met new shapes
+    swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
+else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
+    # gpu_train.py logs every update (--log-every 1): its steady rate leaves out only those that met new shapes
     families=(--updates 60 --minutes 2 --timeout 240 --log-every 1 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
@@ -70,9 +70,9 @@ else   # a log line an update: the steady rate then leaves out only the updates 
     big=(--updates 40 --minutes 2 --timeout 240 --log-every 1)
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
-    swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8
-          --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)
+    swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
 fi
+swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)  # both: paper C's lengths
 
 run() {  # run STEP NEEDED_SECONDS COMMAND...
     local name=$1 need=$2 left began

@@ -82,7 +82,8 @@ def test_a_micro_batch_out_of_memory_runs_as_halves_with_the_unsplit_gradient(co
                                                                                 phase, fast):
     """A backward that runs out of memory has added part of its gradient already: the update must
     start again, or that part would count twice. On `fast: graphs` (the step traced by aot_eager here)
-    that part is in the .grad the backward left, beside the sums (fast.GradientSums)."""
+    a failed backward adds nothing to the sums (fast.GradientSums adds what autograd.grad returns), and
+    its retry must still give the unsplit gradient."""
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, backend, mode: compile_(model, backend="aot_eager"))
     path = dict(fast=fast, buckets=fast == "graphs")
