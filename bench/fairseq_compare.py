@@ -274,7 +274,24 @@ def tiny_setup(args) -> None:
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
 
 # Our step: eager, or a fast path (training/fast.py); CUDA graphs replay the bucketed batches' fixed shapes.
-PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs", "buckets": True}}
+# Our step's paths; graphs_auto: `fast: graphs` with the micro-batch the card's memory holds (max_tokens auto,
+# fewer and larger micro-batches for the same update), which the paper scale may take if it is faster.
+PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs", "buckets": True},
+         "graphs_auto": {"fast": "graphs", "buckets": True, "max_tokens": "auto"}}
+
+
+def kernel_bound(profile_file: Path, steady_tok_s: float | None) -> dict:
+    """From a profile's numbers (timed_steps.Profile): its updates' GPU kernel time an update, the target
+    tok/s the step would reach if the GPU never waited on the host (tokens over kernel time), the share of
+    that the unprofiled steady rate reaches, and the GPU's time an update by kind of kernel. The busy share
+    under the profiler understates the GPU: tracing a CUDA graph's kernels slows its launch on the host."""
+    numbers = json.loads(profile_file.read_text())
+    count = numbers["last"] - numbers["first"] + 1
+    bound = numbers["tokens"] / numbers["busy_s"] if numbers["busy_s"] else None
+    return {"updates": f"{numbers['first']}..{numbers['last']}", "kernel_ms": 1000 * numbers["busy_s"] / count,
+            "kernel_bound_tok_s": bound or 0.0, "steady_share": steady_tok_s / bound if bound and steady_tok_s else None,
+            "kinds_ms": {kind: 1000 * s / count for kind, s in sorted(numbers["kinds_s"].items(), key=lambda i: -i[1])},
+            "warm": numbers["warm"]}
 
 
 def paper_setup(args) -> None:
@@ -295,12 +312,13 @@ def paper_setup(args) -> None:
     """
     from gpu_throughput import peak_tflops, update_flops
     from gpu_train import write_dataset
+    from timed_steps import TRIES
 
     from nmtrepro.models import build_model
     from nmtrepro.training.batching import token_batches
 
     total = args.warmup_updates + args.updates
-    runs_for = total + args.profile
+    runs_for = total + args.profile * TRIES  # a profiled window that met a new shape is profiled again
     config = yaml.safe_load(open("config.yaml"))
     scale = config["scales"][args.scale]
     size = scale["sizes"][args.size]
@@ -359,6 +377,8 @@ def paper_setup(args) -> None:
                 tools.append(name)
         if (out / f"{name}.steps.profile.txt").exists():
             print((out / f"{name}.steps.profile.txt").read_text().split("\n")[0], f"({name})", flush=True)
+        if found := re.search(r"max_tokens auto: \d+ tokens a micro-batch", (out / f"{name}.train.log").read_text(errors="replace")):
+            print(f"{name}: {found.group()}", flush=True)
 
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
     for tool in tools:
@@ -386,6 +406,20 @@ def paper_setup(args) -> None:
               f"{r['gpu_peak_gib']:14.1f}" + (f"{r['train_tok_s'] / reference:11.2f}x" if reference else f"{'n/a':>12}"))
     print("steady: the window's updates (their count) in which no micro-batch compiled, warmed up or recorded "
           "a new shape")
+    kernels = {tool: kernel_bound(out / f"{tool}.steps.profile.json", rows[tool]["steady_tok_s"]) for tool in tools
+               if (out / f"{tool}.steps.profile.json").exists()}
+    kernels = {tool: k for tool, k in kernels.items() if k["kernel_ms"]}  # a CPU run records no kernels
+    if kernels:
+        print(f"\n{'profiled':16}{'updates':>10}{'kernels ms':>12}{'kernel-bound':>14}{'steady/that':>13}  "
+              "the GPU's ms an update by kind")
+        for tool, k in kernels.items():
+            share = f"{100 * k['steady_share']:12.0f}%" if k["steady_share"] else f"{'n/a':>13}"
+            print(f"{tool:16}{k['updates']:>10}{k['kernel_ms']:12.1f}{k['kernel_bound_tok_s']:14,.0f}{share}  "
+                  + ", ".join(f"{kind} {ms:.1f}" for kind, ms in k["kinds_ms"].items()))
+        print("kernel-bound: the profiled updates' target tokens over their kernels' time (the union of their "
+              "intervals): the rate if the GPU never waited on the host; steady/that: how near the steady rate "
+              "comes to it, without the profiler's own cost on the host")
+        rows["kernels"] = kernels
     (out / "speeds.json").write_text(json.dumps({**rows, "update_freq": update_freq, "gpu": gpu,
                                                  "flops_per_target_token": flops_per_token}, indent=1))
 

@@ -11,13 +11,16 @@
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
 # hold the first two in one call, the next three in a second):
-#   profile   the paper Base on `fast: graphs` and under fairseq (cuDNN's attention off in both now),
-#             timed over 40 updates, with the steady rate of those that recorded no new shape, then two
-#             updates each under torch's profiler: how much of the wall time the GPU is busy, and where
-#             the host's time goes (bench/fairseq_compare.py --paths graphs --profile 2; ~4.5 min)
-#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto` (the micro-batch
-#             sized from the card's memory): the size found, its steady tok/s against the profile step's
-#             4,096-token micro-batches, peak (bench/gpu_train.py; ~2.5 min)
+#   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
+#             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
+#             (cuDNN's attention off in all three), timed over 40 updates, with the steady rate of those
+#             that recorded no new shape; then two updates each under torch's profiler, again until two
+#             in a row meet no new shape: the GPU's time by kind of kernel, the rate it bounds, how near
+#             the steady rate comes to it, where the host's time goes (bench/fairseq_compare.py --paths
+#             graphs,graphs_auto --profile 2; ~6 min): whether the paper scale should take auto
+#   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
+#             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
+#             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
 #   npmt      paper C's NPMT: its SWAN loss at paper size on IWSLT14-test-length batches, before (the
 #             source of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), the
 #             last pass profiled ($WORK/npmt.profile.txt: where NPMT's time goes on a GPU), then
@@ -30,6 +33,8 @@
 #             micro-batches, which CUDA graphs must not overwrite, for the RNN encoder, the family not
 #             yet compared on a GPU (bench/fast_equality.py --fast graphs; ~3 min)
 # Run on 2026-11-27 (bench/README.md), so not among the defaults:
+#   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto`: the size found,
+#             its steady tok/s (bench/gpu_train.py; ~2.5 min); the profile step now times auto beside 4,096
 #   fairseq   the paper Base under ours (eager, compiled, CUDA graphs) and fairseq on one GPU, same data
 #             shapes: ours/fairseq tok/s and MFU (bench/fairseq_compare.py --setup paper; ~6 min)
 #   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
@@ -40,7 +45,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-profile auto npmt big families graphs}
+steps=${*:-profile attention npmt big families graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -58,6 +63,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
     hostops=(--device cpu --updates 2)
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
+    attention=(--device cpu --tokens 512 --lengths 16 32 --repeats 2)
 else
     fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
@@ -71,6 +77,7 @@ else
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
+    attention=(--device cuda)
 fi
 swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)  # both: paper C's lengths
 
@@ -86,15 +93,16 @@ run() {  # run STEP NEEDED_SECONDS COMMAND...
     began=$(date +%s)
     timeout -k 10 "$left" "$@" > "$WORK/$name.log" 2>&1
     echo "== $name: rc=$? in $(( $(date +%s) - began )) s"
-    grep -v -E "^\+ |Warning|warn\(" "$WORK/$name.log" | tail -n 14
+    grep -v -E "^\+ |Warning|warn\(" "$WORK/$name.log" | tail -n "${TAIL_LINES:-14}"
 }
 
 for step in $steps; do
     case $step in
         fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
-        profile)  run profile 240 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
-                      --out "$WORK/fairseq_profile" --paths graphs --profile 2 "${profile[@]}" ;;
+        profile)  TAIL_LINES=24 run profile 300 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
+                      --out "$WORK/fairseq_profile" --paths graphs,graphs_auto --profile 2 "${profile[@]}" ;;
+        attention) TAIL_LINES=30 run attention 30 python3 bench/attention_kernels.py "${attention[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
                       --setting max_tokens=auto --setting fast=graphs --setting buckets=true "${auto[@]}" ;;
         families) run families 150 python3 bench/gpu_train.py --out "$WORK/gpu_train" "${families[@]}" ;;
@@ -110,7 +118,7 @@ for step in $steps; do
                   fi
                   run swan_after 40 python3 bench/swan_loss.py "${swan[@]}" --profile "$WORK/npmt.profile.txt"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, attention, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files

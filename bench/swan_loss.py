@@ -133,7 +133,7 @@ def main() -> None:
             ms = pass_ms(npmt, batches, args.precision)
         what = f"NPMT forward + backward, {len(batches)} {label} batches, L {max_seg}"
         with open(args.profile, "w") as handle:
-            handle.write(summarise(profiler, ms / 1000, what) + "\n")
+            handle.write(summarise(profiler, ms / 1000, what, per=(len(batches), "a batch"))[0] + "\n")
         print(f"profile of the last NPMT pass: {args.profile}")
 
 

@@ -117,6 +117,54 @@ def test_the_steady_rate_leaves_out_the_updates_that_met_new_shapes(tmp_path):
     assert fairseq_compare.training_speed(tmp_path / "steps.json", warmup=1, updates=4)["steady_updates"] == 4
 
 
+def test_a_profiled_window_that_met_a_new_shape_is_profiled_again(tmp_path):
+    """bench/timed_steps.py: the profile of updates 3..4 is dropped when a micro-batch in them warmed up
+    a shape (its warm count grew), and updates 5..6 profiled instead; after TRIES windows the last is
+    kept, saying how many of its micro-batches were warm. The numbers go to .json beside the summary."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import timed_steps
+
+    profile = timed_steps.Profile(2, 2, str(tmp_path / "steady"))
+    for update, warm in enumerate([1, 1, 2, 2, 2, 2, 2], 1):  # update 3 met a new shape
+        profile.after(update, warm, 100 * update)
+    numbers = json.loads((tmp_path / "steady.json").read_text())
+    assert (numbers["first"], numbers["last"], numbers["tries"], numbers["warm"]) == (5, 6, 2, 0)
+    assert numbers["tokens"] == 500 + 600
+    assert (tmp_path / "steady.txt").read_text().startswith("updates 5..6: ")
+
+    profile = timed_steps.Profile(1, 1, str(tmp_path / "never"))
+    for update in range(1, 2 * timed_steps.TRIES + 1):  # every update warms a shape up
+        profile.after(update, update, 10)
+    numbers = json.loads((tmp_path / "never.json").read_text())
+    assert (numbers["first"], numbers["tries"], numbers["warm"]) == (timed_steps.TRIES + 1, timed_steps.TRIES, 1)
+    assert "1 of their micro-batches on new shapes" in (tmp_path / "never.txt").read_text()
+
+
+def test_kernels_are_sorted_by_kind_and_the_rate_they_bound(tmp_path):
+    """timed_steps.kernel_kind names the libraries' kernels (cuBLAS, SDPA's three kernels, inductor's
+    fused loss, fused Adam); fairseq_compare.kernel_bound turns a profile's numbers into the rate if
+    the GPU never waited, and the share of it the steady rate reaches."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import fairseq_compare
+    import timed_steps
+
+    kinds = {name: timed_steps.kernel_kind(name) for name in [
+        "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT", "fmha_cutlassB_bf16_aligned_64x64_k64_sm80(PyTorchMem",
+        "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_par", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop",
+        "triton_red_fused__log_softmax__log_softmax_backward_0", "void at::native::(anonymous namespace)::multi_tensor",
+        "Memcpy HtoD (Pinned -> Device)", "triton_per_fused__to_copy__unsafe_view_add_native_dropout_0"]}
+    assert list(kinds.values()) == ["matmul", "attention", "attention", "attention", "loss",
+                                    "optimizer, gradient sums", "copies, fills", "other (elementwise, norms, reductions)"]
+    numbers = {"first": 41, "last": 42, "tokens": 50_000, "busy_s": 0.1, "warm": 0,
+               "kinds_s": {"matmul": 0.06, "attention": 0.04}}
+    (tmp_path / "profile.json").write_text(json.dumps(numbers))
+    bound = fairseq_compare.kernel_bound(tmp_path / "profile.json", 250_000)
+    assert bound["kernel_ms"] == pytest.approx(50) and bound["kernel_bound_tok_s"] == pytest.approx(500_000)
+    assert bound["steady_share"] == pytest.approx(0.5)
+    assert bound["kinds_ms"] == pytest.approx({"matmul": 30, "attention": 20})
+    assert fairseq_compare.kernel_bound(tmp_path / "profile.json", None)["steady_share"] is None
+
+
 def test_gpu_train_reads_the_steady_rate_from_the_windows_without_new_shapes():
     """bench/gpu_train.py: the trainer's log lines that say micro-batches met new shapes (and the first
     window) are left out of the steady rate."""
@@ -132,3 +180,20 @@ def test_gpu_train_reads_the_steady_rate_from_the_windows_without_new_shapes():
     row = gpu_train.summary(exp, "1,000 parameters on cuda, bf16\n" + log, 1.0, 4096)
     assert row["tgt_tok_s"] == round((200 + 50 + 400) / 3)
     assert row["steady_tgt_tok_s"] == 300 and row["steady_windows"] == "2/3"
+
+
+def test_attention_kernels_rehearses_on_cpu_where_only_math_runs():
+    """bench/attention_kernels.py on a CPU: the fused backends say n/a, math runs every case and agrees
+    with itself; its masked inputs keep 3/4 of a row's keys or more, and none in every 16th row."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import attention_kernels
+
+    q, k, v, keep = attention_kernels.inputs(("masked", True, False), 32, 16, 2, 8, torch.float32, torch.device("cpu"))
+    real = keep.flatten(1).sum(1)
+    assert q.shape == (32, 2, 16, 8) and (real[::16] == 0).all() and (real[1:16] >= 12).all()
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("attention_kernels.py")), "--device", "cpu",
+                           "--tokens", "64", "--lengths", "8", "--repeats", "1", "--heads", "2", "--d-head", "8"],
+                          capture_output=True, text=True, check=True)
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("masked ", "causal "))]
+    assert [row[:4] for row in rows[:2]] == [["masked", "64", "8", "8"], ["causal", "64", "8", "8"]]
+    assert all(row[4:7] == ["n/a"] * 3 and row[8] == "(0.0e+00)" for row in rows[:2])
