@@ -106,15 +106,16 @@ def test_collate_pads_and_shifts_target(tmp_path):
 
 
 # -- bucketed shapes (issue 38: a compiled step meets few shapes) ------------------------------------
-BUCKETS_TO_256 = [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256]
+BUCKETS_TO_256 = [*range(4, 65, 4), *range(72, 129, 8), *range(144, 257, 16)]
 
 
-def test_bucket_lengths_are_few_and_pad_above_64_by_at_most_a_quarter():
+def test_bucket_lengths_are_few_and_pad_above_64_by_at_most_an_eighth():
     lengths = np.arange(1, 257)
     buckets = bucket_length(lengths)
-    assert sorted(set(buckets.tolist())) == BUCKETS_TO_256
-    assert (buckets >= lengths).all() and (buckets[64:] <= 1.25 * lengths[64:]).all()
-    assert [bucket_length(n) for n in (1, 8, 9, 64, 65, 257)] == [8, 8, 16, 64, 80, 320]
+    assert sorted(set(buckets.tolist())) == BUCKETS_TO_256 and len(BUCKETS_TO_256) == 32
+    assert (buckets >= lengths).all() and (buckets[:64] - lengths[:64] < 4).all()
+    assert (buckets[64:] <= 1.125 * lengths[64:]).all()
+    assert [bucket_length(n) for n in (1, 4, 5, 64, 65, 257)] == [4, 4, 8, 64, 72, 288]
 
 
 def corpus_with_extras(tmp_path, n_train=48):
