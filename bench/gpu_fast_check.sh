@@ -13,11 +13,12 @@
 # hold the first two in one call, the next three in a second):
 #   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
 #             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
-#             (cuDNN's attention off in all three), timed over 40 updates, with the steady rate of those
-#             that recorded no new shape; then two updates each under torch's profiler, again until two
-#             in a row meet no new shape: the GPU's time by kind of kernel, the rate it bounds, how near
-#             the steady rate comes to it, where the host's time goes (bench/fairseq_compare.py --paths
-#             graphs,graphs_auto --profile 2; ~6 min): whether the paper scale should take auto
+#             (cuDNN's attention off in all three), timed over 40 updates after 80, with the steady rate
+#             of those that recorded no new shape; then two updates each under torch's profiler, again
+#             until two in a row meet no new shape: the GPU's time by kind of kernel, the rate it bounds,
+#             how near the steady rate comes to it, where the host's time goes
+#             (bench/fairseq_compare.py --paths graphs,graphs_auto --profile 2; ~6 min): whether the
+#             paper scale should take auto
 #   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
 #             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
 #             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
@@ -65,15 +66,18 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
     attention=(--device cpu --tokens 512 --lengths 16 32 --repeats 2)
 else
-    fairseq=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
-    profile=(--device cuda --warmup-updates 10 --updates 40 --threads 8)
+    # Each new shape costs a micro-batch's compile or warm-up and a recording: on the benches' synthetic
+    # lengths the 4,096-token micro-batches meet ~100 shapes in 200 updates, and from update 80 on 15 to
+    # 20 updates in 20 meet none (a simulation of the planner's batches); so 80 untimed updates first.
+    fairseq=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
+    profile=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     # gpu_train.py logs every update (--log-every 1): its steady rate leaves out only those that met new shapes
-    families=(--updates 60 --minutes 2 --timeout 240 --log-every 1 --variant biarn --variant fusing_diverse
+    families=(--updates 120 --minutes 3 --timeout 240 --log-every 1 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
     graphs=(--device cuda --precision bf16 --variant rnn_encoder)
-    auto=(--updates 60 --minutes 3 --timeout 240 --log-every 1)
-    big=(--updates 40 --minutes 2 --timeout 240 --log-every 1)
+    auto=(--updates 120 --minutes 3 --timeout 240 --log-every 1)
+    big=(--updates 120 --minutes 3 --timeout 240 --log-every 1)
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
@@ -100,7 +104,7 @@ for step in $steps; do
     case $step in
         fairseq)  run fairseq 200 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
-        profile)  TAIL_LINES=24 run profile 300 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
+        profile)  TAIL_LINES=24 run profile 340 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_profile" --paths graphs,graphs_auto --profile 2 "${profile[@]}" ;;
         attention) TAIL_LINES=30 run attention 30 python3 bench/attention_kernels.py "${attention[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \

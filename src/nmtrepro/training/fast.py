@@ -78,6 +78,9 @@ class CompiledLoss(torch.nn.Module):
         super().__init__()
         loss.static = True
         self.cuda_graphs = cuda_graphs
+        if cuda_graphs:  # inductor warns past 8 shapes; ours are bounded by design (batching.fixed_shapes)
+            from torch._inductor import config
+            config.triton.cudagraph_dynamic_shape_warn_limit = None
         self.compiled = torch.compile(loss, backend=backend, mode="reduce-overhead" if cuda_graphs else None)
         self.shapes, self.warm_calls = Counter(), 0
 
