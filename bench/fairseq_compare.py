@@ -274,8 +274,8 @@ def tiny_setup(args) -> None:
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
 
 # Our step: eager, or a fast path (training/fast.py); CUDA graphs replay the bucketed batches' fixed shapes.
-# Our step's paths; graphs_auto: `fast: graphs` with the micro-batch the card's memory holds (max_tokens auto,
-# fewer and larger micro-batches for the same update), which the paper scale may take if it is faster.
+# graphs_auto: the same with the micro-batch the card's memory holds (max_tokens auto: fewer, larger
+# micro-batches for the same update), which the paper scale may take if it is faster.
 PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs", "buckets": True},
          "graphs_auto": {"fast": "graphs", "buckets": True, "max_tokens": "auto"}}
 
@@ -288,10 +288,11 @@ def kernel_bound(profile_file: Path, steady_tok_s: float | None) -> dict:
     numbers = json.loads(profile_file.read_text())
     count = numbers["last"] - numbers["first"] + 1
     bound = numbers["tokens"] / numbers["busy_s"] if numbers["busy_s"] else None
+    kinds = sorted(numbers["kinds_s"].items(), key=lambda item: -item[1])
     return {"updates": f"{numbers['first']}..{numbers['last']}", "kernel_ms": 1000 * numbers["busy_s"] / count,
-            "kernel_bound_tok_s": bound or 0.0, "steady_share": steady_tok_s / bound if bound and steady_tok_s else None,
-            "kinds_ms": {kind: 1000 * s / count for kind, s in sorted(numbers["kinds_s"].items(), key=lambda i: -i[1])},
-            "warm": numbers["warm"]}
+            "kernel_bound_tok_s": bound or 0.0,
+            "steady_share": steady_tok_s / bound if bound and steady_tok_s else None,
+            "kinds_ms": {kind: 1000 * seconds / count for kind, seconds in kinds}, "warm": numbers["warm"]}
 
 
 def paper_setup(args) -> None:
@@ -377,7 +378,8 @@ def paper_setup(args) -> None:
                 tools.append(name)
         if (out / f"{name}.steps.profile.txt").exists():
             print((out / f"{name}.steps.profile.txt").read_text().split("\n")[0], f"({name})", flush=True)
-        if found := re.search(r"max_tokens auto: \d+ tokens a micro-batch", (out / f"{name}.train.log").read_text(errors="replace")):
+        log = (out / f"{name}.train.log").read_text(errors="replace")
+        if found := re.search(r"max_tokens auto: \d+ tokens a micro-batch", log):
             print(f"{name}: {found.group()}", flush=True)
 
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}

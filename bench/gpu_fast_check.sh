@@ -11,6 +11,9 @@
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
 # hold the first two in one call, the next three in a second):
+#   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
+#             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
+#             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
 #   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
 #             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
 #             (cuDNN's attention off in all three), timed over 40 updates after 80, with the steady rate
@@ -19,9 +22,6 @@
 #             how near the steady rate comes to it, where the host's time goes
 #             (bench/fairseq_compare.py --paths graphs,graphs_auto --profile 2; ~6 min): whether the
 #             paper scale should take auto
-#   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
-#             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
-#             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
 #   npmt      paper C's NPMT: its SWAN loss at paper size on IWSLT14-test-length batches, before (the
 #             source of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), the
 #             last pass profiled ($WORK/npmt.profile.txt: where NPMT's time goes on a GPU), then
@@ -46,7 +46,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-profile attention npmt big families graphs}
+steps=${*:-attention profile npmt big families graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)

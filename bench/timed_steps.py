@@ -118,7 +118,8 @@ class Profile:
             json.dump(numbers, handle, indent=1)
 
 
-def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, str] = (1, "")) -> tuple[str, dict]:
+def summarise(profiler, wall: float, what: str, note: str = "",
+              per: tuple[int, str] = (1, "")) -> tuple[str, dict]:
     """A stopped profiler's account of `wall` seconds of `what` (`note` ends its first line): the share
     of it the GPU was busy, the GPU's time by kind of kernel (divided by `per`'s count of things, "an
     update" say), and the ops that took the most host and GPU time; and those numbers (seconds) as a dict."""
@@ -135,7 +136,8 @@ def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, 
     by_kind = (f"the GPU's time by kind {per[1]}".rstrip() + ": " + ", ".join(
         f"{kind} {1000 * seconds / per[0]:.1f} ms ({100 * seconds / total:.0f} %)"
         for kind, seconds in sorted(kinds.items(), key=lambda item: -item[1]) if seconds)) if total else ""
-    text = "\n\n".join([head + ("\n" + by_kind) * bool(by_kind), table.table(sort_by="self_cpu_time_total", row_limit=20)]
+    text = "\n\n".join([head + ("\n" + by_kind) * bool(by_kind),
+                        table.table(sort_by="self_cpu_time_total", row_limit=20)]
                        + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
     return text, {"wall_s": wall, "busy_s": busy, "kinds_s": {kind: s for kind, s in kinds.items() if s}}
 

@@ -153,8 +153,8 @@ def test_kernels_are_sorted_by_kind_and_the_rate_they_bound(tmp_path):
         "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_par", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop",
         "triton_red_fused__log_softmax__log_softmax_backward_0", "void at::native::(anonymous namespace)::multi_tensor",
         "Memcpy HtoD (Pinned -> Device)", "triton_per_fused__to_copy__unsafe_view_add_native_dropout_0"]}
-    assert list(kinds.values()) == ["matmul", "attention", "attention", "attention", "loss",
-                                    "optimizer, gradient sums", "copies, fills", "other (elementwise, norms, reductions)"]
+    assert list(kinds.values()) == ["matmul", "attention", "attention", "attention", "loss", "optimizer, gradient sums",
+                                    "copies, fills", "other (elementwise, norms, reductions)"]
     numbers = {"first": 41, "last": 42, "tokens": 50_000, "busy_s": 0.1, "warm": 0,
                "kinds_s": {"matmul": 0.06, "attention": 0.04}}
     (tmp_path / "profile.json").write_text(json.dumps(numbers))

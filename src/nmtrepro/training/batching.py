@@ -78,13 +78,13 @@ def stable_by(keys: np.ndarray, items: np.ndarray) -> np.ndarray:
 def bucket_length(length):
     """The bucket a (B, length) batch is padded to: a multiple of 4 up to 64, above that a multiple of
     an eighth of the power of two below (72, 80, ..., 128, 144, ...), so padding adds at most an eighth
-    and lengths up to 256 make 32 buckets.
+    and lengths up to 256 make 32 buckets. Works on ints and numpy arrays alike.
 
-    Coarser buckets (multiples of 8, then of a quarter) left 11 % of the padded target positions of
-    the paper scale's 4,096-token micro-batches empty on WMT-like lengths, these 5 %; the step's
-    kernels run on the padded positions. They cost shapes: 172 where those made 62 on 300k synthetic
-    pairs (bench/README.md, `padding.py`), each compiled once and recorded once as a CUDA graph,
-    seconds in a run of hours. Works on ints and numpy arrays alike."""
+    Buckets twice as coarse (multiples of 8, then of a quarter) left 11 % of the padded target
+    positions of the paper scale's 4,096-token micro-batches empty on WMT-like lengths, these leave
+    5 %, and the step's kernels run on padded positions. They cost shapes: 172 where the coarser made
+    62 on 300k synthetic pairs (bench/README.md, `padding.py`), each compiled once and recorded once as
+    a CUDA graph, seconds in a run of hours."""
     above = np.frexp(np.maximum(np.asarray(length) - 1, 1))[1]      # ceil(log2(length)) for length >= 2
     step = 2 ** np.maximum(2, above - 4)
     bucket = -(-np.asarray(length) // step) * step
