@@ -83,8 +83,8 @@ def bucket_length(length):
     Buckets twice as coarse (multiples of 8, then of a quarter) left 11 % of the padded target
     positions of the paper scale's 4,096-token micro-batches empty on WMT-like lengths, these leave
     5 %, and the step's kernels run on padded positions. They cost shapes: 172 where the coarser made
-    62 on 300k synthetic pairs (bench/README.md, `padding.py`), each compiled once and recorded once as
-    a CUDA graph, seconds in a run of hours."""
+    62 on 300k synthetic pairs (bench/README.md, `padding.py`), each warmed up once and recorded once as
+    a CUDA graph: a few hundred slower micro-batches in a paper run's 700,000."""
     above = np.frexp(np.maximum(np.asarray(length) - 1, 1))[1]      # ceil(log2(length)) for length >= 2
     step = 2 ** np.maximum(2, above - 4)
     bucket = -(-np.asarray(length) // step) * step
