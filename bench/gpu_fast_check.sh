@@ -72,12 +72,12 @@ else
     fairseq=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     # gpu_train.py logs every update (--log-every 1): its steady rate leaves out only those that met new shapes
-    families=(--updates 120 --minutes 3 --timeout 240 --log-every 1 --variant biarn --variant fusing_diverse
+    families=(--updates 120 --minutes 3 --timeout 320 --log-every 1 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
     graphs=(--device cuda --precision bf16 --variant rnn_encoder)
-    auto=(--updates 120 --minutes 3 --timeout 240 --log-every 1)
-    big=(--updates 120 --minutes 3 --timeout 240 --log-every 1)
+    auto=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
+    big=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
     npmt=(--updates 40 --minutes 1 --timeout 150)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
