@@ -16,12 +16,16 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
         --tokens 800 --corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6  # paper C
 
 `--profile FILE` then runs NPMT's last timed pass once more under torch's profiler and writes where it
-goes to FILE: the share of its wall time the GPU was busy, and the ops that took the most host and GPU
-time (timed_steps.summarise): what to make faster, measured before anyone optimises it.
+goes to FILE: the share of its wall time the GPU was busy, the GPU's time by kind of kernel, the host's
+time in each part of the forward (`PARTS`) and in the rest of the pass (backward, mostly), and the ops
+that took the most host and GPU time (timed_steps.summarise): what to make faster, measured before
+anyone optimises it.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import time
 
 import numpy as np
@@ -31,7 +35,7 @@ from timed_steps import summarise
 
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import IndexedData, Vocab
-from nmtrepro.models import build_model
+from nmtrepro.models import build_model, npmt
 from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import model_loss
 
@@ -58,6 +62,42 @@ def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count:
     plan = token_batches(src.sizes, tgt.sizes, tokens, seed=0)
     picked = [collate(src, tgt, plan[i]) for i in range(0, len(plan), max(1, len(plan) // count))[:count]]
     return [(batch.net_input, batch.prev, batch.target) for batch in picked]
+
+
+# The parts of NPMT's forward whose host time a profile reports: the source encoder, the segment decoder
+# (the GRU steps and the normaliser of every segment a segmentation can use) and SWAN's dynamic program.
+PARTS = {"encoder": (npmt.NPMT, "encode"), "segment decoder": (npmt.SegmentDecoder, "segment_logprobs"),
+         "dynamic program": (npmt, "swan_log_likelihood")}
+
+
+@contextlib.contextmanager
+def labelled_parts():
+    """While it lasts, each of PARTS runs inside a profiler range named "npmt <part>"."""
+    originals = {part: getattr(owner, name) for part, (owner, name) in PARTS.items()}
+
+    def labelled(part, function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            with torch.profiler.record_function(f"npmt {part}"):
+                return function(*args, **kwargs)
+        return run
+
+    try:
+        for part, (owner, name) in PARTS.items():
+            setattr(owner, name, labelled(part, originals[part]))
+        yield
+    finally:
+        for part, (owner, name) in PARTS.items():
+            setattr(owner, name, originals[part])
+
+
+def host_by_part(profiler, wall_ms: float, batches: int) -> str:
+    """The host's milliseconds a batch in each labelled part of the forward, and in the rest of the pass."""
+    spent = {part: sum(e.cpu_time_total for e in profiler.events() if e.name == f"npmt {part}") / 1000 / batches
+             for part in PARTS}
+    rest = wall_ms / batches - sum(spent.values())
+    return "the host's time a batch: " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in spent.items()) + (
+        f" (forward); the rest of the pass, backward mostly, {rest:.1f} ms")
 
 
 def pass_ms(model, batches: list[tuple], precision: str) -> float:
@@ -115,25 +155,26 @@ def main() -> None:
         batches = [to_device(data, device) for data in batches]
         targets = sum(int(target.ne(Vocab.pad).sum()) for _, _, target in batches)
         for max_seg in args.max_segments:
-            npmt = build_model({"family": "npmt", **sizes, "decoder_layers": args.decoder_layers,
-                                "max_segment": max_seg}).to(device)
+            model = build_model({"family": "npmt", **sizes, "decoder_layers": args.decoder_layers,
+                                 "max_segment": max_seg}).to(device)
             if device.type == "cuda":  # warm up (allocator, cuDNN, compiled kernels); peak of what follows
-                pass_ms(seq2seq, batches, args.precision), pass_ms(npmt, batches, args.precision)
+                pass_ms(seq2seq, batches, args.precision), pass_ms(model, batches, args.precision)
                 torch.cuda.reset_peak_memory_stats()
             base, swan = [], []
             for _ in range(args.repeats):                         # interleaved
                 base.append(pass_ms(seq2seq, batches, args.precision))
-                swan.append(pass_ms(npmt, batches, args.precision))
+                swan.append(pass_ms(model, batches, args.precision))
             b, s = sorted(base)[len(base) // 2], sorted(swan)[len(swan) // 2]
             peak = f"{torch.cuda.max_memory_allocated() / 2 ** 30:.1f}" if device.type == "cuda" else "-"
             print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f} {peak:>9}")
     if args.profile:
         activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * (device.type == "cuda")
-        with torch.profiler.profile(activities=activities) as profiler:
-            ms = pass_ms(npmt, batches, args.precision)
+        with labelled_parts(), torch.profiler.profile(activities=activities) as profiler:
+            ms = pass_ms(model, batches, args.precision)
         what = f"NPMT forward + backward, {len(batches)} {label} batches, L {max_seg}"
+        head, rest = summarise(profiler, ms / 1000, what, per=(len(batches), "a batch"))[0].split("\n", 1)
         with open(args.profile, "w") as handle:
-            handle.write(summarise(profiler, ms / 1000, what, per=(len(batches), "a batch"))[0] + "\n")
+            handle.write(f"{head}\n{host_by_part(profiler, ms, len(batches))}\n{rest}\n")
         print(f"profile of the last NPMT pass: {args.profile}")
 
 

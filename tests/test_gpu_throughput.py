@@ -197,3 +197,23 @@ def test_attention_kernels_rehearses_on_cpu_where_only_math_runs():
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("masked ", "causal "))]
     assert [row[:4] for row in rows[:2]] == [["masked", "64", "8", "8"], ["causal", "64", "8", "8"]]
     assert all(row[4:7] == ["n/a"] * 3 and row[8] == "(0.0e+00)" for row in rows[:2])
+
+
+def test_swan_loss_profile_names_the_host_time_of_each_part_of_npmt(tmp_path):
+    """bench/swan_loss.py --profile: the host's time in NPMT's encoder, segment decoder and dynamic
+    program (ranges put around them while it profiles, and taken off after)."""
+    script = SCRIPT.with_name("swan_loss.py")
+    subprocess.run([sys.executable, str(script), "--d-model", "8", "--vocab", "50", "--tokens", "60", "--lengths",
+                    "6", "--max-segments", "2", "--repeats", "1", "--profile", str(tmp_path / "npmt.txt")],
+                   check=True, capture_output=True, cwd=script.parent)
+    line = (tmp_path / "npmt.txt").read_text().splitlines()[1]
+    assert line.startswith("the host's time a batch: encoder ") and "segment decoder" in line
+    assert "dynamic program" in line and "the rest of the pass" in line
+    sys.path.insert(0, str(SCRIPT.parent))
+    import swan_loss
+    from nmtrepro.models import npmt
+
+    before = npmt.swan_log_likelihood
+    with swan_loss.labelled_parts():
+        assert npmt.swan_log_likelihood is not before
+    assert npmt.swan_log_likelihood is before
