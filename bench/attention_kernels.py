@@ -36,8 +36,9 @@ CASES = (("masked", True, False), ("causal", False, True))
 
 def inputs(case: tuple, rows: int, length: int, heads: int, d_head: int, dtype, device, seed: int = 0) -> tuple:
     """q, k, v (rows, heads, length, d_head) that need gradients, and the keep-mask (rows, 1, 1, length) or
-    None: real keys are 3/4 to all of a row's length (a bucket pads by a quarter at most), and every 16th
-    row has none (a fixed row without a sentence)."""
+    None: real keys are 3/4 to all of a row's length (a batch's sentences are at most its longest, and
+    its bucket pads that by an eighth at most), and every 16th row has none (a fixed row without a
+    sentence)."""
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(rows, heads, length, d_head, generator=gen).to(device, dtype).requires_grad_()
                for _ in range(3))
@@ -65,7 +66,7 @@ def microseconds(case, tensors, backend, repeats: int, dropout: float) -> float:
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times = []
     with sdpa_kernel([backend]):
-        for i in range(repeats + 2):  # two warm-ups: a plan, an allocation
+        for _ in range(repeats + 2):  # two warm-ups: a plan, an allocation
             sync()
             began = time.perf_counter()
             step(case, tensors, dropout)
