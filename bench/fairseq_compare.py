@@ -312,7 +312,7 @@ def paper_setup(args) -> None:
     peak. `--profile N`: N more updates of each under torch's profiler (<tool>.steps.profile.txt).
     """
     from gpu_throughput import peak_tflops, update_flops
-    from gpu_train import write_dataset
+    from gpu_train import AUTO, write_dataset
     from timed_steps import TRIES
 
     from nmtrepro.models import build_model
@@ -378,9 +378,8 @@ def paper_setup(args) -> None:
                 tools.append(name)
         if (out / f"{name}.steps.profile.txt").exists():
             print((out / f"{name}.steps.profile.txt").read_text().split("\n")[0], f"({name})", flush=True)
-        log = (out / f"{name}.train.log").read_text(errors="replace")
-        if found := re.search(r"max_tokens auto: \d+ tokens a micro-batch", log):
-            print(f"{name}: {found.group()}", flush=True)
+        if found := AUTO.search((out / f"{name}.train.log").read_text(errors="replace")):
+            print(f"{name}: max_tokens auto found {found.group(1)} tokens a micro-batch", flush=True)
 
     rows = {tool: training_speed(out / f"{tool}.steps.json", args.warmup_updates, args.updates) for tool in tools}
     for tool in tools:

@@ -31,7 +31,7 @@ import time
 import numpy as np
 import torch
 from padding import lengths
-from timed_steps import summarise
+from timed_steps import profiler, summarise
 
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import IndexedData, Vocab
@@ -91,9 +91,9 @@ def labelled_parts():
             setattr(owner, name, originals[part])
 
 
-def host_by_part(profiler, wall_ms: float, batches: int) -> str:
+def host_by_part(profiled, wall_ms: float, batches: int) -> str:
     """The host's milliseconds a batch in each labelled part of the forward, and in the rest of the pass."""
-    spent = {part: sum(e.cpu_time_total for e in profiler.events() if e.name == f"npmt {part}") / 1000 / batches
+    spent = {part: sum(e.cpu_time_total for e in profiled.events() if e.name == f"npmt {part}") / 1000 / batches
              for part in PARTS}
     rest = wall_ms / batches - sum(spent.values())
     return "the host's time a batch: " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in spent.items()) + (
@@ -168,13 +168,13 @@ def main() -> None:
             peak = f"{torch.cuda.max_memory_allocated() / 2 ** 30:.1f}" if device.type == "cuda" else "-"
             print(f"{label:>6} {max_seg:>3} {b:>11.1f} {s:>9.1f} {s / b:>15.1f} {1000 * targets / s:>11.0f} {peak:>9}")
     if args.profile:
-        activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * (device.type == "cuda")
-        with labelled_parts(), torch.profiler.profile(activities=activities) as profiler:
+        with labelled_parts(), profiler(device.type == "cuda") as profiled:
             ms = pass_ms(model, batches, args.precision)
         what = f"NPMT forward + backward, {len(batches)} {label} batches, L {max_seg}"
-        head, rest = summarise(profiler, ms / 1000, what, per=(len(batches), "a batch"))[0].split("\n", 1)
+        text, _ = summarise(profiled, ms / 1000, what, per=(len(batches), "a batch"),
+                            detail=host_by_part(profiled, ms, len(batches)))
         with open(args.profile, "w") as handle:
-            handle.write(f"{head}\n{host_by_part(profiler, ms, len(batches))}\n{rest}\n")
+            handle.write(text + "\n")
         print(f"profile of the last NPMT pass: {args.profile}")
 
 

@@ -99,9 +99,7 @@ class Profile:
             self.first = update  # not the steady pace: the next window instead
         if update == self.first:
             self.warm, self.tokens, self.tries = warm, 0, self.tries + 1
-            cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-            activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * cuda
-            self.profiler = torch.profiler.profile(activities=activities)
+            self.profiler = profiler(torch.cuda.is_available() and torch.cuda.is_initialized())
             self.profiler.start()
             self.began = time.perf_counter()
 
@@ -118,11 +116,19 @@ class Profile:
             json.dump(numbers, handle, indent=1)
 
 
-def summarise(profiler, wall: float, what: str, note: str = "",
-              per: tuple[int, str] = (1, "")) -> tuple[str, dict]:
-    """A stopped profiler's account of `wall` seconds of `what` (`note` ends its first line): the share
-    of it the GPU was busy, the GPU's time by kind of kernel (divided by `per`'s count of things, "an
-    update" say), and the ops that took the most host and GPU time; and those numbers (seconds) as a dict."""
+def profiler(cuda: bool):
+    """torch's profiler of the host's ops, and of the GPU's kernels and copies where `cuda`."""
+    import torch
+    activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * cuda
+    return torch.profiler.profile(activities=activities)
+
+
+def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, str] = (1, ""),
+              detail: str = "") -> tuple[str, dict]:
+    """A stopped profiler's account of `wall` seconds of `what` (`note` ends its first line, `detail` is
+    the line after it): the share of it the GPU was busy, the GPU's time by kind of kernel (divided by
+    `per`'s count of things, "an update" say), and the ops that took the most host and GPU time; and
+    those numbers (seconds) as a dict."""
     device = [e for e in profiler.events() if e.device_type.name == "CUDA" and not e.is_user_annotation]
     busy = busy_seconds([(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
     kinds = {kind: 0.0 for kind, _ in KERNEL_KINDS}
@@ -136,7 +142,7 @@ def summarise(profiler, wall: float, what: str, note: str = "",
     by_kind = (f"the GPU's time by kind {per[1]}".rstrip() + ": " + ", ".join(
         f"{kind} {1000 * seconds / per[0]:.1f} ms ({100 * seconds / total:.0f} %)"
         for kind, seconds in sorted(kinds.items(), key=lambda item: -item[1]) if seconds)) if total else ""
-    text = "\n\n".join([head + ("\n" + by_kind) * bool(by_kind),
+    text = "\n\n".join(["\n".join(line for line in (head, detail, by_kind) if line),
                         table.table(sort_by="self_cpu_time_total", row_limit=20)]
                        + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
     return text, {"wall_s": wall, "busy_s": busy, "kinds_s": {kind: s for kind, s in kinds.items() if s}}
