@@ -17,9 +17,9 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
 
 `--profile FILE` then runs NPMT's last timed pass once more under torch's profiler and writes where it
 goes to FILE: the share of its wall time the GPU was busy, the GPU's time by kind of kernel, the host's
-time in each part of the forward (`PARTS`) and in the rest of the pass (backward, mostly), and the ops
-that took the most host and GPU time (timed_steps.summarise): what to make faster, measured before
-anyone optimises it.
+time in each part of the forward (`PARTS`), in the DP's and the normaliser's backward (`BACKWARD_PARTS`)
+and in the rest of the pass (backward, mostly), and the ops that took the most host and GPU time
+(timed_steps.summarise): what to make faster, measured before anyone optimises it.
 """
 from __future__ import annotations
 
@@ -91,13 +91,24 @@ def labelled_parts():
             setattr(owner, name, originals[part])
 
 
+# The backward's autograd nodes whose host time a profile reports: SWAN's DP and the segment decoder's
+# normaliser are one node each (npmt.ForwardAlgorithm, npmt.LinearLogSumExp).
+BACKWARD_PARTS = {"dynamic program": "ForwardAlgorithmBackward", "normaliser": "LinearLogSumExpBackward"}
+
+
 def host_by_part(profiled, wall_ms: float, batches: int) -> str:
-    """The host's milliseconds a batch in each labelled part of the forward, and in the rest of the pass."""
-    spent = {part: sum(e.cpu_time_total for e in profiled.events() if e.name == f"npmt {part}") / 1000 / batches
-             for part in PARTS}
-    rest = wall_ms / batches - sum(spent.values())
-    return "the host's time a batch: " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in spent.items()) + (
-        f" (forward); the rest of the pass, backward mostly, {rest:.1f} ms")
+    """The host's milliseconds a batch in each labelled part of the forward, in the DP's and the
+    normaliser's backward, and in the rest of the pass."""
+    def spent(names: dict) -> dict:
+        return {part: sum(e.cpu_time_total for e in profiled.events() if e.name == name) / 1000 / batches
+                for part, name in names.items()}
+
+    forward = spent({part: f"npmt {part}" for part in PARTS})
+    backward = spent(BACKWARD_PARTS)
+    rest = wall_ms / batches - sum(forward.values()) - sum(backward.values())
+    return ("the host's time a batch: " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in forward.items())
+            + " (forward); " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in backward.items())
+            + f" (backward); the rest of the pass, backward mostly, {rest:.1f} ms")
 
 
 def pass_ms(model, batches: list[tuple], precision: str) -> float:

@@ -209,6 +209,8 @@ def test_swan_loss_profile_names_the_host_time_of_each_part_of_npmt(tmp_path):
     line = (tmp_path / "npmt.txt").read_text().splitlines()[1]
     assert line.startswith("the host's time a batch: encoder ") and "segment decoder" in line
     assert "dynamic program" in line and "the rest of the pass" in line
+    assert "normaliser" in line.split("(forward);")[1] and "dynamic program" in line.split("(forward);")[1]
+    assert float(line.split("; normaliser ")[0].split("dynamic program ")[-1].split(" ms")[0]) > 0   # DP backward
     sys.path.insert(0, str(SCRIPT.parent))
     import swan_loss
     from nmtrepro.models import npmt

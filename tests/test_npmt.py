@@ -65,6 +65,25 @@ def test_swan_gradient_matches_finite_differences():
     assert torch.autograd.gradcheck(log_lik, (values,))
 
 
+@pytest.mark.parametrize("max_seg", [1, 3])
+def test_swan_gradient_is_the_enumerations_gradient_with_padded_positions_and_a_pair_without_segmentation(max_seg):
+    """The DP's hand-written backward against autograd through `brute_force`: every entry of seg, a
+    batch whose sentences stop at different source positions, one of them without a segmentation."""
+    src, tgt = [4, 2, 3, 1], [4, 3, 0, 4]                                  # sentence 3: 4 > 1 * max_seg
+    seg = masked_segments(src, tgt, max_seg, seed=7).requires_grad_()
+    log_lik, feasible = swan_log_likelihood(seg, torch.tensor(src), torch.tensor(tgt), max_seg)
+    (ours,) = torch.autograd.grad(swan_loss(log_lik, feasible), seg)
+    expected = torch.zeros_like(seg)
+    for b, (n, m) in enumerate(zip(src, tgt)):
+        if m <= n * max_seg:
+            leaf = seg.detach()[b].clone().requires_grad_()
+            (-brute_force(leaf, n, m, max_seg)).backward()
+            expected[b] = leaf.grad.nan_to_num()                           # -inf entries: no gradient
+    assert feasible.tolist() == [True, max_seg >= 2, True, False]
+    assert torch.allclose(ours, expected, atol=1e-12)
+    assert ours.abs().sum() > 0 and ours[1, 2:].abs().sum() == 0        # positions past |x|: nothing
+
+
 def tiny_decoder(seed=0, vocab=7, d_source=6, d_hidden=5):
     torch.manual_seed(seed)
     return SegmentDecoder(d_source, d_hidden, vocab, END).double()
