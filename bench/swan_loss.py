@@ -92,8 +92,8 @@ def labelled_parts():
 
 
 # The backward's autograd nodes whose host time a profile reports: SWAN's DP and the segment decoder's
-# normaliser are one node each (npmt.ForwardAlgorithm, npmt.LinearLogSumExp).
-BACKWARD_PARTS = {"dynamic program": "ForwardAlgorithmBackward", "normaliser": "LinearLogSumExpBackward"}
+# normaliser are one node each (npmt.ForwardAlgorithm, npmt.LinearLogProbs).
+BACKWARD_PARTS = {"dynamic program": "ForwardAlgorithmBackward", "normaliser": "LinearLogProbsBackward"}
 
 
 def host_by_part(profiled, wall_ms: float, batches: int) -> str:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import nmtrepro.models.npmt as npmt_module
-from nmtrepro.models.npmt import LinearLogSumExp, SegmentDecoder, chunk_functions, swan_log_likelihood, swan_loss
+from nmtrepro.models.npmt import LinearLogProbs, SegmentDecoder, chunk_functions, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
 END = 1  # `$` in the tiny vocabularies below
@@ -331,41 +331,45 @@ def test_npmt_config_rejects_bad_options():
         npmt(reorder_window=-1)
 
 
-def test_the_chunked_normaliser_matches_a_linear_then_logsumexp_and_their_gradients():
-    """SWAN's normaliser in chunks (here 4 rows, not dividing the 11) against torch's Linear + logsumexp in
-    double precision, value and the gradients of x, W and b; and under bf16 autocast, to bf16's precision."""
+def test_the_chunked_log_probs_match_a_linear_then_log_softmax_and_their_gradients():
+    """SWAN's log-probabilities at chosen columns in chunks (here 4 rows, not dividing the 11; a column
+    twice in a row) against torch's Linear + log_softmax + gather in double precision, value and the
+    gradients of x, W and b; and under bf16 autocast, to bf16's precision."""
     torch.manual_seed(0)
-    x, weight, bias, grad = (torch.randn(*shape, dtype=torch.float64) for shape in ((11, 5), (7, 5), (7,), (11,)))
+    x, weight, bias, grad = (torch.randn(*shape, dtype=torch.float64) for shape in ((11, 5), (7, 5), (7,), (11, 3)))
+    columns = torch.randint(0, 7, (11, 3))
+    columns[0] = torch.tensor([2, 5, 2])
 
-    def run(normaliser, *tensors):
+    def run(log_probs, *tensors):
         leaves = [t.clone().requires_grad_() for t in tensors]
-        out = normaliser(*leaves)
+        out = log_probs(*leaves)
         out.backward(grad.to(out.dtype))
         return [out] + [leaf.grad for leaf in leaves]
 
-    ours = run(lambda x, w, b: LinearLogSumExp.apply(x, w, b, 4), x, weight, bias)
-    reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b), -1), x, weight, bias)
+    ours = run(lambda x, w, b: LinearLogProbs.apply(x, w, b, columns, 4), x, weight, bias)
+    reference = run(lambda x, w, b: torch.log_softmax(F.linear(x, w, b), -1).gather(1, columns), x, weight, bias)
     for a, b in zip(ours, reference):
         assert a.dtype == torch.float64 and torch.allclose(a, b, atol=1e-12)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        ours = run(lambda x, w, b: LinearLogSumExp.apply(x, w, b, 4), x.float(), weight.float(), bias.float())
-        reference = run(lambda x, w, b: torch.logsumexp(F.linear(x, w, b).float(), -1),
+        ours = run(lambda x, w, b: LinearLogProbs.apply(x, w, b, columns, 4), x.float(), weight.float(), bias.float())
+        reference = run(lambda x, w, b: torch.log_softmax(F.linear(x, w, b).float(), -1).gather(1, columns),
                         x.float(), weight.float(), bias.float())
     for a, b in zip(ours, reference):
         assert a.dtype == torch.float32 and torch.allclose(a, b, rtol=2e-2, atol=2e-2)
 
 
-def test_the_normaliser_on_its_compiled_path_trains_as_the_eager_one(monkeypatch):
-    """The whole normaliser under bf16 autocast with the compiled chunk functions (a GPU's path, forced
-    here; inductor compiles for the CPU), on chunks of two row counts (16 and the last 2: one dynamic
-    graph), its backward run from another thread as a GPU's autograd runs it, against the eager path."""
+def test_the_log_probs_on_their_compiled_path_train_as_the_eager_ones(monkeypatch):
+    """The whole LinearLogProbs under bf16 autocast with the compiled chunk functions (a GPU's path,
+    forced here; inductor compiles for the CPU), on chunks of two row counts (16 and the last 2: one
+    dynamic graph), its backward run from another thread as a GPU's autograd runs it, against eager."""
     torch.manual_seed(0)
     x, weight, bias = torch.randn(50, 16), torch.randn(300, 16), torch.randn(300)
+    columns = torch.randint(0, 300, (50, 2))
 
     def gradients():
         leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            out = LinearLogSumExp.apply(*leaves, 16)
+            out = LinearLogProbs.apply(*leaves, columns, 16)
         worker = threading.Thread(target=lambda: out.sum().backward())
         worker.start()
         worker.join()
@@ -378,13 +382,13 @@ def test_the_normaliser_on_its_compiled_path_trains_as_the_eager_one(monkeypatch
         assert a is not None and torch.allclose(a, b, rtol=1e-2, atol=1e-3)
 
 
-def test_the_normaliser_keeps_no_rows_by_vocabulary_tensor_for_backward():
-    """What autograd saves for the normaliser's backward: x, W, b and the (N,) result, never the (N, V)
-    logits or softmax that made SWAN's memory grow with the vocabulary."""
+def test_the_log_probs_keep_no_rows_by_vocabulary_tensor_for_backward():
+    """What autograd saves for the segment decoder's log-probabilities: x, W, b, the columns and the (N,)
+    log-normaliser, never the (N, V) logits or softmax that made SWAN's memory grow with the vocabulary."""
     decoder = SegmentDecoder(d_source=4, d_hidden=8, vocab_size=500, end_index=2)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
-        decoder.normaliser(torch.randn(3, 40, 8))
+        decoder.log_probs(torch.randn(3, 40, 8), torch.randint(0, 500, (3, 40, 2)))
     assert saved and max(saved) <= 500 * 8 < 120 * 500
 
 

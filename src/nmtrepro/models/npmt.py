@@ -7,7 +7,7 @@ forward dynamic program alpha[t, j] = logsumexp_k alpha[t-1, j-k] + log p(y_{j-k
 run here in log space for a whole batch at once. Segments are independent given h_t (no RNN
 carries information across segments, as in the paper's experiments), so the segment decoder scores
 every (t, start j, length k) that a segmentation of y can use (`segment_rows`) in L+1 GRU steps run on
-all start states together, each step's normaliser over the vocabulary in chunks (`LinearLogSumExp`).
+all start states together, each step's softmax over the vocabulary in chunks (`LinearLogProbs`).
 
 The family trains by `sequence_loss` (SWAN's -log p(y|x), which the trainer calls instead of the token
 cross-entropy) and translates by `translate_segments` (generate.py calls it instead of its token beam
@@ -128,79 +128,90 @@ def normaliser_chunk_bytes(device: torch.device) -> int:
     return 1 << 30 if device.type == "cuda" else 16 << 20
 
 
-def chunk_logsumexp(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """(c, d), (V, d), (V,) -> (c,): log sum_v exp(x W^T + b)_v, logits in x's dtype, sums in fp32 at least."""
-    return torch.logsumexp(at_least_fp32(torch.addmm(bias, x, weight.t())), dim=-1)
+def chunk_log_probs(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                    columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(c, d), (V, d), (V,), (c, k) -> log softmax(x W^T + b) at the columns (c, k), and the log-normaliser
+    (c,): logits in x's dtype, the rest in fp32 at least."""
+    logits = at_least_fp32(torch.addmm(bias, x, weight.t()))
+    lse = torch.logsumexp(logits, dim=-1)
+    return logits.gather(1, columns) - lse[:, None], lse
 
 
-def chunk_softmax_grad(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lse: torch.Tensor,
-                       grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(x W^T + b) * grad[:, None], (c, V) in x's dtype, and its column sums (V,) in fp32 at least:
-    what a chunk's dx, dW and db multiply out. The softmax comes from the recomputed logits, in place."""
-    g = at_least_fp32(torch.addmm(bias, x, weight.t())).sub_(lse[:, None]).exp_().mul_(grad[:, None])
+def chunk_logits_grad(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lse: torch.Tensor,
+                      columns: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradient (c, V) of the logits, in x's dtype, that `chunk_log_probs`' outputs send back with
+    grad (c, k), and its column sums (V,) in fp32 at least: what a chunk's dx, dW and db multiply out.
+    d log p_col / d logit_v = [v = col] - softmax_v; the softmax comes from the recomputed logits."""
+    g = at_least_fp32(torch.addmm(bias, x, weight.t())).sub_(lse[:, None]).exp_().mul_(-grad.sum(-1)[:, None])
+    g = g.scatter_add_(1, columns, grad.to(g.dtype))
     return g.to(x.dtype), g.sum(0)
 
 
 @functools.cache
 def chunk_functions(compiled: bool) -> tuple:
-    """(chunk_logsumexp, chunk_softmax_grad), compiled or not. On a GPU they are compiled: inductor reads
+    """(chunk_log_probs, chunk_logits_grad), compiled or not. On a GPU they are compiled: inductor reads
     a chunk's bf16 logits once or twice where the eager ops cross them some ten times in fp32 (casts,
     max, exp, sums), and that memory traffic, not the matmuls, is most of SWAN's normaliser there. On a
     CPU they run eager: compiling costs a process tens of seconds, and the CPU's time is in the matmuls."""
     if not compiled:
-        return chunk_logsumexp, chunk_softmax_grad
-    return torch.compile(chunk_logsumexp, dynamic=True), torch.compile(chunk_softmax_grad, dynamic=True)
+        return chunk_log_probs, chunk_logits_grad
+    return torch.compile(chunk_log_probs, dynamic=True), torch.compile(chunk_logits_grad, dynamic=True)
 
 
-class LinearLogSumExp(torch.autograd.Function):
-    """log sum_v exp(x W^T + b)_v for rows x (N, d), W (V, d), b (V,): a Linear and a logsumexp over
-    its output in one, computed `chunk` rows at a time, so that no (N, V) tensor is ever held.
+class LinearLogProbs(torch.autograd.Function):
+    """log softmax(x W^T + b) at a few columns of each row: x (N, d), W (V, d), b (V,), columns (N, k) ->
+    (N, k), computed `chunk` rows at a time, so that no (N, V) tensor is ever held.
 
-    SWAN takes this normaliser for every (source position, target start, segment step): as a Linear
-    then a logsumexp, autograd kept the (N, V) logits or softmax of all 7 steps for backward, the bulk
-    of NPMT's 29.4 GiB on paper C's 800-token batches (bench/README.md), and each of them crossed memory
-    some ten times in fp32. Here forward keeps x and the (N,) result; backward recomputes each chunk's
-    logits, turns them into softmax * grad and multiplies out the chunk's dx, dW and db: one more
-    matmul for fewer passes over (N, V), and memory for one chunk. The matmuls run in the ambient
-    autocast dtype (bf16), the exponentials and sums in fp32; dW and db accumulate in fp32. The
-    chunk's pointwise work is compiled on a GPU (`chunk_functions`)."""
+    SWAN needs, for every (source position, target start, segment step), the log-probability of `$` and
+    of the segment's next token: two columns of a softmax over the vocabulary. As a Linear then a
+    log-softmax, autograd kept the (N, V) logits or softmax of all 7 steps for backward, the bulk of
+    NPMT's 29.4 GiB on paper C's 800-token batches (bench/README.md), and each of them crossed memory
+    some ten times in fp32; and scoring the two tokens apart from the normaliser took ~20 kernels and
+    ~8 graph nodes each, a step. Here forward keeps x, the columns and the (N,) log-normaliser; backward
+    recomputes each chunk's logits, turns them into their gradient and multiplies out the chunk's dx,
+    dW and db: one more matmul for fewer passes over (N, V), and memory for one chunk. The matmuls run
+    in the ambient autocast dtype (bf16), the exponentials and sums in fp32; dW and db accumulate in
+    fp32. The chunk's pointwise work is compiled on a GPU (`chunk_functions`)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, chunk: int) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, columns: torch.Tensor,
+                chunk: int) -> torch.Tensor:
         dtype = compute_dtype(x)
-        lse = torch.empty(x.size(0), dtype=torch.promote_types(dtype, torch.float32), device=x.device)
-        logsumexp, _ = chunk_functions(x.is_cuda)
+        wide = torch.promote_types(dtype, torch.float32)
+        out = torch.empty(columns.shape, dtype=wide, device=x.device)
+        lse = torch.empty(x.size(0), dtype=wide, device=x.device)
+        log_probs, _ = chunk_functions(x.is_cuda)
         with torch.autocast(x.device.type, enabled=False):
             w, b = weight.to(dtype), bias.to(dtype)
             for start in range(0, x.size(0), chunk):
                 part = slice(start, start + chunk)
-                lse[part] = logsumexp(x[part].to(dtype), w, b)
-        ctx.save_for_backward(x, weight, bias, lse)
+                out[part], lse[part] = log_probs(x[part].to(dtype), w, b, columns[part])
+        ctx.save_for_backward(x, weight, bias, columns, lse)
         ctx.dtype, ctx.chunk = dtype, chunk
-        return lse
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: torch.Tensor):
-        x, weight, bias, lse = ctx.saved_tensors
+        x, weight, bias, columns, lse = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         dx = torch.empty_like(x) if need_x else None
         dw = weight.new_zeros(weight.shape, dtype=lse.dtype) if need_w else None
         db = bias.new_zeros(bias.shape, dtype=lse.dtype) if need_b else None
-        _, softmax_grad = chunk_functions(x.is_cuda)
+        _, logits_grad = chunk_functions(x.is_cuda)
         with torch.autocast(x.device.type, enabled=False):
             w, b = weight.to(ctx.dtype), bias.to(ctx.dtype)
             for start in range(0, x.size(0), ctx.chunk):
                 part = slice(start, start + ctx.chunk)
                 xs = x[part].to(ctx.dtype)
-                g, column_sums = softmax_grad(xs, w, b, lse[part], grad[part])          # (chunk, V), (V,)
+                g, column_sums = logits_grad(xs, w, b, lse[part], columns[part], grad[part])   # (chunk, V), (V,)
                 if need_b:
                     db += column_sums
                 if need_x:
                     dx[part] = g @ w
                 if need_w:
                     dw += g.t() @ xs
-        return dx, None if dw is None else dw.to(weight.dtype), None if db is None else db.to(bias.dtype), None
+        return dx, None if dw is None else dw.to(weight.dtype), None if db is None else db.to(bias.dtype), None, None
 
 
 def segment_rows(src_lengths: torch.Tensor, tgt_lengths: torch.Tensor, S: int, T: int,
@@ -263,18 +274,13 @@ class SegmentDecoder(nn.Module):
         logits = self.out(x)
         return state, F.log_softmax(at_least_fp32(logits), dim=-1)
 
-    def token_logprobs(self, x: torch.Tensor, tokens: torch.Tensor, normaliser: torch.Tensor) -> torch.Tensor:
-        """log p(tokens) for outputs x (..., d), tokens (...) and their log-normaliser (...), from the
-        chosen rows of the output layer: reading two entries of each row of a full log-softmax instead
-        would back-propagate through zero-filled (rows, V) gradients, one per entry read."""
-        scores = (x * self.out.weight[tokens]).sum(-1) + self.out.bias[tokens]
-        return at_least_fp32(scores) - normaliser
-
-    def normaliser(self, x: torch.Tensor) -> torch.Tensor:
-        """log sum_v exp(out(x)_v), (..., d) -> (...), in fp32, `normaliser_chunk_bytes` of logits at a time."""
+    def log_probs(self, x: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """log softmax(out(x)) at the given columns: x (..., d), columns (..., k) -> (..., k), in fp32,
+        `normaliser_chunk_bytes` of logits at a time (`LinearLogProbs`)."""
         chunk = max(1, normaliser_chunk_bytes(x.device) // (4 * self.out.out_features))
-        flat = LinearLogSumExp.apply(x.reshape(-1, self.d), self.out.weight, self.out.bias, chunk)
-        return flat.view(x.shape[:-1])
+        flat = LinearLogProbs.apply(x.reshape(-1, self.d), self.out.weight, self.out.bias,
+                                    columns.reshape(-1, columns.size(-1)), chunk)
+        return flat.view(columns.shape)
 
     def segment_logprobs(self, h: torch.Tensor, y: torch.Tensor, src_lengths: torch.Tensor,
                          tgt_lengths: torch.Tensor, max_seg: int) -> torch.Tensor:
@@ -286,26 +292,30 @@ class SegmentDecoder(nn.Module):
         """
         B, S, _ = h.shape
         T, L = y.size(1), max_seg
-        end = torch.full((B, S), self.end_index, dtype=torch.long, device=y.device)
-        # The first step reads only h_t, so it runs once per (b, t) and is shared by every start j.
-        state, x = self.advance(end, self.start_state(h))                 # (B, S, layers, d), (B, S, d)
-        lse = self.normaliser(x)
-        empty = self.token_logprobs(x, end, lse)                           # log p($ | h_t), (B, S)
+        end = torch.full((B, S, 1), self.end_index, dtype=torch.long, device=y.device)
+        # The first step reads only h_t, so it runs once per (b, t) and is shared by every start j: it
+        # scores `$` and the first token of every start, y_{j+1}.
+        state, x = self.advance(end[..., 0], self.start_state(h))          # (B, S, layers, d), (B, S, d)
+        first = self.log_probs(x, torch.cat([end, y[:, None].expand(B, S, T)], -1))           # (B, S, 1+T)
         beyond = torch.arange(T + 1, device=y.device)[None] > tgt_lengths[:, None]            # (B, T+1)
-        seg = [torch.where(beyond[:, None, :, None], float("-inf"), empty[:, :, None, None])]  # k = 0
+        seg = [torch.where(beyond[:, None, :, None], float("-inf"), first[:, :, :1, None])]   # k = 0
         b, t, start, counts = segment_rows(src_lengths, tgt_lengths, S, T, L)
-        state, x, lse = state[b, t], x[b, t], lse[b, t]                   # (rows, ...)
-        rows, prefix, columns = len(b), torch.zeros_like(lse), []
-        end = end.new_full((rows,), self.end_index)
+        state, following = state[b, t], first[b, t, 1 + start]           # (rows, ...); log p(y_{j+1} | h_t)
+        rows, prefix, columns = len(b), following.new_zeros(len(b)), []
+        end = end.new_full((rows, 1), self.end_index)
         for m, n in enumerate(counts, 1):                                  # the rows with >= m tokens left
             token = y[b[:n], start[:n] + m - 1]                            # the segment's m-th token
-            prefix = prefix[:n] + self.token_logprobs(x[:n], token, lse[:n])
+            prefix = prefix[:n] + following[:n]
             state, x = self.advance(token, state[:n])
-            lse = self.normaliser(x)
-            columns.append(F.pad(prefix + self.token_logprobs(x, end[:n], lse), (0, rows - n), value=float("-inf")))
-        tail = torch.stack(columns, -1) if columns else empty.new_empty((0, 0))                # (rows, <= L)
+            wanted = end[:n]                                               # `$`, then the (m+1)-th token:
+            if m < L:                                                      # a stand-in, unread, past y's end
+                wanted = torch.cat([wanted, y[b[:n], (start[:n] + m).clamp_max(T - 1), None]], -1)
+            scores = self.log_probs(x, wanted)                             # (n, 1 or 2)
+            columns.append(F.pad(prefix + scores[:, 0], (0, rows - n), value=float("-inf")))
+            following = scores[:, -1]
+        tail = torch.stack(columns, -1) if columns else first.new_empty((0, 0))                # (rows, <= L)
         tail = F.pad(tail, (0, L - tail.size(1)), value=float("-inf"))
-        seg.append(empty.new_full((B, S, T + 1, L), float("-inf")).index_put((b, t, start), tail))
+        seg.append(first.new_full((B, S, T + 1, L), float("-inf")).index_put((b, t, start), tail))
         return torch.cat(seg, dim=-1)
 
     @torch.no_grad()
