@@ -98,7 +98,8 @@ BACKWARD_PARTS = {"dynamic program": "ForwardAlgorithmBackward", "normaliser": "
 
 def host_by_part(profiled, wall_ms: float, batches: int) -> str:
     """The host's milliseconds a batch in each labelled part of the forward, in the DP's and the
-    normaliser's backward, and in the rest of the pass."""
+    normaliser's backward, and in the rest of the pass; and the autograd nodes a batch, each of which
+    the host runs one by one in backward."""
     def spent(names: dict) -> dict:
         return {part: sum(e.cpu_time_total for e in profiled.events() if e.name == name) / 1000 / batches
                 for part, name in names.items()}
@@ -106,9 +107,10 @@ def host_by_part(profiled, wall_ms: float, batches: int) -> str:
     forward = spent({part: f"npmt {part}" for part in PARTS})
     backward = spent(BACKWARD_PARTS)
     rest = wall_ms / batches - sum(forward.values()) - sum(backward.values())
+    nodes = sum(e.name.startswith("autograd::engine::evaluate_function") for e in profiled.events()) / batches
     return ("the host's time a batch: " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in forward.items())
             + " (forward); " + ", ".join(f"{part} {ms:.1f} ms" for part, ms in backward.items())
-            + f" (backward); the rest of the pass, backward mostly, {rest:.1f} ms")
+            + f" (backward); the rest of the pass, backward mostly, {rest:.1f} ms; {nodes:.0f} autograd nodes a batch")
 
 
 def pass_ms(model, batches: list[tuple], precision: str) -> float:

@@ -212,6 +212,7 @@ def test_swan_loss_profile_names_the_host_time_of_each_part_of_npmt(tmp_path):
     assert "dynamic program" in line and "the rest of the pass" in line
     backward = re.search(r"\(forward\); dynamic program ([\d.]+) ms, normaliser ([\d.]+) ms \(backward\)", line)
     assert backward and all(float(ms) > 0 for ms in backward.groups())   # their autograd nodes were found
+    assert int(re.search(r"; (\d+) autograd nodes a batch$", line).group(1)) > 0
     sys.path.insert(0, str(SCRIPT.parent))
     import swan_loss
     from nmtrepro.models import npmt
