@@ -34,6 +34,52 @@ def test_label_smoothing_zero_is_plain_nll():
     assert torch.allclose(loss, nll)
 
 
+def smoothed_loss_by_autograd(logits, target, epsilon, real):
+    """The loss as torch's own ops write it, differentiated by autograd: what SmoothedCrossEntropy's
+    hand-written backward must match."""
+    lprobs = F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+    nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
+    loss = (1.0 - epsilon) * nll - epsilon * lprobs.mean(dim=-1)
+    return loss.where(real, 0.0).sum(), nll.where(real, 0.0).sum()
+
+
+def smoothed_loss_gradients(loss_fn, logits, target, real, epsilon=0.1, weights=(0.7, 1.3)):
+    """Values and the logits' gradient of weights[0] * loss + weights[1] * NLL (both outputs carry one)."""
+    leaf = logits.detach().clone().requires_grad_()
+    loss, nll = loss_fn(leaf, target, epsilon, real)
+    (weights[0] * loss + weights[1] * nll).backward()
+    return loss.detach(), nll.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_smoothed_loss_gradient_is_autograds_with_padding_and_a_gold_token_twice(epsilon):
+    torch.manual_seed(0)
+    logits, target = torch.randn(3, 4, 9, dtype=torch.float64) * 3, torch.randint(0, 9, (3, 4))
+    target[0, :2] = 5
+    real = torch.rand(3, 4) > 0.3
+    ours = smoothed_loss_gradients(label_smoothed_loss, logits, target, real, epsilon)
+    reference = smoothed_loss_gradients(smoothed_loss_by_autograd, logits, target, real, epsilon)
+    for a, b in zip(ours, reference):
+        assert a.dtype == torch.float64 and torch.allclose(a, b, atol=1e-12)
+    assert ours[2][~real].abs().sum() == 0 and ours[2][real].abs().sum() > 0
+
+
+def test_smoothed_loss_compiled_backward_is_the_eager_one_on_bf16_logits():
+    """Compiled, the gold tokens' gradient is a comparison with the vocabulary's indices (fused into the
+    one pass), eager a scatter: the two must agree; the loss sums stay fp32 and the gradient is bf16."""
+    torch.manual_seed(0)
+    logits, target = (torch.randn(2, 5, 40) * 3).bfloat16(), torch.randint(0, 40, (2, 5))
+    real = torch.rand(2, 5) > 0.3
+    compiled = torch.compile(label_smoothed_loss, dynamic=True, fullgraph=True)
+    ours = smoothed_loss_gradients(compiled, logits, target, real)
+    eager = smoothed_loss_gradients(label_smoothed_loss, logits, target, real)
+    reference = smoothed_loss_gradients(smoothed_loss_by_autograd, logits, target, real)
+    assert [t.dtype for t in ours] == [torch.float32, torch.float32, torch.bfloat16]
+    for a, b, c in zip(ours, eager, reference):
+        assert torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-3)
+        assert torch.allclose(b.float(), c.float(), rtol=1e-2, atol=1e-3)
+
+
 def test_output_agreement_by_hand():
     """Two heads over a 3-token sentence whose last token is padding (Li et al. 2018, Eq. 8 negated).
     Head 1 outputs (1, 0) then (0, 1), head 2 (1, 0) then (0, -1): flattened over the two real tokens

@@ -13,21 +13,57 @@ import torch.nn.functional as F
 from ..models.layers import encoder_attentions, recording_heads
 
 
+class SmoothedCrossEntropy(torch.autograd.Function):
+    """Summed label-smoothed loss and summed NLL of (..., V) logits at (...) targets, only where `real`
+    (...) is True (None: everywhere); the sums in fp32 at least, whatever the logits' dtype.
+
+    A row's NLL is lse - logit[gold], with lse its log-normaliser, and its smoothing term, minus the
+    mean log-probability, lse - mean(logits): the mean of the logits themselves, which a compiler reads
+    in the same pass as their max. Backward keeps only the logits (in their own dtype, bf16 under
+    autocast) and lse, and writes the gradient in one pass with no reduction:
+    softmax * (g_loss + g_nll) - g_loss * eps / V, less (1 - eps) g_loss + g_nll at the gold token.
+    As log_softmax, gather and mean, inductor's step on an H200 read the logits some five times in
+    forward and backward together and built the gold tokens' gradient as a (rows, V) fp32 scatter:
+    10 % of the Base's GPU time went to those two kernels (bench/README.md)."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, real: torch.Tensor | None, epsilon: float):
+        wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        lprobs = F.log_softmax(wide, dim=-1)              # eager: one kernel; compiled: read where used
+        nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
+        lse = wide[..., :1] - lprobs[..., :1]             # (..., 1)
+        loss = (1.0 - epsilon) * nll + epsilon * (lse.squeeze(-1) - wide.mean(dim=-1))
+        if real is not None:
+            loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
+        ctx.save_for_backward(logits, target, lse, real)
+        ctx.epsilon = epsilon
+        return loss.sum(), nll.sum()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_loss: torch.Tensor, grad_nll: torch.Tensor):
+        logits, target, lse, real = ctx.saved_tensors
+        eps, vocab = ctx.epsilon, logits.size(-1)
+        keep = 1.0 if real is None else real[..., None].to(lse.dtype)                    # (..., 1)
+        scale, floor, gold = (keep * g for g in (grad_loss + grad_nll, grad_loss * (eps / vocab),
+                                                 (1.0 - eps) * grad_loss + grad_nll))
+        grad = torch.sub(logits, lse).exp_().mul_(scale).sub_(floor)                     # (..., V) fp32
+        if torch.compiler.is_compiling():   # fused into the pass above, where a scatter is a buffer of its own
+            grad = grad - torch.where(torch.arange(vocab, device=grad.device) == target[..., None], gold, 0.0)
+        else:                               # eager: in place, one write a row
+            grad.scatter_add_(-1, target[..., None], (-gold).expand(target[..., None].shape))
+        return grad.to(logits.dtype), None, None, None
+
+
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float,
                         real: torch.Tensor | None = None):
     """Summed smoothed loss and summed NLL over (..., V) logits and (...) targets; `real` (...) bool:
-    the positions that count, the others (padding) add nothing.
+    the positions that count, the others (padding) add nothing (`SmoothedCrossEntropy`).
 
     The smoothed target puts 1 - eps on the gold token and eps spread uniformly over the whole
     vocabulary, which is torch's `label_smoothing` definition (fairseq spreads eps over V - 1).
     """
-    lprobs = F.log_softmax(logits.float(), dim=-1)
-    nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
-    smooth = -lprobs.mean(dim=-1)
-    loss = (1.0 - epsilon) * nll + epsilon * smooth
-    if real is not None:
-        loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
-    return loss.sum(), nll.sum()
+    return SmoothedCrossEntropy.apply(logits, target, real, epsilon)
 
 
 def output_agreement(outputs: torch.Tensor, pad: torch.Tensor, sentences: torch.Tensor) -> torch.Tensor:
