@@ -200,6 +200,19 @@ def test_attention_kernels_rehearses_on_cpu_where_only_math_runs():
     assert all(row[4:7] == ["n/a"] * 3 and row[8] == "(0.0e+00)" for row in rows[:2])
 
 
+def test_loss_kernels_rehearse_on_cpu_both_forms_agree_and_fp32_logits_keep_the_same_bytes():
+    """bench/loss_kernels.py on a CPU: both forms of the loss, eager and compiled, on one size; each
+    agrees with the ops' eager loss and gradient to fp32's rounding; with fp32 logits both keep one
+    (rows, V) tensor for backward (bf16 logits on a GPU: ours keeps them, the ops an fp32 copy)."""
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("loss_kernels.py")), "--device", "cpu", "--rows", "64",
+                           "--vocab", "4096", "--repeats", "1"], capture_output=True, text=True, check=True)
+    rows = {row[1]: row for row in map(str.split, done.stdout.splitlines()) if row[:1] == ["64"] and row[2] != "/"}
+    assert set(rows) == {"ops", "ours"}
+    for row in rows.values():
+        assert row[4] == row[5] == "1" and float(row[6]) < 1e-5 and float(row[7]) < 1e-4   # 64 x 4096 x 4 B
+    assert re.search(r"64 ops / ours: eager [\d.]+x, compiled [\d.]+x", done.stdout)
+
+
 def test_swan_loss_profile_names_the_host_time_of_each_part_of_npmt(tmp_path):
     """bench/swan_loss.py --profile: the host's time in NPMT's encoder, segment decoder and dynamic
     program (ranges put around them while it profiles, and taken off after)."""
