@@ -31,8 +31,8 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
         lprobs = F.log_softmax(wide, dim=-1)              # eager: one kernel; compiled: read where used
         nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
-        lse = wide[..., :1] - lprobs[..., :1]             # (..., 1)
-        loss = (1.0 - epsilon) * nll + epsilon * (lse.squeeze(-1) - wide.mean(dim=-1))
+        lse = wide.gather(-1, target[..., None]).squeeze(-1) + nll   # to the rounding of a log p near 0, mostly
+        loss = (1.0 - epsilon) * nll + epsilon * (lse - wide.mean(dim=-1))
         if real is not None:
             loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
         ctx.save_for_backward(logits, target, lse, real)
@@ -47,7 +47,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         keep = 1.0 if real is None else real[..., None].to(lse.dtype)                    # (..., 1)
         scale, floor, gold = (keep * g for g in (grad_loss + grad_nll, grad_loss * (eps / vocab),
                                                  (1.0 - eps) * grad_loss + grad_nll))
-        grad = torch.sub(logits, lse).exp_().mul_(scale).sub_(floor)                     # (..., V) fp32
+        grad = torch.sub(logits, lse[..., None]).exp_().mul_(scale).sub_(floor)          # (..., V) fp32
         if torch.compiler.is_compiling():   # fused into the pass above, where a scatter is a buffer of its own
             grad = grad - torch.where(torch.arange(vocab, device=grad.device) == target[..., None], gold, 0.0)
         else:                               # eager: in place, one write a row
