@@ -27,8 +27,9 @@ from nmtrepro.training.criterion import label_smoothed_loss
 
 
 def by_ops(logits: torch.Tensor, target: torch.Tensor, epsilon: float, real: torch.Tensor):
-    """The loss as torch's ops write it (the trainer's before cb63f9c), differentiated by autograd."""
-    lprobs = F.log_softmax(logits.float(), dim=-1)
+    """The loss as torch's ops write it (the trainer's before cb63f9c), differentiated by autograd; in
+    fp32 at least (tests/test_training_parts.py reads it in fp64)."""
+    lprobs = F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
     nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
     loss = (1.0 - epsilon) * nll - epsilon * lprobs.mean(dim=-1)
     return loss.where(real, 0.0).sum(), nll.where(real, 0.0).sum()

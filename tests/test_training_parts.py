@@ -35,12 +35,12 @@ def test_label_smoothing_zero_is_plain_nll():
 
 
 def smoothed_loss_by_autograd(logits, target, epsilon, real):
-    """The loss as torch's own ops write it, differentiated by autograd: what SmoothedCrossEntropy's
-    hand-written backward must match."""
-    lprobs = F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
-    nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
-    loss = (1.0 - epsilon) * nll - epsilon * lprobs.mean(dim=-1)
-    return loss.where(real, 0.0).sum(), nll.where(real, 0.0).sum()
+    """The loss as torch's own ops write it, differentiated by autograd (bench/loss_kernels.py's `by_ops`,
+    the trainer's before SmoothedCrossEntropy): what its hand-written backward must match."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import loss_kernels
+
+    return loss_kernels.by_ops(logits, target, epsilon, real)
 
 
 def smoothed_loss_gradients(loss_fn, logits, target, real, epsilon=0.1, weights=(0.7, 1.3)):
