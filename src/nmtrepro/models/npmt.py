@@ -141,10 +141,13 @@ def chunk_logits_grad(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                       columns: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The gradient (c, V) of the logits, in x's dtype, that `chunk_log_probs`' outputs send back with
     grad (c, k), and its column sums (V,) in fp32 at least: what a chunk's dx, dW and db multiply out.
-    d log p_col / d logit_v = [v = col] - softmax_v; the softmax comes from the recomputed logits."""
+    d log p_col / d logit_v = [v = col] - softmax_v; the softmax comes from the recomputed logits. The
+    chosen columns' share is added to the outputs, not to the fp32 (c, V) term, which a compiled chunk
+    then never writes out: a scatter into it would make it a buffer of its own."""
     g = at_least_fp32(torch.addmm(bias, x, weight.t())).sub_(lse[:, None]).exp_().mul_(-grad.sum(-1)[:, None])
-    g = g.scatter_add_(1, columns, grad.to(g.dtype))
-    return g.to(x.dtype), g.sum(0)
+    wide = grad.to(g.dtype)
+    sums = g.sum(0).index_add_(0, columns.flatten(), wide.flatten())
+    return g.to(x.dtype).scatter_add_(1, columns, grad.to(x.dtype)), sums
 
 
 @functools.cache
