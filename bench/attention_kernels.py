@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
-import time
 import warnings
 
 import torch
 import torch.nn.functional as F
+from timed_steps import median_microseconds
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
@@ -62,17 +61,8 @@ def step(case: tuple, tensors: tuple, dropout: float) -> tuple:
 
 def microseconds(case, tensors, backend, repeats: int, dropout: float) -> float:
     """Median time of forward + backward under `backend` (raises when it cannot run the case)."""
-    device = tensors[0].device
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times = []
-    with sdpa_kernel([backend]):
-        for _ in range(repeats + 2):  # two warm-ups: a plan, an allocation
-            sync()
-            began = time.perf_counter()
-            step(case, tensors, dropout)
-            sync()
-            times.append(time.perf_counter() - began)
-    return 1e6 * statistics.median(times[2:])
+    with sdpa_kernel([backend]):  # two warm-ups: a plan, an allocation
+        return median_microseconds(lambda: step(case, tensors, dropout), repeats, 2, tensors[0].is_cuda)
 
 
 def error(case, tensors, backend) -> str:

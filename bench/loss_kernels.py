@@ -18,11 +18,10 @@ ones.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from timed_steps import median_microseconds
 
 from nmtrepro.training.criterion import label_smoothed_loss
 
@@ -58,17 +57,8 @@ def step(loss_fn, tensors: tuple, epsilon: float) -> tuple:
 
 
 def microseconds(loss_fn, tensors: tuple, epsilon: float, repeats: int) -> float:
-    sync = torch.cuda.synchronize if tensors[0].is_cuda else (lambda: None)
-    for _ in range(3):
-        step(loss_fn, tensors, epsilon)
-    times = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        step(loss_fn, tensors, epsilon)
-        sync()
-        times.append(time.perf_counter() - start)
-    return 1e6 * statistics.median(times)
+    """Median time of forward + backward, after three warm-ups (a compile, an allocation)."""
+    return median_microseconds(lambda: step(loss_fn, tensors, epsilon), repeats, 3, tensors[0].is_cuda)
 
 
 def saved_bytes(loss_fn, tensors: tuple, epsilon: float) -> int:
@@ -108,9 +98,7 @@ def main() -> None:
         reference = [t.float().clone() for t in reference]
         timed = {}
         for name, form in FORMS.items():
-            cells = []
-            for fn in (form, compiled[name]):
-                cells.append(microseconds(fn, tensors, args.epsilon, args.repeats))
+            cells = [microseconds(fn, tensors, args.epsilon, args.repeats) for fn in (form, compiled[name])]
             memory = [saved_bytes(fn, tensors, args.epsilon) / 2 ** 20 for fn in (form, compiled[name])]
             loss, _, grad = (t.float() for t in step(compiled[name], tensors, args.epsilon))
             loss_err = (loss - reference[0]).abs().item() / reference[0].abs().item()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -121,6 +122,23 @@ def profiler(cuda: bool):
     import torch
     activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * cuda
     return torch.profiler.profile(activities=activities)
+
+
+def median_microseconds(run, repeats: int, warmups: int, cuda: bool) -> float:
+    """The median time of `run()` over `repeats` calls after `warmups` untimed ones, each call's GPU work
+    waited for where `cuda`: a kernel bench's figure (attention_kernels.py, loss_kernels.py)."""
+    import torch
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    for _ in range(warmups):
+        run()
+    times = []
+    for _ in range(repeats):
+        sync()
+        began = time.perf_counter()
+        run()
+        sync()
+        times.append(time.perf_counter() - began)
+    return 1e6 * statistics.median(times)
 
 
 def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, str] = (1, ""),
