@@ -377,7 +377,8 @@ def paper_setup(args) -> None:
             if steps.exists() and len(json.loads(steps.read_text())) >= total:  # it failed after the window
                 tools.append(name)
         if (out / f"{name}.steps.profile.txt").exists():
-            print((out / f"{name}.steps.profile.txt").read_text().split("\n")[0], f"({name})", flush=True)
+            # its head: wall, busy share, the GPU's time by kind and what the host ran while the GPU idled
+            print(f"({name})", (out / f"{name}.steps.profile.txt").read_text().split("\n\n")[0], flush=True)
         if found := AUTO.search((out / f"{name}.train.log").read_text(errors="replace")):
             print(f"{name}: max_tokens auto found {found.group(1)} tokens a micro-batch", flush=True)
 

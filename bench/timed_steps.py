@@ -13,9 +13,9 @@ window, whose rate it would slow) and writes STEPS.profile.txt: the wall time of
 much of it the GPU spent running kernels and copies (the union of their intervals: what is left is
 the GPU waiting on the host; the ranges a tool annotates, such as fairseq's `train_step`, are not
 kernels and are left out), the GPU's time by kind of kernel (`KERNEL_KINDS`: matmuls, attention, the
-loss, ...), and the ops that took the most host and GPU time; STEPS.profile.json holds the numbers. It
-tells a host-bound step from a GPU-bound one, shows where a tool's host time goes, and which kernels
-to make faster. A window in which a micro-batch compiled, warmed up or recorded a shape is not the
+loss, ...), its idle time by what the host ran meanwhile (`idle_by_host_op`), and the ops that took the
+most host and GPU time; STEPS.profile.json holds the numbers. It tells a host-bound step from a
+GPU-bound one, shows where a tool's host time goes, and which kernels to make faster. A window in which a micro-batch compiled, warmed up or recorded a shape is not the
 step's steady pace (on an H200 one such micro-batch among 16 held most of the host time): it is
 dropped and the next COUNT updates profiled instead, up to `TRIES` windows in all.
 
@@ -27,6 +27,7 @@ graph replay are inflated, and so the busy share of the wall. The kernels' own t
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -57,6 +58,37 @@ def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     return busy
 
 
+def idle_by_host_op(host: list[tuple], device: list[tuple[float, float]], shortest: float = 10e-6) -> dict[str, float]:
+    """The GPU's idle time between its first and last kernel, by what the host was doing meanwhile.
+
+    `host`: (name, thread, start, end) of the host's top-level ops (each thread's do not overlap);
+    `device`: (start, end) of the kernels and copies. Each gap of at least `shortest` seconds between
+    them is put down to the top-level op that was running at its middle (the latest to start, on any
+    thread: the autograd engine runs backward on a thread of its own), or to `PYTHON` when none was
+    (the tool's own Python between ops: collating a batch, its bookkeeping between updates). A step
+    that is host-bound says here where its host time is not hidden behind the GPU's: an update's end
+    (the sync before the optimizer, then the next update's first launch), a compiled graph's call."""
+    threads: dict = {}
+    for name, thread, start, end in sorted(host, key=lambda op: op[2]):
+        threads.setdefault(thread, ([], []))
+        threads[thread][0].append(start)
+        threads[thread][1].append((end, name))
+    idle: dict[str, float] = {}
+    reach = None
+    for start, end in sorted(device):
+        if reach is not None and start - reach >= shortest:
+            middle, running = (start + reach) / 2, (float("-inf"), PYTHON)
+            for starts, ops in threads.values():
+                i = bisect.bisect_right(starts, middle) - 1
+                if i >= 0 and ops[i][0] > middle and starts[i] > running[0]:
+                    running = (starts[i], ops[i][1])
+            idle[running[1]] = idle.get(running[1], 0.0) + start - reach
+        reach = end if reach is None else max(reach, end)
+    return dict(sorted(idle.items(), key=lambda item: -item[1]))
+
+
+PYTHON = "Python, between ops"
+IDLE_SHOWN = 8  # the host ops a summary names for the GPU's idle time
 TRIES = 5  # profiled windows at most, until one holds no micro-batch on a new shape
 # (kind, pattern of a kernel's name): the first that matches names it. Kernel names by library: cuBLAS's
 # nvjet/gemm, cutlass's; SDPA's flash, memory-efficient (fmha_cutlass) and cuDNN (cudnn..., sdpa);
@@ -160,10 +192,17 @@ def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, 
     by_kind = (f"the GPU's time by kind {per[1]}".rstrip() + ": " + ", ".join(
         f"{kind} {1000 * seconds / per[0]:.1f} ms ({100 * seconds / total:.0f} %)"
         for kind, seconds in sorted(kinds.items(), key=lambda item: -item[1]) if seconds)) if total else ""
-    text = "\n\n".join(["\n".join(line for line in (head, detail, by_kind) if line),
+    host = [(re.sub(r" f[0-9a-z]{20,}.*", "", e.name), e.thread, e.time_range.start / 1e6, e.time_range.end / 1e6)
+            for e in profiler.events() if e.device_type.name == "CPU" and e.cpu_parent is None]
+    idle = idle_by_host_op(host, [(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
+    waits = (f"the GPU idle between kernels {1000 * sum(idle.values()) / per[0]:.1f} ms {per[1]}".rstrip()
+             + ", while the host ran: " + ", ".join(f"{name} {1000 * seconds / per[0]:.1f} ms"
+                                                    for name, seconds in list(idle.items())[:IDLE_SHOWN])) if idle else ""
+    text = "\n\n".join(["\n".join(line for line in (head, detail, by_kind, waits) if line),
                         table.table(sort_by="self_cpu_time_total", row_limit=20)]
                        + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
-    return text, {"wall_s": wall, "busy_s": busy, "kinds_s": {kind: s for kind, s in kinds.items() if s}}
+    return text, {"wall_s": wall, "busy_s": busy, "kinds_s": {kind: s for kind, s in kinds.items() if s},
+                  "idle_s": idle}
 
 
 def patch(cls, name: str, tokens_of, warm_of, steps: list, profile: Profile | None) -> None:

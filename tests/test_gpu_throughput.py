@@ -166,6 +166,24 @@ def test_kernels_are_sorted_by_kind_and_the_rate_they_bound(tmp_path):
     assert fairseq_compare.kernel_bound(tmp_path / "profile.json", None)["steady_share"] is None
 
 
+def test_the_gpus_idle_time_is_put_down_to_what_the_host_was_doing():
+    """timed_steps.idle_by_host_op: each gap between the GPU's kernels (overlapping ones merged, gaps
+    under 10 us left out) goes to the top-level host op running at its middle, the latest to start
+    across threads (backward's thread inside the main thread's call), or to Python between ops."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import timed_steps
+
+    ms = 1e-3
+    device = [(0, 4 * ms), (3 * ms, 6 * ms), (8 * ms, 9 * ms), (9.0005 * ms, 12 * ms), (25 * ms, 26 * ms),
+              (30 * ms, 31 * ms)]
+    host = [("CompiledFunction", 1, 0, 10 * ms), ("backward", 2, 5 * ms, 7.5 * ms),
+            ("Optimizer.step#Adam.step", 1, 18 * ms, 19 * ms)]
+    idle = timed_steps.idle_by_host_op(host, device)
+    assert list(idle) == ["Optimizer.step#Adam.step", timed_steps.PYTHON, "backward"]
+    assert list(idle.values()) == pytest.approx([13 * ms, 4 * ms, 2 * ms])
+    assert timed_steps.idle_by_host_op(host, []) == {}
+
+
 def test_gpu_train_reads_the_steady_rate_from_the_windows_without_new_shapes():
     """bench/gpu_train.py: the trainer's log lines that say micro-batches met new shapes (and the first
     window) are left out of the steady rate."""
