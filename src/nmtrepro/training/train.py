@@ -623,6 +623,8 @@ class Trainer:
                  "%.0f s trained, ~%.0f s left%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left, peak, self._warm_note(),
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note())
+        if self.compiled is not None:
+            self.warm_logged = self.compiled.warm_calls
 
     def _warm_note(self) -> str:
         """On the fast path, the micro-batches since the last log line that compiled, warmed up or
@@ -630,8 +632,8 @@ class Trainer:
         window is below the run's pace."""
         if self.compiled is None or self.compiled.warm_calls == self.warm_logged:
             return ""
-        fresh, self.warm_logged = self.compiled.warm_calls - self.warm_logged, self.compiled.warm_calls
-        return f" | {fresh} micro-batches on new shapes ({len(self.compiled.shapes)} shapes so far)"
+        return (f" | {self.compiled.warm_calls - self.warm_logged} micro-batches on new shapes "
+                f"({len(self.compiled.shapes)} shapes so far)")
 
     def _oom_note(self) -> str:
         """The log line's out-of-memory counts so far, when there are any."""
