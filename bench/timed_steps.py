@@ -15,9 +15,10 @@ the GPU waiting on the host; the ranges a tool annotates, such as fairseq's `tra
 kernels and are left out), the GPU's time by kind of kernel (`KERNEL_KINDS`: matmuls, attention, the
 loss, ...), its idle time by what the host ran meanwhile (`idle_by_host_op`), and the ops that took the
 most host and GPU time; STEPS.profile.json holds the numbers. It tells a host-bound step from a
-GPU-bound one, shows where a tool's host time goes, and which kernels to make faster. A window in which a micro-batch compiled, warmed up or recorded a shape is not the
-step's steady pace (on an H200 one such micro-batch among 16 held most of the host time): it is
-dropped and the next COUNT updates profiled instead, up to `TRIES` windows in all.
+GPU-bound one, shows where a tool's host time goes, and which kernels to make faster. A window in
+which a micro-batch compiled, warmed up or recorded a shape is not the step's steady pace (on an H200
+one such micro-batch among 16 held most of the host time): it is dropped and the next COUNT updates
+profiled instead, up to `TRIES` windows in all.
 
 Under the profiler (CUPTI) a CUDA graph's launch traces every kernel in it: the host times of a
 graph replay are inflated, and so the busy share of the wall. The kernels' own times are not:
