@@ -28,7 +28,9 @@
 #   npmt      paper C's NPMT: its SWAN loss at paper size on IWSLT14-test-length batches, before (the
 #             source of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), the
 #             last pass profiled ($WORK/npmt.profile.txt: where NPMT's time goes on a GPU), then
-#             `nmtrepro train`'s tok/s and peak (bench/gpu_train.py; ~1.5 min)
+#             `nmtrepro train`'s tok/s and peak, two of its updates profiled (the trainer's own time
+#             between the model's passes too: gpu_train_npmt/npmt.steps.profile.txt) (bench/gpu_train.py;
+#             ~1.5 min)
 #   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
 #             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min)
 #   families  the same for BiARN, +Fusing_Diverse and +PR (parser phrases): the plan's rates and the
@@ -64,7 +66,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     graphs=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant biarn)
     auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
-    npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300)
+    npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300 --profile 1:1)
     hostops=(--device cpu --updates 2)
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
     attention=(--device cpu --tokens 512 --lengths 16 32 --repeats 2)
@@ -82,7 +84,7 @@ else
     graphs=(--device cuda --precision bf16 --variant rnn_encoder)
     auto=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
     big=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
-    npmt=(--updates 40 --minutes 1 --timeout 150)
+    npmt=(--updates 40 --minutes 1 --timeout 150 --profile 30:2)
     hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
     attention=(--device cuda)

@@ -21,6 +21,9 @@ must say that it resumed.
 
 `--setting KEY=VALUE` overrides a train setting of every variant (the value read as YAML), e.g. the fast
 path (`fast=compile`, `buckets=true`); the first logged window, which holds a compile, is not counted.
+`--profile FIRST:COUNT` trains in one process under `timed_steps.py` (no torchrun) and profiles updates
+FIRST+1..FIRST+COUNT: where the trainer's time goes, its own steps between the model's included
+(`<variant>.steps.profile.txt`).
 """
 from __future__ import annotations
 
@@ -115,8 +118,14 @@ def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str
     run = out / exp.variant
     if tag != "resume":  # a measurement starts afresh, not from an earlier run's checkpoints in `out`
         shutil.rmtree(run, ignore_errors=True)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc), "-m", "nmtrepro.cli", "train",
-               "--prepared", str(data), "--model", json.dumps(exp.model), "--settings", json.dumps(settings),
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc),
+                "-m", "nmtrepro.cli", "train"]
+    if args.profile and tag != "resume":  # one process, its updates timed and some profiled (timed_steps.py)
+        for stale in out.glob(f"{exp.variant}.steps.*"):
+            stale.unlink()
+        launcher = [sys.executable, str(Path(__file__).with_name("timed_steps.py")), "ours",
+                    str(out / f"{exp.variant}.steps.json"), "--profile", args.profile, "--"]
+    command = [*launcher, "--prepared", str(data), "--model", json.dumps(exp.model), "--settings", json.dumps(settings),
                "--checkpoint-dir", str(run / "checkpoints"), *annotations, "--out", str(run / "final.pt"),
                "--curve", str(run / "curve.tsv")]
     start = time.perf_counter()
@@ -170,8 +179,13 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="then resume the first variant for 10 updates")
     ap.add_argument("--setting", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                     help="a train setting for every variant, e.g. fast=compile; repeatable")
+    ap.add_argument("--profile", metavar="FIRST:COUNT",
+                    help="one process (no torchrun), updates FIRST+1..FIRST+COUNT under torch's profiler: "
+                         "<variant>.steps.profile.txt (timed_steps.py)")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
     args = ap.parse_args()
+    if args.profile and args.nproc != 1:
+        sys.exit("gpu_train: --profile runs one process, not --nproc " + str(args.nproc))
 
     by_variant = experiment_of_each_variant(args.scale)
     out = Path(args.out)
@@ -188,6 +202,8 @@ def main() -> None:
         except RuntimeError as err:
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
+        if (profiled := out / f"{variant}.steps.profile.txt").exists():  # its head: busy share, kernels, idle
+            print(profiled.read_text().split("\n\n")[0], flush=True)
     if args.resume:
         exp = by_variant[(args.variant or VARIANTS)[0]]
         log, _ = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates + 10, "resume")

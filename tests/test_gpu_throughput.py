@@ -52,11 +52,13 @@ def test_cuda_device_without_a_gpu_fails_clearly():
 
 
 def test_gpu_train_smoke_run_on_cpu_trains_each_family_and_resumes(tmp_path):
+    """Each variant trains in one process with update 2 profiled (timed_steps.py); the resume goes
+    through torchrun, as the benches' runs without --profile do."""
     script = SCRIPT.parent / "gpu_train.py"
     variants = [arg for v in ("transformer_base", "phrase_max_attn_ta_parse", "syn_diverse") for arg in ("--variant", v)]
     result = subprocess.run([sys.executable, str(script), "--device", "cpu", "--scale", "ci", "--updates", "4",
                              "--log-every", "2", "--pairs", "300", "--vocab", "500", "--iwslt-vocab", "400",
-                             *variants, "--resume", "--out", str(tmp_path)],
+                             *variants, "--resume", "--profile", "1:1", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=600,
                             env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[1] / "src")})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -65,6 +67,8 @@ def test_gpu_train_smoke_run_on_cpu_trains_each_family_and_resumes(tmp_path):
                                             "transformer_base"]
     assert all(r["tgt_tok_s"] > 0 and r["precision"] in ("fp32", "bf16") for r in rows[:3])
     assert rows[3] == {"variant": "transformer_base", "resume": "ok"}
+    profiled = (tmp_path / "syn_diverse.steps.profile.txt").read_text()
+    assert profiled.startswith("updates 2..2: ") and profiled.split("\n\n")[0] in result.stdout
 
 
 def test_smoke_run_compares_paths_with_ratios_to_the_first():
