@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
 from ..core.files import InputError, read_json, require_file
 from .papers import read_paper_numbers
 from .render import save_figure, write_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
                  "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "95% CI", "mark"]
