@@ -313,7 +313,7 @@ def paper_setup(args) -> None:
     """
     from gpu_throughput import peak_tflops, update_flops
     from gpu_train import AUTO, write_dataset
-    from timed_steps import TRIES
+    from timed_steps import TRIES, head
 
     from nmtrepro.models import build_model
     from nmtrepro.training.batching import token_batches
@@ -377,8 +377,7 @@ def paper_setup(args) -> None:
             if steps.exists() and len(json.loads(steps.read_text())) >= total:  # it failed after the window
                 tools.append(name)
         if (out / f"{name}.steps.profile.txt").exists():
-            # its head: wall, busy share, the GPU's time by kind and what the host ran while the GPU idled
-            print(f"({name})", (out / f"{name}.steps.profile.txt").read_text().split("\n\n")[0], flush=True)
+            print(f"({name})", head(out / f"{name}.steps.profile.txt"), flush=True)
         if found := AUTO.search((out / f"{name}.train.log").read_text(errors="replace")):
             print(f"{name}: max_tokens auto found {found.group(1)} tokens a micro-batch", flush=True)
 

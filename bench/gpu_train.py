@@ -41,7 +41,8 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helper beside this file)
+from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helpers beside this file)
+from timed_steps import head  # noqa: E402
 
 from nmtrepro.config import experiments, load, validate  # noqa: E402
 from nmtrepro.core.pos import UPOS  # noqa: E402
@@ -202,8 +203,8 @@ def main() -> None:
         except RuntimeError as err:
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
-        if (profiled := out / f"{variant}.steps.profile.txt").exists():  # its head: busy share, kernels, idle
-            print(profiled.read_text().split("\n\n")[0], flush=True)
+        if (profiled := out / f"{variant}.steps.profile.txt").exists():
+            print(head(profiled), flush=True)
     if args.resume:
         exp = by_variant[(args.variant or VARIANTS)[0]]
         log, _ = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates + 10, "resume")

@@ -59,6 +59,10 @@ def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     return busy
 
 
+PYTHON = "Python, between ops"
+IDLE_SHOWN = 8  # the host ops a summary names for the GPU's idle time
+
+
 def idle_by_host_op(host: list[tuple], device: list[tuple[float, float]], shortest: float = 10e-6) -> dict[str, float]:
     """The GPU's idle time between its first and last kernel, by what the host was doing meanwhile.
 
@@ -88,8 +92,6 @@ def idle_by_host_op(host: list[tuple], device: list[tuple[float, float]], shorte
     return dict(sorted(idle.items(), key=lambda item: -item[1]))
 
 
-PYTHON = "Python, between ops"
-IDLE_SHOWN = 8  # the host ops a summary names for the GPU's idle time
 TRIES = 5  # profiled windows at most, until one holds no micro-batch on a new shape
 # (kind, pattern of a kernel's name): the first that matches names it. Kernel names by library: cuBLAS's
 # nvjet/gemm, cutlass's; SDPA's flash, memory-efficient (fmha_cutlass) and cuDNN (cudnn..., sdpa);
@@ -193,6 +195,7 @@ def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, 
     by_kind = (f"the GPU's time by kind {per[1]}".rstrip() + ": " + ", ".join(
         f"{kind} {1000 * seconds / per[0]:.1f} ms ({100 * seconds / total:.0f} %)"
         for kind, seconds in sorted(kinds.items(), key=lambda item: -item[1]) if seconds)) if total else ""
+    # top-level host ops; a compiled graph's call is named by its hash, left out so that its calls add up
     host = [(re.sub(r" f[0-9a-z]{20,}.*", "", e.name), e.thread, e.time_range.start / 1e6, e.time_range.end / 1e6)
             for e in profiler.events() if e.device_type.name == "CPU" and e.cpu_parent is None]
     idle = idle_by_host_op(host, [(e.time_range.start / 1e6, e.time_range.end / 1e6) for e in device])
@@ -204,6 +207,13 @@ def summarise(profiler, wall: float, what: str, note: str = "", per: tuple[int, 
                        + [table.table(sort_by="self_device_time_total", row_limit=15)] * bool(device))
     return text, {"wall_s": wall, "busy_s": busy, "kinds_s": {kind: s for kind, s in kinds.items() if s},
                   "idle_s": idle}
+
+
+def head(summary_file) -> str:
+    """A written summary's first paragraph (`summarise`): the wall and busy share, the GPU's time by
+    kind and its idle time by host op, the lines a bench prints of it."""
+    with open(summary_file) as handle:
+        return handle.read().split("\n\n")[0]
 
 
 def patch(cls, name: str, tokens_of, warm_of, steps: list, profile: Profile | None) -> None:
