@@ -113,6 +113,30 @@ def test_with_cuda_graphs_a_shape_is_warm_until_its_third_call():
     assert compiled.warm_calls == 4 and len(compiled.shapes) == 2
 
 
+def test_a_step_that_breaks_into_graphs_says_where_once(tmp_path, caplog):
+    """The BiRNN's packed GRU is not traced: the step runs as graphs with the RNN eager between them,
+    and the log names each reason once, not on every new shape; the Base's step breaks nowhere."""
+    corpus = Corpus(write_copy_corpus(tmp_path, lengths=(2, 30)))
+    train = corpus.splits["train"]
+    by_length = sorted(range(len(train[0])), key=lambda i: len(train[0][i]))
+    notes = {}
+    for options in ({"family": "recurrence", "recurrence": "rnn"}, {}):
+        torch._dynamo.reset()
+        counters.clear()
+        caplog.clear()
+        model = build_model({**TINY, **options, "encoder_layers": 1, "decoder_layers": 1,
+                             "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)})
+        fast = CompiledLoss(LossOf(model, 0.1), backend="aot_eager")
+        with caplog.at_level("INFO", logger="nmtrepro.training.fast"):
+            for picked in (by_length[:8], by_length[-8:], by_length[:8]):
+                batch = collate(*train, picked)
+                fast(batch.net_input, batch.prev, batch.target)
+        notes[options.get("family", "transformer")] = [r.message for r in caplog.records if "breaks" in r.message]
+    assert notes["transformer"] == []
+    assert len(notes["recurrence"]) == len(set(notes["recurrence"])) >= 1
+    assert any("GRU" in note for note in notes["recurrence"]), notes
+
+
 def test_npmt_stays_eager_on_the_fast_path_and_says_why(copy_corpus, tmp_path, caplog):
     npmt = {"family": "npmt", "d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "max_segment": 3,
             "reorder_window": 3, "dropout": 0.0}

@@ -33,7 +33,11 @@ micro-batch (its loss in the update's totals, its gradients in the sums) it has 
 On a CPU `graphs` compiles and pads as on a GPU, without graphs, so the CPU tests see the same
 batches.
 
-A family whose step cannot be compiled stays eager and says why in the log.
+A family whose step cannot be compiled stays eager and says why in the log. Where dynamo cannot trace
+a part of a step, the step breaks there into graphs with that part run eagerly between them, and the
+log names each break once: the RNNs (`nn.GRU`, which dynamo leaves to eager code, and
+`pack_padded_sequence` with its host copy of the lengths) of the BiRNN families, +Fusing_Diverse's
+recurrence group and the GRU baselines break their steps this way.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ import logging
 from collections import Counter
 
 import torch
+from torch._dynamo.utils import counters
 
 from ..core.files import InputError
 
@@ -82,11 +87,12 @@ class CompiledLoss(torch.nn.Module):
             from torch._inductor import config
             config.triton.cudagraph_dynamic_shape_warn_limit = None
         self.compiled = torch.compile(loss, backend=backend, mode="reduce-overhead" if cuda_graphs else None)
-        self.shapes, self.warm_calls = Counter(), 0
+        self.shapes, self.warm_calls, self.breaks = Counter(), 0, set()
 
     def forward(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor):
         tensors = (*net_input.values(), prev, target)
         shape = tuple(tuple(tensor.shape) for tensor in tensors)
+        new = shape not in self.shapes
         self.warm_calls += self.shapes[shape] < (2 if self.cuda_graphs else 1)
         self.shapes[shape] += 1
         for tensor in tensors:  # (B, S or T, ...): sentences and lengths vary
@@ -94,7 +100,23 @@ class CompiledLoss(torch.nn.Module):
                 torch._dynamo.maybe_mark_dynamic(tensor, dim)
         if self.cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        return self.compiled(net_input, prev, target)
+        if not new:
+            return self.compiled(net_input, prev, target)
+        before = Counter(counters["graph_break"])  # dynamo's count of each break's reason, process-wide
+        out = self.compiled(net_input, prev, target)
+        self._note_breaks(before)
+        return out
+
+    def _note_breaks(self, before: Counter) -> None:
+        """Log each reason the compile of a new shape broke the step for, once: the code there runs
+        eagerly between graphs (between CUDA graphs under `graphs`), and a host sync there stalls them."""
+        for reason, count in counters["graph_break"].items():
+            lines = [line.strip().removeprefix("Explanation: ") for line in reason.strip().splitlines()]
+            summary = ": ".join(lines[:2])[:300]   # the rest differs between places that break alike
+            if count > before[reason] and summary not in self.breaks:
+                self.breaks.add(summary)
+                log.info("fast path: the compiled step breaks (%s): that part runs eagerly between "
+                         "compiled graphs", summary)
 
 
 class GradientSums:
