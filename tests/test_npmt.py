@@ -1,16 +1,19 @@
 import itertools
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import nmtrepro.models.npmt as npmt_module
 from nmtrepro.models.npmt import LinearLogProbs, SegmentDecoder, chunk_functions, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
 END = 1  # `$` in the tiny vocabularies below
+TORCH_DIR = str(Path(torch.__file__).parent)
 
 
 def masked_segments(src_lengths, tgt_lengths, max_seg, seed=0):
@@ -248,6 +251,51 @@ def test_npmt_loss_is_swan_nll_without_eos_on_either_side_and_counts_infeasible_
     assert torch.allclose(loss, -brute_force(seg[0], 2, 2, 3))
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+class HostReads(TorchDispatchMode):
+    """Counts the ops that make the host wait for a GPU's queue to drain where our code calls them:
+    reading a value back (`.item()`, `int(t)`, `bool(t)`) and sizing a result by the data (`nonzero`,
+    a boolean mask). On a CPU they cost nothing, so only a count finds them. Not counted: what torch
+    reads itself (a packed sequence's batch sizes, which it keeps on the host), and `.cpu()` or
+    `.tolist()`, which dispatch nothing here."""
+    DATA_SIZED = {"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense"}
+    DISPATCH = ("_dynamo/eval_frame.py", "torch/_compile.py", "utils/_python_dispatch.py", "torch/_ops.py")
+
+    def __init__(self):
+        super().__init__()
+        self.reads = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        masks = [a for a in args[1] if isinstance(a, torch.Tensor) and a.dtype == torch.bool] \
+            if func.name().startswith("aten::index") and len(args) > 1 and isinstance(args[1], (list, tuple)) else []
+        if (func.name() in self.DATA_SIZED or masks) and not self.caller().startswith(TORCH_DIR):
+            self.reads.append(func.name())
+        return func(*args, **(kwargs or {}))
+
+    def caller(self) -> str:
+        """The file of the code that called the op, above the dispatch machinery."""
+        frame = sys._getframe(2)
+        while frame.f_code.co_filename.endswith(self.DISPATCH):
+            frame = frame.f_back
+        return frame.f_code.co_filename
+
+
+def test_npmt_trains_without_reading_the_device_after_its_lengths():
+    """The issue's fast path has no host sync inside the accumulation loop. NPMT's step reads its
+    lengths to the host once, first (`sequence_loss`); its segment rows, their counts and the
+    infeasible pairs were read from the GPU's results (`nonzero`, `.tolist()`, `int`) and are planned
+    on the host from those lengths now: forward and backward dispatch none of the reads above."""
+    model = npmt()
+    src = torch.tensor([[5, 6, 7, 8, Vocab.eos], [7, 5, Vocab.eos, Vocab.pad, Vocab.pad], [9] + [Vocab.eos] + [Vocab.pad] * 3])
+    target = torch.tensor([[8, 9, 10, Vocab.eos, Vocab.pad], [8, 9, 10, 11, Vocab.eos], [8, 9, 10, 11, Vocab.eos]])
+    with HostReads() as reads:
+        loss, _ = model.sequence_loss({"src": src}, None, target, epsilon=0.0)
+        loss.backward()
+    assert reads.reads == [] and model.infeasible_pairs == 1                # the third: 4 words > 1 x 3
+    with HostReads() as reads:
+        int(loss.detach())
+    assert reads.reads == ["aten::_local_scalar_dense"]                   # what it counts
 
 
 def test_npmt_overfits_two_pairs_and_decodes_them_greedily_and_by_beam():

@@ -99,6 +99,15 @@ def distributed(device: torch.device) -> Distributed:
     return Distributed(torch.distributed.get_rank(), world, None if device.type in carried else host, host)
 
 
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device`. To a GPU it goes through pinned (page-locked) memory without blocking:
+    the copy waits its turn on the stream and the host goes on, where a copy from pageable memory first
+    waits for every kernel queued before it."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 def bf16_is_fast(device: torch.device) -> bool:
     """bf16 pays on Ampere and newer GPUs and on CPUs with AVX-512; on AVX2-only CPUs its matmuls run
     ~20x slower, and the papers' P100s and V100s have no bf16 units at all."""

@@ -345,10 +345,14 @@ class BiRNN(nn.Module):
         return self.out(run_packed(self.gru, x, pad, h0)), pad                   # (B, S, 2d) -> (B, S, d)
 
 
-def run_packed(rnn: nn.RNNBase, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
+def run_packed(rnn: nn.RNNBase, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor | None = None,
+               lengths: torch.Tensor | None = None) -> torch.Tensor:
     """A batch-first RNN over the real positions of x (B, S, d) only (pad (B, S) True at padding), so
-    that a backward direction starts at each sentence's last word; outputs are zero at pads."""
-    lengths = (~pad).sum(1).clamp(min=1).cpu()
+    that a backward direction starts at each sentence's last word; outputs are zero at pads. Packing
+    reads the lengths on the host: `lengths` (B,), a host tensor of them (at least 1 each) where the
+    caller has it, else they are copied from the device, which waits for the GPU's queue to drain."""
+    if lengths is None:
+        lengths = (~pad).sum(1).clamp(min=1).cpu()
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     out, _ = rnn(packed, h0)
     return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]

@@ -21,10 +21,12 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core.runtime import to_device
 from ..core.vocab import Vocab
 from . import register
 from .rnn_encoder import RnnConfig, SourceEncoder
@@ -217,10 +219,10 @@ class LinearLogProbs(torch.autograd.Function):
         return dx, None if dw is None else dw.to(weight.dtype), None if db is None else db.to(bias.dtype), None, None
 
 
-def segment_rows(src_lengths: torch.Tensor, tgt_lengths: torch.Tensor, S: int, T: int,
-                 max_seg: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+def segment_rows(src_lengths: np.ndarray, tgt_lengths: np.ndarray, S: int, T: int,
+                 max_seg: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """The (sentence b, source position t, target start j) whose segments of 1..L tokens some
-    segmentation of the target can use, as index tensors sorted by the tokens left after j (most
+    segmentation of the target can use, as index arrays sorted by the tokens left after j (most
     first), and for m = 1..L how many have at least m left: step m of the segment decoder runs on
     that prefix alone (trailing zeros dropped).
 
@@ -228,17 +230,21 @@ def segment_rows(src_lengths: torch.Tensor, tgt_lengths: torch.Tensor, S: int, T
     positions before it can have written j tokens (j <= t L), the positions from it on can write the
     rest (|y| - j <= (|x| - t) L) and it has a token to write (j < |y|). On IWSLT14's test set in
     800-token batches 62 % of the (b, t, j) of a padded batch are, 51 % in 3,000-token batches
-    (bench/README.md): the rest was scored over the whole vocabulary for nothing."""
-    L, device = max_seg, src_lengths.device
-    t = torch.arange(S, device=device)[None, :, None]
-    j = torch.arange(T + 1, device=device)[None, None, :]
+    (bench/README.md): the rest was scored over the whole vocabulary for nothing.
+
+    It runs on the host, from the lengths (B,) there: which rows exist sets the sizes of what the
+    decoder computes next, and read from the GPU (`nonzero`, the counts) it made the host wait for the
+    queue to drain twice a batch, then left the GPU waiting while the host launched the next kernels."""
+    L = max_seg
+    t = np.arange(S)[None, :, None]
+    j = np.arange(T + 1)[None, None, :]
     n_src, left = src_lengths[:, None, None], tgt_lengths[:, None, None] - j                # left (B, 1, T+1)
     keep = (t < n_src) & (j <= t * L) & (left >= 1) & (left <= (n_src - t) * L)           # (B, S, T+1)
-    b, t, j = keep.nonzero(as_tuple=True)
+    b, t, j = keep.nonzero()
     left = tgt_lengths[b] - j
-    order = torch.argsort(left, descending=True, stable=True)
-    counts = (left[None] >= torch.arange(1, L + 1, device=device)[:, None]).sum(1).tolist()
-    return b[order], t[order], j[order], [n for n in counts if n]
+    order = np.argsort(-left, kind="stable")
+    counts = (left[None] >= np.arange(1, L + 1)[:, None]).sum(1)
+    return b[order], t[order], j[order], [int(n) for n in counts if n]
 
 
 class SegmentDecoder(nn.Module):
@@ -291,20 +297,23 @@ class SegmentDecoder(nn.Module):
         segmentation of y uses (`segment_rows`), teacher-forced; -inf for every other (t, j, k >= 1).
 
         h: (B, S, d_source) source states; y: (B, T) target tokens (padding after tgt_lengths);
-        src_lengths: (B,) positions that emit. Returns (B, S, T+1, L+1): what `swan_log_likelihood` reads.
+        src_lengths: (B,) positions that emit; both lengths as host tensors (the rows are planned
+        there). Returns (B, S, T+1, L+1): what `swan_log_likelihood` reads.
         """
         B, S, _ = h.shape
-        T, L = y.size(1), max_seg
-        end = torch.full((B, S, 1), self.end_index, dtype=torch.long, device=y.device)
+        T, L, device = y.size(1), max_seg, y.device
+        n_src, n_tgt = src_lengths.numpy(), tgt_lengths.numpy()
+        rows_b, rows_t, rows_j, counts = segment_rows(n_src, n_tgt, S, T, L)
+        b, t, start = to_device(torch.from_numpy(np.stack([rows_b, rows_t, rows_j])), device)    # (3, rows)
+        beyond = to_device(torch.from_numpy(np.arange(T + 1)[None] > n_tgt[:, None]), device)  # (B, T+1)
+        end = torch.full((B, S, 1), self.end_index, dtype=torch.long, device=device)
         # The first step reads only h_t, so it runs once per (b, t) and is shared by every start j: it
         # scores `$` and the first token of every start, y_{j+1}.
         state, x = self.advance(end[..., 0], self.start_state(h))          # (B, S, layers, d), (B, S, d)
         first = self.log_probs(x, torch.cat([end, y[:, None].expand(B, S, T)], -1))           # (B, S, 1+T)
-        beyond = torch.arange(T + 1, device=y.device)[None] > tgt_lengths[:, None]            # (B, T+1)
         seg = [torch.where(beyond[:, None, :, None], float("-inf"), first[:, :, :1, None])]   # k = 0
-        b, t, start, counts = segment_rows(src_lengths, tgt_lengths, S, T, L)
         state, following = state[b, t], first[b, t, 1 + start]           # (rows, ...); log p(y_{j+1} | h_t)
-        rows, prefix, columns = len(b), following.new_zeros(len(b)), []
+        rows, prefix, columns = len(rows_b), following.new_zeros(len(rows_b)), []
         end = end.new_full((rows, 1), self.end_index)
         for m, n in enumerate(counts, 1):                                  # the rows with >= m tokens left
             token = y[b[:n], start[:n] + m - 1]                            # the segment's m-th token
@@ -516,23 +525,29 @@ class NPMT(nn.Module):
         self.decoder = SegmentDecoder(2 * d, d, tgt_vocab, Vocab.eos, config.decoder_layers, config.dropout)
         self.infeasible_pairs = 0
 
-    def encode(self, src: torch.Tensor) -> dict:
+    def encode(self, src: torch.Tensor, lengths: torch.Tensor | None = None) -> dict:
         """Source states (B, S, 2d) and the positions SWAN skips: padding and the source's EOS, which the
-        authors' code strips, so that each source word, and only a word, emits a segment."""
+        authors' code strips, so that each source word, and only a word, emits a segment. `lengths`:
+        the positions that emit, as a host tensor, where the caller has them (`run_packed`)."""
         pad = src.eq(self.pad) | src.eq(Vocab.eos)
-        return {"out": self.encoder(src, pad), "pad": pad}
+        return {"out": self.encoder(src, pad, None if lengths is None else lengths.clamp(min=1)), "pad": pad}
 
     def sequence_loss(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor, epsilon: float):
         """(summed -log p(y|x), the same) over a batch; `target` (B, T) ends in EOS, which SWAN does not
-        emit. Label smoothing (`epsilon`) has no place in a sum over segmentations and is not applied."""
-        enc = self.encode(**net_input)
-        tgt_lengths = target.ne(self.pad).sum(1) - 1
+        emit. Label smoothing (`epsilon`) has no place in a sum over segmentations and is not applied.
+
+        The lengths come to the host once, first: the encoder's packing, the segment rows and the count
+        of infeasible pairs read them there, and nothing after waits for the GPU (each such read drains
+        its queue, and the GPU then waits while the host launches what follows)."""
+        src, L = net_input["src"], self.config.max_segment
+        lengths = torch.stack([(src.ne(self.pad) & src.ne(Vocab.eos)).sum(1), target.ne(self.pad).sum(1) - 1])
+        src_lengths, tgt_lengths = lengths                                  # (B,) each, on the device
+        host_src, host_tgt = lengths.cpu()                                  # the batch's one host sync
+        enc = self.encode(src, host_src)
         y = target.masked_fill(target.eq(Vocab.eos), self.pad)
-        src_lengths = (~enc["pad"]).sum(1)
-        seg = self.decoder.segment_logprobs(enc["out"], y, src_lengths, tgt_lengths, self.config.max_segment)
-        log_lik, feasible = swan_log_likelihood(seg.float(), src_lengths, tgt_lengths,
-                                                self.config.max_segment)
-        self.infeasible_pairs += int((~feasible).sum())
+        seg = self.decoder.segment_logprobs(enc["out"], y, host_src, host_tgt, L)
+        log_lik, feasible = swan_log_likelihood(seg.float(), src_lengths, tgt_lengths, L)
+        self.infeasible_pairs += int((host_tgt.numpy() > host_src.numpy() * L).sum())
         nll = swan_loss(log_lik, feasible)
         return nll, nll
 

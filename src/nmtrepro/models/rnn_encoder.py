@@ -66,8 +66,9 @@ class SourceEncoder(nn.Module):
                           bidirectional=True, dropout=c.dropout if c.encoder_layers > 1 else 0.0)
         self.dropout = c.dropout
 
-    def forward(self, src: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    def forward(self, src: torch.Tensor, pad: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """`lengths`: the sentences' real tokens as a host tensor, where the caller has them (`run_packed`)."""
         x = F.dropout(self.embed(src), self.dropout, self.training)
         if self.reorder is not None:
             x = self.reorder(x, ~pad)
-        return F.dropout(run_packed(self.gru, x, pad), self.dropout, self.training)
+        return F.dropout(run_packed(self.gru, x, pad, lengths=lengths), self.dropout, self.training)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..core.pos import POS_VOCAB
+from ..core.runtime import to_device
 from ..core.vocab import IndexedData, Vocab
 
 
@@ -38,16 +39,12 @@ class Batch:
     src_tokens: int        # number of real source tokens
 
     def to(self, device) -> "Batch":
-        """The batch on `device`. To a GPU the tensors go through pinned (page-locked) host memory and
-        copy without blocking, so the host collates the next batch while this one is in flight."""
+        """The batch on `device`. To a GPU the tensors copy without blocking (`runtime.to_device`), so
+        the host collates the next batch while this one is in flight."""
         device = torch.device(device)
-        pinned = device.type == "cuda"
-
-        def move(tensor):
-            return tensor.pin_memory().to(device, non_blocking=True) if pinned else tensor.to(device)
-
-        return Batch({name: move(value) for name, value in self.net_input.items()},
-                     move(self.prev), move(self.target), self.ids, self.tgt_tokens, self.src_tokens)
+        return Batch({name: to_device(value, device) for name, value in self.net_input.items()},
+                     to_device(self.prev, device), to_device(self.target, device), self.ids, self.tgt_tokens,
+                     self.src_tokens)
 
 
 class TokenBatches(Sequence):
