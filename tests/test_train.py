@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -6,6 +8,7 @@ from conftest import TINY, write_copy_corpus
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.training import checkpoint
+from nmtrepro.training.criterion import model_loss
 from nmtrepro.training.train import Corpus, Interrupted, Settings, Trainer
 
 MODEL = {**TINY, "dropout": 0.1}
@@ -189,6 +192,33 @@ def poison(trainer, updates, where="loss"):
 
     trainer.update, trainer.loss = counted, poisoned
     return trainer
+
+
+@pytest.mark.parametrize("clip_norm", [0.0, 0.05, 100.0])
+def test_the_optimizer_steps_on_the_mean_token_gradient_clipped(copy_corpus, tmp_path, clip_norm):
+    """An update hands the optimizer the gradient summed over its micro-batches, divided by its target
+    tokens and clipped by clip_grad_norm_ (0.05 clips this tiny model's first update; 100 does not)."""
+    trainer = Trainer(Corpus(copy_corpus), {**MODEL, "dropout": 0.0},
+                      Settings.from_dict({**FAST, "clip_norm": clip_norm}), tmp_path / "d")
+    reference = copy.deepcopy(trainer.model)
+    group, _ = next(trainer.updates())
+    tokens = 0
+    for indices in group:
+        batch = trainer.corpus.collate("train", indices)
+        loss, _ = model_loss(reference, batch.net_input, batch.prev, batch.target, trainer.settings.label_smoothing)
+        loss.backward()
+        tokens += batch.tgt_tokens
+    for p in reference.parameters():
+        p.grad /= tokens
+    norm = float(torch.nn.utils.get_total_norm([p.grad for p in reference.parameters()]))
+    if clip_norm:
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), clip_norm)
+    stepped = []
+    trainer.optimizer.step = lambda *a, **k: stepped.append([p.grad.clone() for p in trainer.model.parameters()])
+    assert trainer.update(group) is not None and len(stepped) == 1
+    assert (clip_norm == 0.05) == (norm > clip_norm > 0)                   # which runs clip
+    for ours, theirs in zip(stepped[0], (p.grad for p in reference.parameters())):
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("where", ["loss", "gradient"])

@@ -332,8 +332,10 @@ class Trainer:
         loss or gradient was not finite and the update was skipped (the same on every rank: both are
         reduced over the ranks), or when every sentence of it ran out of memory.
 
-        The totals stay on the device until the update's end: one host sync an update, not one a
-        micro-batch (each `.item()` waits for the GPU to drain its queue).
+        The totals and the gradient's norm stay on the device until the update's end and come back
+        together: one host sync an update, not one a micro-batch (each `.item()` waits for the GPU to
+        drain its queue). The gradient is then scaled once, by 1 / tokens and the clipping factor,
+        as clip_grad_norm_ scales the gradient divided by the tokens.
         """
         s = self.settings
         plan = list(group)  # the micro-batches; one that runs out of memory gives way to its halves
@@ -344,23 +346,25 @@ class Trainer:
             totals[4:] += torch.tensor(oom, dtype=totals.dtype).to(self.device)
         if self.world > 1:
             torch.distributed.all_reduce(totals, group=self.dist.device)
-        loss_sum, nll_sum, tokens, src_tokens, splits, dropped = totals.tolist()
+        self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        summed_norm = torch.nn.utils.get_total_norm(grads).double()[None]  # DDP averaged the sums over ranks
+        loss_sum, nll_sum, tokens, src_tokens, splits, dropped, summed_norm = torch.cat((totals, summed_norm)).tolist()
         self.oom["splits"] += int(splits)
         self.oom["skipped"] += int(dropped)
         tokens = int(tokens)
         if tokens == 0:
             log.warning("after step %d: no sentence of the update fitted in memory; update skipped", self.step)
+            self.scaler.update()  # fp16: closes the unscale_ above (a scaler allows one per update)
             return None
-        self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        torch._foreach_div_(grads, tokens / self.world)  # DDP averaged over ranks; we want the sum / tokens
-        if s.clip_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.clip_norm)
-        else:
-            norm = torch.nn.utils.get_total_norm(grads)
+        scale = self.world / tokens                      # the sum over all ranks / tokens
+        norm = summed_norm * scale
         if not (math.isfinite(loss_sum) and math.isfinite(nll_sum) and math.isfinite(norm)):
             self._skip(loss_sum, norm)
             return None
+        if s.clip_norm > 0:
+            scale *= min(1.0, s.clip_norm / (norm + 1e-6))  # clip_grad_norm_'s factor
+        torch._foreach_mul_(grads, scale)
         self.bad_in_row = 0
         self.step += 1
         for g in self.optimizer.param_groups:
