@@ -25,7 +25,9 @@ import contextlib
 import json
 import logging
 import math
+import os
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -649,10 +651,11 @@ class Trainer:
     def close(self) -> None:
         """Leave the process groups, every rank together.
 
-        The barrier lets every rank's last collective finish before any group is freed. A gloo group
-        freed while its worker thread still releases that collective's Python tensors deadlocks: the
-        group's destructor joins the thread holding the GIL, and the thread waits for the GIL (seen:
-        a rank hung at exit when DDP's reducer freed a second gloo group).
+        The barrier lets every rank's last collective finish before the groups are destroyed. A gloo
+        group freed while its worker thread still releases a collective's Python tensors deadlocks: the
+        group's destructor joins the thread holding the GIL, and the thread waits for the GIL. The
+        barrier's own work is released on that thread as well, so the groups that DDP's reducer still
+        holds are never freed: the training command's ranks leave without a teardown (`leave`).
         """
         if self.world == 1:
             return
@@ -695,8 +698,7 @@ def run_train(args) -> None:
     try:
         trainer.train()
     except (Interrupted, Diverged) as err:  # every rank stops at the same step: all of them get here
-        trainer.close()
-        raise SystemExit(f"nmtrepro train: {err}") from None
+        leave(trainer, f"nmtrepro train: {err}")
     if trainer.skipped:
         log.warning("%d updates were skipped for a non-finite loss or gradient", trainer.skipped)
     if trainer.overflows:
@@ -706,4 +708,26 @@ def run_train(args) -> None:
                     trainer.oom["splits"], trainer.oom["skipped"])
     if trainer.rank == 0:
         trainer.write_outputs(args.out, args.curve)
+    leave(trainer)
+
+
+def leave(trainer: Trainer, failure: str | None = None) -> None:
+    """End the training command, every rank together (`Trainer.close`): return, or exit with `failure`.
+
+    A rank of a multi-process run then leaves at once (`os._exit`), its logs flushed and everything it
+    writes already written, without the interpreter's teardown: there gloo's process groups die in
+    their destructors. Seen here: a rank hung for good when the DDP reducer's release freed the last
+    group, whose destructor, holding the GIL, joined a worker thread that waited for the GIL to free the
+    barrier's tensors (tests/test_distributed.py, the SIGUSR1 test, 2026-11-27); another rank aborted at
+    exit with "terminate called without an active exception" (the smoke run, 2026-11-27)."""
     trainer.close()
+    if trainer.world == 1:
+        if failure:
+            raise SystemExit(failure)
+        return
+    if failure:
+        print(failure, file=sys.stderr)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1 if failure else 0)
