@@ -275,9 +275,11 @@ def tiny_setup(args) -> None:
 
 # Our step: eager, or a fast path (training/fast.py); CUDA graphs replay the bucketed batches' fixed shapes.
 # graphs_auto: the same with the micro-batch the card's memory holds (max_tokens auto: fewer, larger
-# micro-batches for the same update), which the paper scale may take if it is faster.
+# micro-batches for the same update), which the paper scale may take if it is faster. graphs_cudnn: with
+# cuDNN's attention kernels allowed (the trainer turns them off: they plan every new shape).
 PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs", "buckets": True},
-         "graphs_auto": {"fast": "graphs", "buckets": True, "max_tokens": "auto"}}
+         "graphs_auto": {"fast": "graphs", "buckets": True, "max_tokens": "auto"},
+         "graphs_cudnn": {"fast": "graphs", "buckets": True, "cudnn_attention": True}}
 
 
 def kernel_bound(profile_file: Path, steady_tok_s: float | None) -> dict:
@@ -332,19 +334,18 @@ def paper_setup(args) -> None:
         write_dataset(prepared, args.pairs, args.vocab, short=False)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()),
                                                                      os.environ.get("PYTHONPATH")]))}
-    fairseq_python = args.fairseq_python
-    if not fairseq_python:
-        ensure_venv()
-        fairseq_python = str(VENV.resolve() / "bin/python")
-
-    data_bin = out / "fairseq-bin"
-    if not (data_bin / "valid.src-tgt.tgt.idx").exists():
-        export_text(prepared, out / "text", test=False)
-        sh(fairseq_python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
-           "--trainpref", out / "text/train", "--validpref", out / "text/valid",
-           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-           "--destdir", data_bin, "--workers", str(args.threads), env=env, log=out / "fairseq-preprocess.log")
-    check_same_data(prepared, out / "fairseq-preprocess.log")
+    fairseq_python, data_bin = args.fairseq_python, out / "fairseq-bin"
+    if not args.without_fairseq:
+        if not fairseq_python:
+            ensure_venv()
+            fairseq_python = str(VENV.resolve() / "bin/python")
+        if not (data_bin / "valid.src-tgt.tgt.idx").exists():
+            export_text(prepared, out / "text", test=False)
+            sh(fairseq_python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
+               "--trainpref", out / "text/train", "--validpref", out / "text/valid",
+               "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
+               "--destdir", data_bin, "--workers", str(args.threads), env=env, log=out / "fairseq-preprocess.log")
+        check_same_data(prepared, out / "fairseq-preprocess.log")
 
     src, tgt = (IndexedData(prepared / f"train.{side}.bin").sizes for side in ("src", "tgt"))
     batches = token_batches(src, tgt, train["max_tokens"], seed=1)
@@ -363,9 +364,10 @@ def paper_setup(args) -> None:
                              "--model", json.dumps(model), "--settings", json.dumps({**train, **PATHS[path]}),
                              "--checkpoint-dir", out / f"ours_{path}/checkpoints", "--out", out / f"ours_{path}/final.pt",
                              "--curve", out / f"ours_{path}/curve.tsv"] for path in args.paths.split(",")}
-    runs["fairseq"] = [fairseq_python, timer, "fairseq", out / "fairseq.steps.json", *profile, "--", data_bin,
-                       *fairseq_train_args(size, {**train, "update_freq": update_freq}), *device, "--no-save",
-                       "--save-dir", out / "fairseq"]
+    if not args.without_fairseq:
+        runs["fairseq"] = [fairseq_python, timer, "fairseq", out / "fairseq.steps.json", *profile, "--", data_bin,
+                           *fairseq_train_args(size, {**train, "update_freq": update_freq}), *device, "--no-save",
+                           "--save-dir", out / "fairseq"]
     for name, command in runs.items():
         subprocess.run(["rm", "-rf", out / name], check=True)
         try:  # one that fails (a first run on a new machine) leaves the others measured
@@ -386,25 +388,29 @@ def paper_setup(args) -> None:
         rows[tool]["mfu"] = rows[tool]["train_tok_s"] * flops_per_token / (peak * 1e12) if peak else None
         steady = rows[tool]["steady_tok_s"]
         rows[tool]["steady_mfu"] = steady * flops_per_token / (peak * 1e12) if peak and steady else None
-    reference = rows.get("fairseq", {}).get("train_tok_s")
-    rows["ratios"] = {f"{tool}/fairseq{kind}": rows[tool][key] / rows["fairseq"][key] for tool in tools if reference
-                      for kind, key in (("", "train_tok_s"), (" steady", "steady_tok_s")) if rows[tool][key]}
+    against = "fairseq" if "fairseq" in tools else tools[0] if tools else None   # ours alone: its first path
+    reference = rows[against]["train_tok_s"] if against else None
+    rows["ratios"] = {f"{tool}/{against}{kind}": rows[tool][key] / rows[against][key] for tool in tools if reference
+                      for kind, key in (("", "train_tok_s"), (" steady", "steady_tok_s"))
+                      if rows[tool][key] and rows[against][key]}
     gpu = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
-    print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours against fairseq-fixed 0.12.3.1: {size}; "
+    peer = not args.without_fairseq
+    print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours"
+          + (" against fairseq-fixed 0.12.3.1" if peer else "") + f": {size}; "
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
           + (f"until {train['update_tokens']} target tokens" if train["update_tokens"] > 1 else "one micro-batch")
-          + f", fairseq --update-freq {update_freq}; "
-          f"ours {train['precision']}, fairseq {' '.join(device) or 'fp32'}; updates {args.warmup_updates + 1}..{total}; "
+          + (f", fairseq --update-freq {update_freq}" if peer else "") + f"; ours {train['precision']}"
+          + (f", fairseq {' '.join(device) or 'fp32'}" if peer else "") + f"; updates {args.warmup_updates + 1}..{total}; "
           f"MFU at {flops_per_token / 1e6:.0f} MFLOP a target token" + (f", {peak:g} TFLOP/s peak" if peak else ""))
     print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'MFU':>8}{'steady':>16}{'MFU':>8}{'tok/update':>12}"
-          f"{'GPU peak GiB':>14}{'vs fairseq':>12}")
+          f"{'GPU peak GiB':>14}{'vs ' + str(against):>20}")
     percent = lambda mfu: f"{100 * mfu:7.1f}%" if mfu else f"{'n/a':>8}"  # noqa: E731
     for tool in tools:
         r = rows[tool]
         steady = f"{r['steady_tok_s']:,.0f} ({r['steady_updates']})" if r["steady_tok_s"] else "none"
         print(f"{tool:16}{r['train_tok_s']:12,.0f}{r['train_tok_s_median']:12,.0f}{percent(r['mfu'])}{steady:>16}"
               f"{percent(r['steady_mfu'])}{r['tokens_per_update']:12,.0f}"
-              f"{r['gpu_peak_gib']:14.1f}" + (f"{r['train_tok_s'] / reference:11.2f}x" if reference else f"{'n/a':>12}"))
+              f"{r['gpu_peak_gib']:14.1f}" + (f"{r['train_tok_s'] / reference:19.2f}x" if reference else f"{'n/a':>20}"))
     print("steady: the window's updates (their count) in which no micro-batch compiled, warmed up or recorded "
           "a new shape")
     kernels = {tool: kernel_bound(out / f"{tool}.steps.profile.json", rows[tool]["steady_tok_s"]) for tool in tools
@@ -445,7 +451,8 @@ def main() -> None:
     paper.add_argument("--max-tokens", type=int, help="micro-batch tokens (default: the scale's)")
     paper.add_argument("--pairs", type=int, default=60000, help="synthetic training pairs")
     paper.add_argument("--vocab", type=int, default=37000)
-    paper.add_argument("--paths", default="eager,compile,graphs", help="our step's paths: eager, compile, graphs")
+    paper.add_argument("--paths", default="eager,compile,graphs", help=f"our step's paths: {', '.join(PATHS)}")
+    paper.add_argument("--without-fairseq", action="store_true", help="ours alone: its paths side by side")
     paper.add_argument("--profile", type=int, default=0,
                        help="updates after the timed ones to run under torch's profiler (timed_steps.py)")
     paper.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, "

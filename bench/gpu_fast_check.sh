@@ -48,6 +48,10 @@
 # Run when named:
 #   hostops   the ops and launches a Base-shaped `fast: graphs` micro-batch still issues outside its
 #             graphs (bench/host_ops.py; ~2.5 min, the first compile cold)
+#   cudnn     the paper Base on `fast: graphs` with and without cuDNN's attention kernels (the train
+#             setting cudnn_attention), 4,096-token micro-batches, the same 40 updates after 80: their
+#             steady rates side by side (bench/fairseq_compare.py --without-fairseq; ~4 min, the cuDNN
+#             graph's compile cold). Run it when the attention step finds cuDNN faster on the masked calls
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
@@ -61,6 +65,7 @@ DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
     fairseq=(--device cpu --scale ci --precision fp32 --pairs 300 --warmup-updates 2 --updates 3 --paths eager,graphs)
     profile=(--device cpu --scale ci --precision fp32 --pairs 300 --warmup-updates 2 --updates 3)
+    cudnn=(--device cpu --scale ci --precision fp32 --pairs 300 --warmup-updates 2 --updates 3)
     families=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1 --variant transformer_base --variant biarn)
     equality=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant transformer_base)
     graphs=(--device cpu --precision fp32 --updates 3 --pairs 300 --variant biarn)
@@ -77,6 +82,7 @@ else
     # 20 updates in 20 meet none (a simulation of the planner's batches); so 80 untimed updates first.
     fairseq=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     profile=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
+    cudnn=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     # gpu_train.py logs every update (--log-every 1): its steady rate leaves out only those that met new shapes
     families=(--updates 120 --minutes 3 --timeout 320 --log-every 1 --variant biarn --variant fusing_diverse
               --variant phrase_max_attn_ta_parse)
@@ -113,6 +119,8 @@ for step in $steps; do
                       --out "$WORK/fairseq_compare" "${fairseq[@]}" ;;
         profile)  TAIL_LINES=24 run profile 340 python3 bench/fairseq_compare.py --setup paper --fairseq-python "${FAIRSEQ_PYTHON:-python3}" \
                       --out "$WORK/fairseq_profile" --paths graphs,graphs_auto --profile 2 "${profile[@]}" ;;
+        cudnn)    TAIL_LINES=10 run cudnn 240 python3 bench/fairseq_compare.py --setup paper --without-fairseq \
+                      --out "$WORK/cudnn_compare" --paths graphs,graphs_cudnn "${cudnn[@]}" ;;
         attention) TAIL_LINES=30 run attention 30 python3 bench/attention_kernels.py "${attention[@]}" ;;
         loss)     run loss 60 python3 bench/loss_kernels.py "${loss[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
@@ -130,7 +138,7 @@ for step in $steps; do
                   fi
                   run swan_after 40 python3 bench/swan_loss.py "${swan[@]}" --profile "$WORK/npmt.profile.txt"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, attention, loss, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, cudnn, attention, loss, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files

@@ -108,13 +108,13 @@ def test_changed_training_settings_start_afresh(copy_corpus, tmp_path, caplog, c
     assert [s for s, _ in checkpoint.checkpoints(tmp_path / "old" / "stale-1")] == [10, 20]
 
 
-def test_more_updates_or_other_threads_resume(copy_corpus, tmp_path):
+def test_more_updates_or_other_threads_or_kernels_resume(copy_corpus, tmp_path):
     straight = run(copy_corpus, tmp_path / "a", max_updates=30)
     run(copy_corpus, tmp_path / "b", max_updates=25)
     other_threads = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "threads": 2}), tmp_path / "b")
     assert other_threads.resume() and other_threads.step == 25  # same run, other summation order
-    extended = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30,
-                                                                       "max_minutes": 9.0}), tmp_path / "b")
+    extended = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30, "max_minutes": 9.0,
+                                                                       "cudnn_attention": True}), tmp_path / "b")
     assert extended.resume() and extended.step == 25
     extended.train()
     assert_same_weights(straight, extended)

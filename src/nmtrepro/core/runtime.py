@@ -36,7 +36,7 @@ def tune_malloc() -> None:
         pass
 
 
-def setup(threads: int | None, device: str = "auto") -> torch.device:
+def setup(threads: int | None, device: str = "auto", cudnn_attention: bool = False) -> torch.device:
     """Fix the thread count and pick the device (`auto`: CUDA when present, else CPU).
 
     Under torchrun each process takes the GPU of its LOCAL_RANK. On CUDA, `cuda_defaults`.
@@ -50,7 +50,7 @@ def setup(threads: int | None, device: str = "auto") -> torch.device:
         device = f"cuda:{os.environ['LOCAL_RANK']}"
         torch.cuda.set_device(device)
     if device.startswith("cuda"):
-        cuda_defaults()
+        cuda_defaults(cudnn_attention)
     return torch.device(device)
 
 
@@ -59,7 +59,9 @@ def cuda_defaults(cudnn_attention: bool = False) -> None:
     numbers came from GPUs without it, and at 10 bits of mantissa it changes no result that a BLEU
     point can see. Attention through the flash or memory-efficient kernels, not cuDNN's, which torch
     prefers on Hopper: cuDNN builds an execution plan for every new shape, and token batches bring
-    new padded lengths all the time (measured on an H100: see bench/README.md, gpu_throughput.py)."""
+    new padded lengths all the time (measured on an H100: see bench/README.md, gpu_throughput.py).
+    `cudnn_attention` lets SDPA take cuDNN's kernels too: a CUDA-graph step meets a few dozen shapes,
+    each planned once (the train setting of that name)."""
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cuda.enable_cudnn_sdp(cudnn_attention)

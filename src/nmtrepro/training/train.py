@@ -52,12 +52,12 @@ log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
 # Settings a rerun may change and still resume: where and how fast it runs (threads, device, the fast
-# path; threads change the float summation order, so the weights then match an uninterrupted run only
-# closely; device and fast also draw other dropout masks) and
+# path, attention's kernels; threads and kernels change the float summation order, so the weights then
+# match an uninterrupted run only closely; device and fast also draw other dropout masks) and
 # how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
 # on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
 # the weights or the checkpoints kept, so a run with another value is another run.
-RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast")
+RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast", "cudnn_attention")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
 
@@ -83,6 +83,7 @@ class Settings:
     buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
     fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic | graphs: and
                                     # replayed as CUDA graphs over fixed shapes, needs buckets (fast.py)
+    cudnn_attention: bool = False   # GPU: SDPA may take cuDNN's attention kernels (runtime.cuda_defaults)
     device: str = "auto"
 
     @classmethod
@@ -166,7 +167,7 @@ class Trainer:
         `init`: a trained model file to warm-start from (its weights copied, the tensors it lacks
         initialised as the family does), with a fresh optimizer and schedule."""
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
-        self.device = runtime.setup(settings.threads, settings.device)
+        self.device = runtime.setup(settings.threads, settings.device, settings.cudnn_attention)
         self.precision = runtime.resolve_precision(self.device, settings.precision)
         self.dist = runtime.distributed(self.device)
         self.rank, self.world = self.dist.rank, self.dist.world
