@@ -351,7 +351,7 @@ class Trainer:
             torch.distributed.all_reduce(totals, group=self.dist.device)
         self.scaler.unscale_(self.optimizer)  # fp16: the gradients as they were before loss scaling
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        summed_norm = torch.nn.utils.get_total_norm(grads).double()[None]  # DDP averaged the sums over ranks
+        summed_norm = torch.nn.utils.get_total_norm(grads).to(totals)[None]  # DDP averaged the sums over ranks
         loss_sum, nll_sum, tokens, src_tokens, splits, dropped, summed_norm = torch.cat((totals, summed_norm)).tolist()
         self.oom["splits"] += int(splits)
         self.oom["skipped"] += int(dropped)
