@@ -400,8 +400,9 @@ def paper_setup(args) -> None:
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
           + (f"until {train['update_tokens']} target tokens" if train["update_tokens"] > 1 else "one micro-batch")
           + (f", fairseq --update-freq {update_freq}" if peer else "") + f"; ours {train['precision']}"
-          + (f", fairseq {' '.join(device) or 'fp32'}" if peer else "") + f"; updates {args.warmup_updates + 1}..{total}; "
-          f"MFU at {flops_per_token / 1e6:.0f} MFLOP a target token" + (f", {peak:g} TFLOP/s peak" if peak else ""))
+          + (f", fairseq {' '.join(device) or 'fp32'}" if peer else "")
+          + f"; updates {args.warmup_updates + 1}..{total}; MFU at {flops_per_token / 1e6:.0f} MFLOP a target token"
+          + (f", {peak:g} TFLOP/s peak" if peak else ""))
     print(f"{'':16}{'tgt tok/s':>12}{'median 10':>12}{'MFU':>8}{'steady':>16}{'MFU':>8}{'tok/update':>12}"
           f"{'GPU peak GiB':>14}{'vs ' + str(against):>20}")
     percent = lambda mfu: f"{100 * mfu:7.1f}%" if mfu else f"{'n/a':>8}"  # noqa: E731

@@ -287,7 +287,8 @@ def test_npmt_trains_without_reading_the_device_after_its_lengths():
     infeasible pairs were read from the GPU's results (`nonzero`, `.tolist()`, `int`) and are planned
     on the host from those lengths now: forward and backward dispatch none of the reads above."""
     model = npmt()
-    src = torch.tensor([[5, 6, 7, 8, Vocab.eos], [7, 5, Vocab.eos, Vocab.pad, Vocab.pad], [9] + [Vocab.eos] + [Vocab.pad] * 3])
+    src = torch.tensor([[5, 6, 7, 8, Vocab.eos], [7, 5, Vocab.eos, Vocab.pad, Vocab.pad],
+                        [9, Vocab.eos, Vocab.pad, Vocab.pad, Vocab.pad]])
     target = torch.tensor([[8, 9, 10, Vocab.eos, Vocab.pad], [8, 9, 10, 11, Vocab.eos], [8, 9, 10, 11, Vocab.eos]])
     with HostReads() as reads:
         loss, _ = model.sequence_loss({"src": src}, None, target, epsilon=0.0)
