@@ -334,8 +334,9 @@ def paper_setup(args) -> None:
         write_dataset(prepared, args.pairs, args.vocab, short=False)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()),
                                                                      os.environ.get("PYTHONPATH")]))}
+    peer = not args.without_fairseq  # fairseq trains beside ours
     fairseq_python, data_bin = args.fairseq_python, out / "fairseq-bin"
-    if not args.without_fairseq:
+    if peer:
         if not fairseq_python:
             ensure_venv()
             fairseq_python = str(VENV.resolve() / "bin/python")
@@ -364,7 +365,7 @@ def paper_setup(args) -> None:
                              "--model", json.dumps(model), "--settings", json.dumps({**train, **PATHS[path]}),
                              "--checkpoint-dir", out / f"ours_{path}/checkpoints", "--out", out / f"ours_{path}/final.pt",
                              "--curve", out / f"ours_{path}/curve.tsv"] for path in args.paths.split(",")}
-    if not args.without_fairseq:
+    if peer:
         runs["fairseq"] = [fairseq_python, timer, "fairseq", out / "fairseq.steps.json", *profile, "--", data_bin,
                            *fairseq_train_args(size, {**train, "update_freq": update_freq}), *device, "--no-save",
                            "--save-dir", out / "fairseq"]
@@ -394,7 +395,6 @@ def paper_setup(args) -> None:
                       for kind, key in (("", "train_tok_s"), (" steady", "steady_tok_s"))
                       if rows[tool][key] and rows[against][key]}
     gpu = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
-    peer = not args.without_fairseq
     print(f"\n{args.scale}/{args.size} Transformer on {gpu}, ours"
           + (" against fairseq-fixed 0.12.3.1" if peer else "") + f": {size}; "
           f"{train['max_tokens']}-token micro-batches ({per_batch:.0f} target tokens each), an update: ours "
