@@ -97,7 +97,10 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float, static: boo
     if hasattr(model, "sequence_loss"):
         return model.sequence_loss(net_input, prev, target, epsilon)
     weight = getattr(model.config, "disagreement", 0.0)
-    with recording_heads(encoder_attentions(model) if weight else []) as recorded:
+    if weight:
+        with recording_heads(encoder_attentions(model)) as recorded:
+            enc = model.encode(**net_input)
+    else:  # no block: a compiled step cannot break inside one, and an RNN breaks it (fast.py)
         enc = model.encode(**net_input)
     hidden = model.decode(prev, enc)
     real = target.ne(model.pad)                                                    # (B, T)
