@@ -10,13 +10,17 @@
 #   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
-# hold the first three in one call, the next three in a second):
+# hold the first four in one call, the next three in a second):
 #   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
 #             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
 #             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
 #   loss      the label-smoothed loss on 4,096 and 12,288 rows of 37,000 logits, as torch's ops write it
 #             and as the trainer computes it since cb63f9c (criterion.SmoothedCrossEntropy), eager and
 #             compiled: microseconds and bytes kept for backward (bench/loss_kernels.py; ~1 min)
+#   gru       forward + backward of a paper-size BiGRU layer on bucketed 4,096-token micro-batches, packed
+#             (reading its lengths on the host, as before) and as `layers.run_bidirectional` runs it since
+#             2026-11-28 (over the padding, no host read): does leaving out packing cost the GPU time?
+#             (bench/bidirectional_gru.py; ~0.3 min)
 #   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
 #             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
 #             (cuDNN's attention off in all three), timed over 40 updates after 80, with the steady rate
@@ -55,7 +59,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-attention loss profile npmt big families graphs}
+steps=${*:-attention loss gru profile npmt big families graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
@@ -76,6 +80,7 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
     attention=(--device cpu --tokens 512 --lengths 16 32 --repeats 2)
     loss=(--device cpu --rows 256 --vocab 2000 --repeats 2)
+    gru=(--device cpu --tokens 1024 --lengths 16 32 --repeats 3 --d-model 64)
 else
     # Each new shape costs a micro-batch's compile or warm-up and a recording: on the benches' synthetic
     # lengths the 4,096-token micro-batches meet ~100 shapes in 200 updates, and from update 80 on 15 to
@@ -95,6 +100,7 @@ else
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
     attention=(--device cuda)
     loss=(--device cuda)
+    gru=(--device cuda)
 fi
 swan+=(--corpus data/iwslt14/test.de.gz data/iwslt14/test.en.gz --lengths --max-segments 6)  # both: paper C's lengths
 
@@ -123,6 +129,7 @@ for step in $steps; do
                       --out "$WORK/cudnn_compare" --paths graphs,graphs_cudnn "${cudnn[@]}" ;;
         attention) TAIL_LINES=30 run attention 30 python3 bench/attention_kernels.py "${attention[@]}" ;;
         loss)     run loss 60 python3 bench/loss_kernels.py "${loss[@]}" ;;
+        gru)      run gru 20 python3 bench/bidirectional_gru.py "${gru[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
                       --setting max_tokens=auto --setting fast=graphs --setting buckets=true "${auto[@]}" ;;
         families) run families 150 python3 bench/gpu_train.py --out "$WORK/gpu_train" "${families[@]}" ;;
@@ -138,7 +145,7 @@ for step in $steps; do
                   fi
                   run swan_after 40 python3 bench/swan_loss.py "${swan[@]}" --profile "$WORK/npmt.profile.txt"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, cudnn, attention, loss, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, cudnn, attention, loss, gru, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files

@@ -114,7 +114,7 @@ def test_with_cuda_graphs_a_shape_is_warm_until_its_third_call():
 
 
 def test_a_step_that_breaks_into_graphs_says_where_once(tmp_path, caplog):
-    """The BiRNN's packed GRU is not traced: the step runs as graphs with the RNN eager between them,
+    """The BiRNN's GRU is not traced: the step runs as graphs with the RNN eager between them,
     and the log names each reason once, not on every new shape; the Base's step breaks nowhere."""
     corpus = Corpus(write_copy_corpus(tmp_path, lengths=(2, 30)))
     train = corpus.splits["train"]

@@ -257,8 +257,7 @@ class HostReads(TorchDispatchMode):
     """Counts the ops that make the host wait for a GPU's queue to drain where our code calls them:
     reading a value back (`.item()`, `int(t)`, `bool(t)`) and sizing a result by the data (`nonzero`,
     a boolean mask). On a CPU they cost nothing, so only a count finds them. Not counted: what torch
-    reads itself (a packed sequence's batch sizes, which it keeps on the host), and `.cpu()` or
-    `.tolist()`, which dispatch nothing here."""
+    reads itself, and `.cpu()` or `.tolist()`, which dispatch nothing here."""
     DATA_SIZED = {"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense"}
     DISPATCH = ("_dynamo/eval_frame.py", "torch/_compile.py", "utils/_python_dispatch.py", "torch/_ops.py")
 

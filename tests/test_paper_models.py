@@ -14,6 +14,7 @@ from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.models import build_model
 from nmtrepro.training.batching import pad_spans
 from nmtrepro.training.criterion import model_loss
+from nmtrepro.training.fast import EAGER_FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = {"src_vocab": 1000, "tgt_vocab": 900}  # the embeddings' rows change nothing else
@@ -63,3 +64,21 @@ def test_every_paper_size_model_takes_a_training_step_on_cpu(variant):
     before = next(p for p in model.parameters() if p.grad is not None).detach().clone()
     optimizer.step()
     assert not torch.equal(before, next(p for p in model.parameters() if p.grad is not None))
+
+
+@pytest.mark.parametrize("variant", sorted(v for v in VARIANTS if VARIANTS[v]["family"] not in EAGER_FAMILIES))
+def test_a_paper_size_training_step_never_waits_for_the_device(variant):
+    """The issue's fast path has no host sync inside the accumulation loop. A step on the meta device,
+    whose tensors hold no data, raises at any read that would make the host wait for a GPU's queue:
+    `.item()`, `.cpu()`, `nonzero`, a boolean mask. The step is the compiled one's: the static loss and a
+    bucketed batch (parser phrases carry their width as a shape). NPMT stays eager and reads its
+    lengths once (test_npmt)."""
+    with torch.device("meta"):
+        model = build_model({**VARIANTS[variant], **VOCAB}).train()
+    net_input, prev, target = batch(model.config.extra_inputs)
+    if "spans" in net_input:
+        net_input["span_width"] = torch.zeros(2, 8, dtype=torch.bool)
+    meta = {name: tensor.to("meta") for name, tensor in net_input.items()}
+    loss, _ = model_loss(model, meta, prev.to("meta"), target.to("meta"), 0.1, static=True)
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)

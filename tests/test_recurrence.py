@@ -4,11 +4,14 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from conftest import TINY
 from nmtrepro.core.vocab import Vocab
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
+from nmtrepro.models.layers import run_bidirectional
 from nmtrepro.models.recurrence import RecurrenceConfig, RecurrenceDecoderLayer
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.plan import PAPER_A_VOCAB
@@ -62,6 +65,29 @@ def test_arn_with_J_steps_masks_each_sentence_beyond_its_length():
     model = tiny_recurrence_model("biarn_steps_J")
     enc = model.encode(source())
     assert torch.equal(enc["rec_pad"], source().eq(Vocab.pad))
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("start", ["zeros", "given"])
+def test_the_bidirectional_gru_computes_what_packing_computes(layers, start):
+    """`run_bidirectional` runs each direction over the padded batch (no host read of the lengths):
+    outputs and gradients are those of nn.GRU over the packed real positions, and zero at pads; a row
+    of padding only (graphs' fixed_rows) gives zeros."""
+    torch.manual_seed(0)
+    gru = nn.GRU(6, 5, num_layers=layers, batch_first=True, bidirectional=True).double()
+    x = torch.randn(5, 7, 6, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([7, 3, 1, 5, 0])
+    pad = torch.arange(7) >= lengths[:, None]
+    h0 = torch.randn(2 * layers, 5, 5, dtype=torch.float64) if start == "given" else None
+    packed = pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+    reference = pad_packed_sequence(gru(packed, h0)[0], batch_first=True, total_length=7)[0]
+    reference = reference * (lengths > 0)[:, None, None]
+    out = run_bidirectional(gru, x, pad, h0)
+    assert torch.allclose(out, reference, atol=1e-12) and not out[pad].any()
+    weights = torch.randn_like(out)
+    expected = torch.autograd.grad((reference * weights).sum(), [x, *gru.parameters()])
+    got = torch.autograd.grad((out * weights).sum(), [x, *gru.parameters()])
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(expected, got))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 @dataclass(frozen=True)
@@ -342,17 +342,44 @@ class BiRNN(nn.Module):
     def forward(self, x: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, S, d) -> (B, S, d) and the same padding mask; pads never reach a real state."""
         h0 = masked_mean(x, pad)[None].expand(2, -1, -1).contiguous()           # (2, B, d)
-        return self.out(run_packed(self.gru, x, pad, h0)), pad                   # (B, S, 2d) -> (B, S, d)
+        return self.out(run_bidirectional(self.gru, x, pad, h0)), pad            # (B, S, 2d) -> (B, S, d)
 
 
-def run_packed(rnn: nn.RNNBase, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor | None = None,
-               lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """A batch-first RNN over the real positions of x (B, S, d) only (pad (B, S) True at padding), so
-    that a backward direction starts at each sentence's last word; outputs are zero at pads. Packing
-    reads the lengths on the host: `lengths` (B,), a host tensor of them (at least 1 each) where the
-    caller has it, else they are copied from the device, which waits for the GPU's queue to drain."""
-    if lengths is None:
-        lengths = (~pad).sum(1).clamp(min=1).cpu()
-    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    out, _ = rnn(packed, h0)
-    return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
+def reversed_real(pad: torch.Tensor) -> torch.Tensor:
+    """pad (B, S) True at padding after each sentence -> positions (B, S) that reverse each sentence's
+    real part and leave its padding in place: gathering by them twice is the identity."""
+    lengths = (~pad).sum(1, keepdim=True)                                        # (B, 1)
+    t = torch.arange(pad.size(1), device=pad.device)
+    return torch.where(t < lengths, lengths - 1 - t, t)
+
+
+def run_bidirectional(rnn: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
+    """A batch-first bidirectional GRU (its own weights, layers and dropout) over the real positions of
+    x (B, S, d) only, pad (B, S) True at padding: (B, S, 2 hidden), zero at pads; h0 as nn.GRU's.
+
+    What packing computes, without packing: packing reads the lengths on the host, and that read makes
+    the host wait for the GPU in every step. Each direction is one call over the padded batch instead.
+    The forward one reads each sentence from its start, so the pads after it never reach a real state;
+    the backward one reads it reversed within its length (`reversed_real`), so it starts at the
+    sentence's last word."""
+    order = reversed_real(pad)[..., None]                                        # (B, S, 1)
+    real = (~pad)[..., None].to(x.dtype)
+    zeros = x.new_zeros(1, x.size(0), rnn.hidden_size)
+    for layer in range(rnn.num_layers):
+        if layer:
+            x = F.dropout(x, rnn.dropout, rnn.training)
+        forward, backward = (_gru(seq, zeros if h0 is None else h0[k:k + 1], rnn.all_weights[k], rnn.bias, rnn.training)
+                             for k, seq in ((2 * layer, x), (2 * layer + 1, x.gather(1, order.expand_as(x)))))
+        x = torch.cat([forward, backward.gather(1, order.expand_as(backward))], dim=-1) * real
+    return x
+
+
+@torch.compiler.disable
+def _gru(x: torch.Tensor, h0: torch.Tensor, weights: list[torch.Tensor], bias: bool, training: bool) -> torch.Tensor:
+    """One direction of one layer: x (B, S, d) -> (B, S, hidden), in one call (cuDNN's on a GPU). Left
+    out of compiled graphs, as dynamo leaves nn.GRU: traced, it unrolls over the length and compiles
+    again for every new length. In fp32 cuDNN copies a direction's weights out of the module's one
+    buffer each call (a few MB) and warns to flatten them, which cannot help a slice of that buffer."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk")
+        return torch.gru(x, h0, weights, bias, 1, 0.0, training, False, True)[0]

@@ -525,25 +525,24 @@ class NPMT(nn.Module):
         self.decoder = SegmentDecoder(2 * d, d, tgt_vocab, Vocab.eos, config.decoder_layers, config.dropout)
         self.infeasible_pairs = 0
 
-    def encode(self, src: torch.Tensor, lengths: torch.Tensor | None = None) -> dict:
+    def encode(self, src: torch.Tensor) -> dict:
         """Source states (B, S, 2d) and the positions SWAN skips: padding and the source's EOS, which the
-        authors' code strips, so that each source word, and only a word, emits a segment. `lengths`:
-        the positions that emit, as a host tensor, where the caller has them (`run_packed`)."""
+        authors' code strips, so that each source word, and only a word, emits a segment."""
         pad = src.eq(self.pad) | src.eq(Vocab.eos)
-        return {"out": self.encoder(src, pad, None if lengths is None else lengths.clamp(min=1)), "pad": pad}
+        return {"out": self.encoder(src, pad), "pad": pad}
 
     def sequence_loss(self, net_input: dict, prev: torch.Tensor, target: torch.Tensor, epsilon: float):
         """(summed -log p(y|x), the same) over a batch; `target` (B, T) ends in EOS, which SWAN does not
         emit. Label smoothing (`epsilon`) has no place in a sum over segmentations and is not applied.
 
-        The lengths come to the host once, first: the encoder's packing, the segment rows and the count
-        of infeasible pairs read them there, and nothing after waits for the GPU (each such read drains
-        its queue, and the GPU then waits while the host launches what follows)."""
+        The lengths come to the host once, first, before the encoder's work is queued: the segment rows
+        and the count of infeasible pairs read them there, and nothing after waits for the GPU (each such
+        read drains its queue, and the GPU then waits while the host launches what follows)."""
         src, L = net_input["src"], self.config.max_segment
         lengths = torch.stack([(src.ne(self.pad) & src.ne(Vocab.eos)).sum(1), target.ne(self.pad).sum(1) - 1])
         src_lengths, tgt_lengths = lengths                                  # (B,) each, on the device
         host_src, host_tgt = lengths.cpu()                                  # the batch's one host sync
-        enc = self.encode(src, host_src)
+        enc = self.encode(src)
         y = target.masked_fill(target.eq(Vocab.eos), self.pad)
         seg = self.decoder.segment_logprobs(enc["out"], y, host_src, host_tgt, L)
         log_lik, feasible = swan_log_likelihood(seg.float(), src_lengths, tgt_lengths, L)

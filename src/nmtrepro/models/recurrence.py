@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import register
-from .layers import BiRNN, ModelConfig, MultiheadAttention, masked_mean, xavier_init
+from .layers import BiRNN, ModelConfig, MultiheadAttention, masked_mean, reversed_real, xavier_init
 from .transformer import DecoderLayer, Transformer, attention, feed_forward
 
 
@@ -94,10 +94,8 @@ class BiARN(nn.Module):
         forward, backward = (self.chain(cell, attn, x, pad, steps) for cell, attn in zip(self.cells, self.attn))
         if self.steps == "J":
             out_pad = pad
-            lengths = (~pad).sum(1, keepdim=True)                                   # (B, 1)
-            t = torch.arange(steps, device=x.device)
-            order = torch.where(t < lengths, lengths - 1 - t, t)                    # reverse each real part
-            backward = backward.gather(1, order[..., None].expand_as(backward))
+            order = reversed_real(pad)[..., None]                                   # (B, S, 1)
+            backward = backward.gather(1, order.expand_as(backward))
         else:
             out_pad = pad.new_zeros(x.size(0), steps)
             backward = backward.flip(1)

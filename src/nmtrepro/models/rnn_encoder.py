@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import ModelConfig, run_packed
+from .layers import ModelConfig, run_bidirectional
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,8 @@ class SourceEncoder(nn.Module):
                           bidirectional=True, dropout=c.dropout if c.encoder_layers > 1 else 0.0)
         self.dropout = c.dropout
 
-    def forward(self, src: torch.Tensor, pad: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        """`lengths`: the sentences' real tokens as a host tensor, where the caller has them (`run_packed`)."""
+    def forward(self, src: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         x = F.dropout(self.embed(src), self.dropout, self.training)
         if self.reorder is not None:
             x = self.reorder(x, ~pad)
-        return F.dropout(run_packed(self.gru, x, pad, lengths=lengths), self.dropout, self.training)
+        return F.dropout(run_bidirectional(self.gru, x, pad), self.dropout, self.training)

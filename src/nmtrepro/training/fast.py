@@ -35,9 +35,10 @@ batches.
 
 A family whose step cannot be compiled stays eager and says why in the log. Where dynamo cannot trace
 a part of a step, the step breaks there into graphs with that part run eagerly between them, and the
-log names each break once: the RNNs (`nn.GRU`, which dynamo leaves to eager code, and
-`pack_padded_sequence` with its host copy of the lengths) of the BiRNN families, +Fusing_Diverse's
-recurrence group and the GRU baselines break their steps this way.
+log names each break once: the GRUs (which dynamo leaves to eager code: traced, they would unroll over
+the length) of the BiRNN families, +Fusing_Diverse's recurrence group and the GRU baselines break
+their steps this way. They read nothing on the host (`layers.run_bidirectional`), so the GPU's queue
+stays full across the break.
 """
 from __future__ import annotations
 
