@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_train import REPO, experiment_of_each_variant, train, write_datasets  # noqa: E402  (bench helpers)
+from gpu_train import REPO, arguments, experiment_of_each_variant, train, write_datasets  # noqa: E402  (bench helpers)
 
 from nmtrepro.training import checkpoint  # noqa: E402
 
@@ -91,6 +91,10 @@ def main() -> None:
     common = [("precision", args.precision), ("warmup", 1), ("schedule", "constant"), ("lr", 1e-3),
               ("update_tokens", args.update_tokens)] + [("buckets", True)] * (args.fast == "graphs")
     runs = {"eager": out / "eager", "fast": out / "fast"}
+    # gpu_train's defaults (one process) for whatever its `train` reads, and ours
+    run = {**vars(arguments().parse_args([])), "minutes": 0, "device": args.device, "log_every": 1,
+           "timeout": args.timeout, "max_tokens": args.max_tokens, "updates": args.updates}
+    run.pop("setting")
     rows, failed = [], False
     loss_tol, weight_tol = TOLERANCE[args.precision]
     for variant in args.variant or VARIANTS:
@@ -102,9 +106,7 @@ def main() -> None:
         try:
             for path, folder in runs.items():
                 folder.mkdir(parents=True, exist_ok=True)
-                run_args = argparse.Namespace(minutes=0, device=args.device, log_every=1, nproc=1, timeout=args.timeout,
-                                              max_tokens=args.max_tokens, updates=args.updates,
-                                              setting=common + [("fast", "off" if path == "eager" else args.fast)])
+                run_args = argparse.Namespace(**run, setting=common + [("fast", "off" if path == "eager" else args.fast)])
                 log, _ = train(exp, data[exp.dataset.startswith("iwslt")], folder, run_args, args.updates, path)
                 if path == "fast":
                     said = "; ".join(FAST_LINE.findall(log))

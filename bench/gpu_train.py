@@ -162,7 +162,8 @@ def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
             "wall_s": round(seconds, 1)}
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The command line; fast_equality.py takes its defaults for the runs it hands to `train`."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", default="paper", help="config.yaml scale whose experiments to train")
     ap.add_argument("--variant", action="append", help="model variant (config `models` key); repeatable")
@@ -184,7 +185,11 @@ def main() -> None:
                     help="one process (no torchrun), updates FIRST+1..FIRST+COUNT under torch's profiler: "
                          "<variant>.steps.profile.txt (timed_steps.py)")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "gpu_train"))
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = arguments().parse_args()
     if args.profile and args.nproc != 1:
         sys.exit("gpu_train: --profile runs one process, not --nproc " + str(args.nproc))
 

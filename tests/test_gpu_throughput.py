@@ -105,6 +105,25 @@ def test_fast_equality_compares_every_update_loss_and_all_the_weights(tmp_path):
         fast_equality.compare("base", runs)
 
 
+def test_fast_equality_hands_gpu_train_every_option_it_reads(tmp_path, monkeypatch, capsys):
+    """fast_equality.py runs its trainings through gpu_train.train, which reads gpu_train's options: a
+    run that misses one (`--profile` did, and the GPU check's `graphs` step died on it before training)
+    must instead reach the trainer. Here the trainer's process fails at once, which is a row's error."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import fast_equality
+    import gpu_train
+
+    commands = []
+    monkeypatch.setattr(gpu_train.subprocess, "run", lambda command, **_: commands.append(command) or
+                        subprocess.CompletedProcess(command, 3, "", "stubbed"))
+    monkeypatch.setattr(sys, "argv", ["fast_equality.py", "--device", "cpu", "--variant", "transformer_base",
+                                      "--pairs", "40", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as ended:
+        fast_equality.main()
+    assert ended.value.code == 1 and len(commands) == 1
+    assert "exited 3" in json.loads((tmp_path / "fast_equality.json").read_text())[0]["error"]
+
+
 def test_the_steady_rate_leaves_out_the_updates_that_met_new_shapes(tmp_path):
     """bench/fairseq_compare.py's `steady` rate: over the timed window's updates in which the count of
     micro-batches on new shapes (timed_steps.py's fifth field) did not grow; the whole window's rate
