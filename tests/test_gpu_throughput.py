@@ -105,7 +105,7 @@ def test_fast_equality_compares_every_update_loss_and_all_the_weights(tmp_path):
         fast_equality.compare("base", runs)
 
 
-def test_fast_equality_hands_gpu_train_every_option_it_reads(tmp_path, monkeypatch, capsys):
+def test_fast_equality_hands_gpu_train_every_option_it_reads(tmp_path, monkeypatch):
     """fast_equality.py runs its trainings through gpu_train.train, which reads gpu_train's options: a
     run that misses one (`--profile` did, and the GPU check's `graphs` step died on it before training)
     must instead reach the trainer. Here the trainer's process fails at once, which is a row's error."""
