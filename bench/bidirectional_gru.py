@@ -4,10 +4,13 @@ does leaving out packing cost or save (issue 38)?
 Packing read the sentences' lengths on the host, so the BiRNN families, +Fusing_Diverse's recurrence
 group and paper C's encoders made the host wait for the GPU in every step. `run_bidirectional` runs
 each direction over the padded batch instead (the backward one on each sentence reversed within its
-length), which also runs the GRU over the padding. This prints forward + backward of one paper-size
-BiGRU layer (the BiRNN's: d 512, both directions started from the mean) for each bucketed length,
-both ways, their ratio, and how far apart outputs and gradients are. Each call's time includes the
-wait: packed, the host's copy of the lengths; padded, none.
+length), which also runs the GRU over the padding, and runs the two directions one after the other
+where cuDNN's bidirectional call may overlap them. This prints forward + backward of one paper-size
+BiGRU layer (the BiRNN's: d 512, both directions started from the mean) for each bucketed length:
+packed, padded, and on a GPU padded with the backward direction on a second CUDA stream (`streams`,
+what the trainer would take if it pays); each against padded, and how far apart outputs and
+gradients are. Each call's time includes the wait: packed, the host's copy of the lengths; the
+others, none.
 
     python bench/bidirectional_gru.py --device cuda          # bf16 autocast, 4,096-token micro-batches
     python bench/bidirectional_gru.py --device cpu --tokens 1024 --lengths 16 32 --repeats 3   # a rehearsal
@@ -22,7 +25,7 @@ from timed_steps import median_microseconds
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmtrepro.models.layers import masked_mean, run_bidirectional
+from nmtrepro.models.layers import gru_direction, masked_mean, reversed_real, run_bidirectional
 
 
 def packed(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
@@ -30,6 +33,27 @@ def packed(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) ->
     lengths = (~pad).sum(1).clamp(min=1).cpu()
     out, _ = gru(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h0)
     return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
+
+
+def streams(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+    """`run_bidirectional` (one layer) with the backward direction on a second CUDA stream, so that the
+    two recurrences may overlap as in cuDNN's bidirectional call; autograd runs each backward on its
+    forward's stream."""
+    order = reversed_real(pad)[..., None]
+    main, side = torch.cuda.current_stream(), SIDE.setdefault(x.device, torch.cuda.Stream(x.device))
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        backward = gru_direction(x.gather(1, order.expand_as(x)), h0[1:], gru.all_weights[1], gru.bias, gru.training)
+        backward = backward.gather(1, order.expand_as(backward))
+    forward = gru_direction(x, h0[:1], gru.all_weights[0], gru.bias, gru.training)
+    main.wait_stream(side)
+    for tensor in (x, h0, order):  # made on the main stream, read on the side one
+        tensor.record_stream(side)
+    backward.record_stream(main)
+    return torch.cat([forward, backward], dim=-1) * (~pad)[..., None].to(forward.dtype)
+
+
+SIDE: dict = {}
 
 
 def batch(tokens: int, length: int, d: int, device, seed: int = 0) -> tuple:
@@ -72,18 +96,29 @@ def main() -> None:
         print(torch.cuda.get_device_name(), f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
     print(f"forward + backward of one BiGRU layer, d {args.d_model}, {args.tokens} padded tokens, "
           f"{'bf16 autocast' if cuda else 'fp32'}, median of {args.repeats}: microseconds")
-    print(f"{'length':>7}{'rows':>6}{'packed':>10}{'padded':>10}{'ratio':>8}{'max diff':>10}")
-    totals = [0.0, 0.0]
+    ways = {"packed": packed, "padded": run_bidirectional}
+    if cuda:  # untried on a GPU when written: a failure costs its column, not the others
+        try:
+            step(streams, gru, *batch(args.tokens, args.lengths[0], args.d_model, device), precision)
+            ways["streams"] = streams
+        except RuntimeError as failed:
+            print(f"streams: cannot run ({str(failed).splitlines()[0][:200]})")
+    print(f"{'length':>7}{'rows':>6}" + "".join(f"{name:>10}" for name in ways)
+          + "".join(f"{name + '/padded':>16}" for name in ways if name != "padded") + f"{'max diff':>10}")
+    totals = dict.fromkeys(ways, 0.0)
     for length in args.lengths:
         x, pad = batch(args.tokens, length, args.d_model, device)
-        times = [median_microseconds(lambda run=run: step(run, gru, x, pad, precision), args.repeats, 2, cuda)
-                 for run in (packed, run_bidirectional)]
-        got = [step(run, gru, x, pad, precision) for run in (packed, run_bidirectional)]
-        diff = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-6)) for a, b in zip(*got))
-        totals = [t + u for t, u in zip(totals, times)]
-        print(f"{length:>7}{x.size(0):>6}{times[0]:>10.0f}{times[1]:>10.0f}{times[0] / times[1]:>8.2f}"
-              f"{diff:>10.1e}", flush=True)
-    print(f"{'all':>13}{totals[0]:>10.0f}{totals[1]:>10.0f}{totals[0] / totals[1]:>8.2f}   (packed / padded)")
+        times = {name: median_microseconds(lambda run=run: step(run, gru, x, pad, precision), args.repeats, 2, cuda)
+                 for name, run in ways.items()}
+        got = {name: step(run, gru, x, pad, precision) for name, run in ways.items()}
+        diff = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-6))
+                   for name in ways if name != "padded" for a, b in zip(got[name], got["padded"]))
+        totals = {name: totals[name] + times[name] for name in ways}
+        print(f"{length:>7}{x.size(0):>6}" + "".join(f"{times[name]:>10.0f}" for name in ways)
+              + "".join(f"{times[name] / times['padded']:>16.2f}" for name in ways if name != "padded")
+              + f"{diff:>10.1e}", flush=True)
+    print(f"{'all':>13}" + "".join(f"{totals[name]:>10.0f}" for name in ways)
+          + "".join(f"{totals[name] / totals['padded']:>16.2f}" for name in ways if name != "padded"))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@
 #             compiled: microseconds and bytes kept for backward (bench/loss_kernels.py; ~1 min)
 #   gru       forward + backward of a paper-size BiGRU layer on bucketed 4,096-token micro-batches, packed
 #             (reading its lengths on the host, as before) and as `layers.run_bidirectional` runs it since
-#             2026-11-28 (over the padding, no host read): does leaving out packing cost the GPU time?
-#             (bench/bidirectional_gru.py; ~0.3 min)
+#             2026-11-28 (over the padding, no host read; its directions in turn, or on two CUDA streams):
+#             does leaving out packing cost the GPU time? (bench/bidirectional_gru.py; ~0.3 min)
 #   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
 #             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
 #             (cuDNN's attention off in all three), timed over 40 updates after 80, with the steady rate

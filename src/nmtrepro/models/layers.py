@@ -368,14 +368,17 @@ def run_bidirectional(rnn: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch
     for layer in range(rnn.num_layers):
         if layer:
             x = F.dropout(x, rnn.dropout, rnn.training)
-        forward, backward = (_gru(seq, zeros if h0 is None else h0[k:k + 1], rnn.all_weights[k], rnn.bias, rnn.training)
-                             for k, seq in ((2 * layer, x), (2 * layer + 1, x.gather(1, order.expand_as(x)))))
+        k = 2 * layer                                                            # weights: k forward, k + 1 backward
+        h_f, h_b = (zeros, zeros) if h0 is None else (h0[k:k + 1], h0[k + 1:k + 2])
+        forward = gru_direction(x, h_f, rnn.all_weights[k], rnn.bias, rnn.training)
+        backward = gru_direction(x.gather(1, order.expand_as(x)), h_b, rnn.all_weights[k + 1], rnn.bias, rnn.training)
         x = torch.cat([forward, backward.gather(1, order.expand_as(backward))], dim=-1) * real
     return x
 
 
 @torch.compiler.disable
-def _gru(x: torch.Tensor, h0: torch.Tensor, weights: list[torch.Tensor], bias: bool, training: bool) -> torch.Tensor:
+def gru_direction(x: torch.Tensor, h0: torch.Tensor, weights: list[torch.Tensor], bias: bool,
+                  training: bool) -> torch.Tensor:
     """One direction of one layer: x (B, S, d) -> (B, S, hidden), in one call (cuDNN's on a GPU). Left
     out of compiled graphs, as dynamo leaves nn.GRU: traced, it unrolls over the length and compiles
     again for every new length. In fp32 cuDNN copies a direction's weights out of the module's one
