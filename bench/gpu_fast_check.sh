@@ -37,7 +37,8 @@
 #             ~1.5 min)
 #   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
 #             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min)
-#   families  the same for BiARN, +Fusing_Diverse and +PR (parser phrases): the plan's rates and the
+#   families  the same for +Fusing_Diverse (first: its GRU changed on 2026-11-28), BiARN and +PR (parser
+#             phrases), each printed as it ends, so a call cut short keeps the first: the plan's rates and the
 #             60 %-of-Base target, Base's rate being the profile step's (~2.5 min a family)
 #   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
 #             micro-batches, which CUDA graphs must not overwrite, for the RNN encoder, the family not
@@ -89,7 +90,7 @@ else
     profile=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     cudnn=(--device cuda --warmup-updates 80 --updates 40 --threads 8)
     # gpu_train.py logs every update (--log-every 1): its steady rate leaves out only those that met new shapes
-    families=(--updates 120 --minutes 3 --timeout 320 --log-every 1 --variant biarn --variant fusing_diverse
+    families=(--updates 120 --minutes 3 --timeout 320 --log-every 1 --variant fusing_diverse --variant biarn
               --variant phrase_max_attn_ta_parse)
     equality=(--device cuda --precision bf16)
     graphs=(--device cuda --precision bf16 --variant rnn_encoder)
