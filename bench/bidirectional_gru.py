@@ -35,6 +35,9 @@ def packed(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) ->
     return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
 
 
+SIDE: dict = {}  # a device's second stream, made once
+
+
 def streams(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
     """`run_bidirectional` (one layer) with the backward direction on a second CUDA stream, so that the
     two recurrences may overlap as in cuDNN's bidirectional call; autograd runs each backward on its
@@ -51,9 +54,6 @@ def streams(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) -
         tensor.record_stream(side)
     backward.record_stream(main)
     return torch.cat([forward, backward], dim=-1) * (~pad)[..., None].to(forward.dtype)
-
-
-SIDE: dict = {}
 
 
 def batch(tokens: int, length: int, d: int, device, seed: int = 0) -> tuple:
