@@ -376,12 +376,14 @@ def run_bidirectional(rnn: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch
     return x
 
 
-@torch.compiler.disable
+@torch._disable_dynamo
 def gru_direction(x: torch.Tensor, h0: torch.Tensor, weights: list[torch.Tensor], bias: bool,
                   training: bool) -> torch.Tensor:
     """One direction of one layer: x (B, S, d) -> (B, S, hidden), in one call (cuDNN's on a GPU). Left
     out of compiled graphs, as dynamo leaves nn.GRU: traced, it unrolls over the length and compiles
-    again for every new length. In fp32 cuDNN copies a direction's weights out of the module's one
+    again for every new length. (torch.compiler.disable would do the same, but imports dynamo with this
+    module: a second of every process, decoding and the analyses included; torch's own lazy form
+    imports it at the first call.) In fp32 cuDNN copies a direction's weights out of the module's one
     buffer each call (a few MB) and warns to flatten them, which cannot help a slice of that buffer."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk")
