@@ -7,7 +7,8 @@ subwords, long tail to 256). Prints the baseline Transformer and, when the `phra
 registered (nmtrepro.models.phrase), the same size with it (+PR).
 
 FLOPs are counted analytically per update (training = 3 x forward, i.e. 6 per weight per token):
-  linear layers: 6 * (encoder weights * real source tokens + decoder weights * real target tokens)
+  linear layers: 6 * (encoder weights * real source tokens + decoder weights * real target tokens),
+                 the cross-attention's key and value weights at the source tokens, which they project
   attention:     12 * d_model * sum over sentences of (L_enc * S^2 + L_dec * (T^2 + T * S))
                  (QK^T and AV, full square for causal self-attention: that is what the kernels compute)
   output layer:  6 * d_model * V * real target tokens (the loss projects real positions only)
@@ -74,16 +75,16 @@ def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: i
 def update_flops(model, spec: dict, src_lens: list[int], tgt_lens: list[int]) -> float:
     """Analytic training FLOPs of one update (see the module docstring for what is counted)."""
     d, vocab = spec["d_model"], spec["tgt_vocab"]
-    weights = {"encoder": 0, "decoder": 0}
+    weights = {"source": 0, "target": 0}  # the tokens a weight multiplies
     for name, p in model.named_parameters():
         part = name.split(".")[0]
-        if p.dim() == 2 and part in weights:  # matmul weights only (no biases, norms, embeddings)
-            weights[part] += p.numel()
-    src_tokens, tgt_tokens = sum(src_lens), sum(tgt_lens)
-    linear = 6 * (weights["encoder"] * src_tokens + weights["decoder"] * tgt_tokens)
+        if p.dim() == 2 and part in ("encoder", "decoder"):  # matmul weights only (no biases, norms, embeddings)
+            # the cross-attention's keys and values project the encoder's output
+            weights["source" if part == "encoder" or "cross_attn.sublayer.kv_proj" in name else "target"] += p.numel()
+    linear = 6 * (weights["source"] * sum(src_lens) + weights["target"] * sum(tgt_lens))
     attention = 12 * d * sum(spec["encoder_layers"] * s * s + spec["decoder_layers"] * (t * t + t * s)
                              for s, t in zip(src_lens, tgt_lens))
-    output = 6 * d * vocab * tgt_tokens
+    output = 6 * d * vocab * sum(tgt_lens)
     return linear + attention + output
 
 
@@ -196,7 +197,7 @@ def main() -> None:
                   f"{r['tflops']:.2f}\t{mfu}\t{r['peak_gib']:.1f}"
                   + (f"\t{path}\t{r['tgt_tok_s'] / first['tgt_tok_s']:.2f}x\t{r['warmup_s']:.0f}"
                      if len(paths) > 1 else ""))
-    print("# FLOPs: 6 x matmul weights x tokens (encoder: source, decoder: target) + attention "
+    print("# FLOPs: 6 x matmul weights x tokens (encoder and cross-attention keys/values: source; decoder: target) + attention "
           "12 x d x (L_enc S^2 + L_dec (T^2 + T S)) + output layer 6 x d x V x target tokens; "
           "MFU against the dense bf16 peak" + ("" if variants.get("+PR") is None else
                                                 "; +PR: weights outside its encoder/decoder layer lists are not counted"))
