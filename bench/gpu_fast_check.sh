@@ -29,17 +29,18 @@
 #             how near the steady rate comes to it, where the host's time goes
 #             (bench/fairseq_compare.py --paths graphs,graphs_auto --profile 2; ~6 min): whether the
 #             paper scale should take auto
+#   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
+#             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min): the Big-size
+#             jobs hold 62 % of the plan's FLOPs (bench/plan_flops.py), so its rate moves the plan most
+#   families  the same for +Fusing_Diverse (first: its GRU changed on 2026-11-28), BiARN and +PR (parser
+#             phrases), each printed as it ends, so a call cut short keeps the first: the plan's rates and the
+#             60 %-of-Base target, Base's rate being the profile step's (~2.5 min a family)
 #   npmt      paper C's NPMT: its SWAN loss at paper size on IWSLT14-test-length batches, before (the
 #             source of d568182, carried in $NPMT_BEFORE, if there) and after (bench/swan_loss.py), the
 #             last pass profiled ($WORK/npmt.profile.txt: where NPMT's time goes on a GPU), then
 #             `nmtrepro train`'s tok/s and peak, two of its updates profiled (the trainer's own time
 #             between the model's passes too: gpu_train_npmt/npmt.steps.profile.txt) (bench/gpu_train.py;
 #             ~1.5 min)
-#   big       `nmtrepro train` of the Transformer Big at the paper scale's settings (`fast: graphs`,
-#             4,096-token micro-batches), its steady rate (bench/gpu_train.py; ~2.5 min)
-#   families  the same for +Fusing_Diverse (first: its GRU changed on 2026-11-28), BiARN and +PR (parser
-#             phrases), each printed as it ends, so a call cut short keeps the first: the plan's rates and the
-#             60 %-of-Base target, Base's rate being the profile step's (~2.5 min a family)
 #   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
 #             micro-batches, which CUDA graphs must not overwrite, for the RNN encoder, the family not
 #             yet compared on a GPU (bench/fast_equality.py --fast graphs; ~3 min)
@@ -60,7 +61,7 @@
 set -u
 budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
-steps=${*:-attention loss gru profile npmt big families graphs}
+steps=${*:-attention loss gru profile big families npmt graphs}
 start=$(date +%s)
 mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)

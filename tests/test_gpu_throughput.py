@@ -1,5 +1,6 @@
-"""bench/gpu_throughput.py: its analytic FLOP count, a CPU smoke run, and its refusal without CUDA;
-bench/gpu_train.py: a CPU smoke run through torchrun with its resume check."""
+"""bench/gpu_throughput.py: its analytic FLOP count (and bench/plan_flops.py's counted one), a CPU smoke
+run, and its refusal without CUDA; bench/gpu_train.py: a CPU smoke run through torchrun with its resume
+check."""
 from __future__ import annotations
 
 import importlib.util
