@@ -108,6 +108,9 @@ def main() -> None:
     config, owned = load(REPO / "config.yaml", overrides)
     pending, downloads = parse_summary(dry_run_summary(str(REPO / "Snakefile"), overrides))
     rates, _, speedup = throughput(config, None)
+    if args.measured not in speedup:
+        sys.exit(f"plan_flops: --measured {args.measured!r} is not a column of config.yaml's plan.speedup "
+                 f"({', '.join(speedup)})")
     costed = plan(config, pending, downloads, rates, {}, speedup, [], owned)
     resolved = experiments(config)
     vocab = config["scales"]["paper"]["prepare"]["bpe_merges"]
