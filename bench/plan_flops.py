@@ -6,8 +6,8 @@ Transformer-family job of the plan (paper A's phrases, paper B's recurrences, pa
 their baselines) trained at the same model FLOP utilisation m, what do the four papers cost, and
 what m do the issue's 150 H100-hours need?
 
-A job's FLOPs are its recipe's target tokens (`max_updates` x the update's tokens, as the plan counts
-them) times its model's training FLOPs a target token. Those are counted, not derived: torch's
+A job's FLOPs are its recipe's target tokens (the plan's `target_tokens`: `max_updates` x the update's
+tokens) times its model's training FLOPs a target token. Those are counted, not derived: torch's
 FlopCounterMode over a forward and backward of the model at its paper size on the meta device (no
 memory, no arithmetic), so a family's extra parts (phrase builders, GRUs, convolutions) count as the
 kernels compute them. A sentence pair's FLOPs are a quadratic in its two lengths (attention's are);
@@ -39,7 +39,7 @@ from data_memory import synthetic_lengths  # noqa: E402
 from gpu_throughput import update_flops  # noqa: E402
 from nmtrepro.config import experiments, load  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402
-from nmtrepro.plan import BASE_EN_DE, dry_run_summary, parse_summary, plan, throughput, update_tokens  # noqa: E402
+from nmtrepro.plan import BASE_EN_DE, dry_run_summary, parse_summary, plan, throughput  # noqa: E402
 from nmtrepro.training.criterion import model_loss  # noqa: E402
 
 PEAK_H100_BF16 = 989e12       # dense bf16 FLOP/s of an H100 SXM (an H200 has the same)
@@ -119,7 +119,7 @@ def main() -> None:
     counts, jobs = {}, {}
     for name, job in sorted(costed["jobs"].items()):
         spec = {**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab}
-        tokens = resolved[name].train["max_updates"] * update_tokens(resolved[name].train)
+        tokens = job["target_tokens"]
         if job["family"] in MEASURED_ONLY:
             jobs[name] = {"variant": resolved[name].variant, "tokens": tokens, "flops_per_token": None,
                           "measured_hours": job["gpu_hours_on"][args.measured]}
@@ -149,7 +149,7 @@ def main() -> None:
     for mfu in args.mfu:
         print(f"{mfu:.0%}\t" + "\t".join(f"{hours(n, mfu):.1f}" for n in papers.values())
               + f"\t{hours(jobs, mfu):.1f}\t{hours([BASE_EN_DE], mfu):.2f}")
-    fixed = hours([n for n in jobs if jobs[n]["flops_per_token"] is None], 1.0)
+    fixed = sum(j["measured_hours"] for j in jobs.values() if j["flops_per_token"] is None)
     flops = sum(j["tokens"] * j["flops_per_token"] for j in jobs.values() if j["flops_per_token"])
     need = flops / ((args.target_hours - fixed) * 3600 * args.peak)
     print(f"\n{args.target_hours:g} H100-hours in all need {need:.1%} MFU on every Transformer-family job "

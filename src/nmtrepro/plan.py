@@ -235,10 +235,11 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
         size, family = config["models"][resolved[name].variant].get("size"), resolved[name].model["family"]
         params = spec_parameter_counts({**resolved[name].model, "src_vocab": vocab, "tgt_vocab": vocab})["total"]
         train = resolved[name].train  # the scale's budget with the size's regime (paper: Big 300k)
-        gpu_hours = train["max_updates"] * update_tokens(train) / rates[size] / 3600 if size in rates else None
+        tokens = train["max_updates"] * update_tokens(train)  # target tokens to the recipe's end
+        gpu_hours = tokens / rates[size] / 3600 if size in rates else None
         gpus = max(resolved[name].resources["gpu"], 1)
         jobs[name] = {
-            "size": size, "family": family, "parameters": params, "gpus": gpus,
+            "size": size, "family": family, "parameters": params, "gpus": gpus, "target_tokens": tokens,
             # None: no throughput is known for the size: shown as unknown
             "gpu_hours": gpu_hours, "hours": None if gpu_hours is None else gpu_hours / gpus,
             "gpu_hours_on": {gpu: 0.0 if gpu_hours is None else gpu_hours / speedup_of(factor, size, family)
