@@ -140,7 +140,7 @@ EOF
 WF=$WORK/wf
 mkdir -p "$WF"
 cp Snakefile config.yaml "$WF"/
-cp -r workflow config "$WF"/
+cp -r workflow config profiles "$WF"/
 ln -s "$REPO/data" "$WF/data"
 python - "$WF/config.yaml" <<'EOF'
 import sys
@@ -152,7 +152,7 @@ config = yaml.safe_load(Path(sys.argv[1]).read_text())
 config["scales"]["ci"]["resources"].update(runtime=30, max_runtime=20)
 Path(sys.argv[1]).write_text(yaml.safe_dump(config, sort_keys=False))
 EOF
-TARGET=results/evaluate/base_en_de/test_2016_flickr.bleu.json
+TARGET=results/ci/evaluate/base_en_de/test_2016_flickr.bleu.json
 say "running the ci workflow through SLURM ($TARGET)"
 # --verbose: the plugin logs each sbatch call, checked below.
 if ! (cd "$WF" && timeout -k 10 900 python -m snakemake --profile "$WORK/profile" "$TARGET" \
@@ -182,7 +182,7 @@ for field in "NumNodes=1 " "TimeLimit=00:20:00" "TresPerJob=gres:gpu:4"; do
 done
 grep -q "with-gpus 4 -- torchrun --standalone --nproc-per-node 4 " "$WORK/workflow.log" \
     || { say "the training did not run under torchrun with 4 processes"; exit 1; }
-python - "$WF/results/checkpoints/base_en_de" <<'EOF'
+python - "$WF/results/ci/checkpoints/base_en_de" <<'EOF'
 import sys
 from pathlib import Path
 

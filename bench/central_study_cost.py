@@ -39,8 +39,8 @@ def inputs(resolved: dict[str, Experiment], names) -> list[str]:
     files = set()
     for name in names:
         e = resolved[name]
-        files.add(f"results/prepare/{e.dataset}/stats.json")
-        files |= {f"results/{stage}/{e.dataset}/{part}.{kind}" for kind, stage in e.annotations.items()
+        files.add(f"results/tiny/prepare/{e.dataset}/stats.json")
+        files |= {f"results/tiny/{stage}/{e.dataset}/{part}.{kind}" for kind, stage in e.annotations.items()
                   for part in ("train", "valid")}
     return sorted(files)
 
@@ -51,11 +51,11 @@ def time_pair(resolved: dict[str, Experiment], pair, updates: int, work: Path) -
     for name in pair:
         e = resolved[name]
         settings = {**e.train, "max_updates": updates, "threads": 1}
-        args = ["nmtrepro", "train", "--prepared", f"results/prepare/{e.dataset}", "--model", json.dumps(e.model),
+        args = ["nmtrepro", "train", "--prepared", f"results/tiny/prepare/{e.dataset}", "--model", json.dumps(e.model),
                 "--settings", json.dumps(settings), "--checkpoint-dir", str(work / name), "--threads", "1",
                 "--out", str(work / f"{name}.pt"), "--curve", str(work / f"{name}.tsv")]
         for kind, stage in e.annotations.items():
-            args += [f"--{kind}-dir", f"results/{stage}/{e.dataset}"]
+            args += [f"--{kind}-dir", f"results/tiny/{stage}/{e.dataset}"]
         running[name] = (time.monotonic(), subprocess.Popen(args, stderr=subprocess.DEVNULL))
     out = {}
     for name, (start, proc) in running.items():

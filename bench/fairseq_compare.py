@@ -180,7 +180,7 @@ def tiny_setup(args) -> None:
     if train["update_tokens"] != 1:
         sys.exit("this bench assumes one batch per update (update_tokens: 1), as fairseq's --update-freq 1")
     out = Path(args.out).resolve()
-    prepared, test = Path(f"results/prepare/{DATASET}"), f"results/prepare/{DATASET}/test/{SPLIT}"
+    prepared, test = Path(f"results/tiny/prepare/{DATASET}"), f"results/tiny/prepare/{DATASET}/test/{SPLIT}"
     sh("snakemake", "--cores", args.threads, f"{prepared}/stats.json", f"{test}.src.bpe")
     ensure_venv()
     fairseq_bin = VENV.resolve() / "bin"
@@ -441,7 +441,7 @@ def main() -> None:
     ap.add_argument("--warmup-updates", type=int, default=10, help="untimed updates before them (>= 1)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", help="default bench/out/fairseq_compare (tiny), bench/out/fairseq_compare_paper")
-    ap.add_argument("--decode-model", help="tiny: a trained model of ours to decode, e.g. results/train/base_en_de/"
+    ap.add_argument("--decode-model", help="tiny: a trained model of ours to decode, e.g. results/tiny/train/base_en_de/"
                     "averaged.pt from the default run (default: the one this bench trains, which after a "
                     "few hundred updates writes near-random text that runs into the length limits)")
     paper = ap.add_argument_group("--setup paper")

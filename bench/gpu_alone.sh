@@ -12,10 +12,10 @@ OUT=${OUT:-bench/out/gpu_alone}
 mkdir -p "$OUT"
 begin=$(date +%s)
 source bench/device_env.sh
-rm -rf results .snakemake
+rm -rf results/gpu .snakemake
 timeout -k 10 "${LIMIT:-150}" snakemake --cores all --resources gpu=1 --keep-going \
-    --configfile bench/gpu-alone.yaml ${TEST_CONFIG:-} --config scale=gpu -- \
-    results/train/{base_en_de,pr_en_de,fusing_en_de,ll_greedy_de_en,npmt_greedy_de_en}/final.pt > "$OUT/alone.log" 2>&1
+    --configfile bench/gpu-alone.yaml ${TEST_CONFIG:-} --config scale=gpu ${TEST_CONFIG:+allow_cpu=true} -- \
+    results/gpu/train/{base_en_de,pr_en_de,fusing_en_de,ll_greedy_de_en,npmt_greedy_de_en}/final.pt > "$OUT/alone.log" 2>&1
 echo "rc=$? after $(( $(date +%s) - begin )) s"
-grep -H "tgt tok/s" results/logs/train/*.log | sed -e "s,results/logs/train/,  ," -e "s,nmtrepro.training.train | ,," | cut -c1-170
-python3 bench/study_times.py --results results
+grep -H "tgt tok/s" results/gpu/logs/train/*.log | sed -e "s,results/gpu/logs/train/,  ," -e "s,nmtrepro.training.train | ,," | cut -c1-170
+python3 bench/study_times.py --results results/gpu

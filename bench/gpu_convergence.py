@@ -9,7 +9,7 @@ there (`average.last`, the newest ones at that step) and decodes the test set wi
 decoding options, scoring tokenized BLEU as the workflow's `bleu` rule does. Prints one line per
 step and where the recipe's end sits against the best of the curve; writes `curve.json` to --out.
 
-It reads the prepared data of the workflow's run (results/prepare/<dataset>), so run it after (or
+It reads the prepared data of the workflow's run (results/<scale>/prepare/<dataset>), so run it after (or
 beside) `snakemake --config scale=<scale>`; `--wait` polls until that data exists.
 
     python bench/gpu_convergence.py --scale gpu --factor 2 --every 250 --wait
@@ -56,7 +56,7 @@ def main() -> None:
         update_config(config, yaml.safe_load(args.configfile.read_text()))
     validate(config, REPO / "workflow/schemas/config.schema.yaml")
     exp = experiments(config)[args.experiment]
-    data = REPO / "results/prepare" / exp.dataset
+    data = REPO / "results" / args.scale / "prepare" / exp.dataset
     test = data / "test" / exp.test
     while args.wait and not (Path(f"{test}.ref.tok").exists() and (data / "stats.json").exists()):
         time.sleep(5)

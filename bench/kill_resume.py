@@ -31,8 +31,8 @@ import yaml
 
 EXPERIMENT, SPLIT = "base_en_de", "test_2016_flickr"
 SIGNALS = (signal.SIGTERM, signal.SIGKILL, signal.SIGINT)
-TARGET = f"results/evaluate/{EXPERIMENT}/{SPLIT}.bleu.json"
-TRAIN_LOG = f"results/logs/train/{EXPERIMENT}.log"
+TARGET = f"results/ci/evaluate/{EXPERIMENT}/{SPLIT}.bleu.json"
+TRAIN_LOG = f"results/ci/logs/train/{EXPERIMENT}.log"
 
 
 def snakemake_cmd(*args: str) -> list[str]:
@@ -48,8 +48,8 @@ def finish(work: Path) -> None:
 
 
 def clean(work: Path) -> None:
-    for folder in (f"results/train/{EXPERIMENT}", f"results/checkpoints/{EXPERIMENT}",
-                   f"results/evaluate/{EXPERIMENT}"):
+    for folder in (f"results/ci/train/{EXPERIMENT}", f"results/ci/checkpoints/{EXPERIMENT}",
+                   f"results/ci/evaluate/{EXPERIMENT}"):
         shutil.rmtree(work / folder, ignore_errors=True)
     (work / TRAIN_LOG).unlink(missing_ok=True)
 
@@ -57,8 +57,8 @@ def clean(work: Path) -> None:
 def outcome(work: Path) -> tuple[dict, float, str]:
     """The averaged weights, sacreBLEU and the decoded test set's sha256 (at `ci` scale BLEU is near 0,
     so the hypotheses themselves are compared too)."""
-    averaged = torch.load(work / f"results/train/{EXPERIMENT}/averaged.pt", map_location="cpu", weights_only=False)
-    hyp = (work / f"results/evaluate/{EXPERIMENT}/{SPLIT}.hyp").read_bytes()
+    averaged = torch.load(work / f"results/ci/train/{EXPERIMENT}/averaged.pt", map_location="cpu", weights_only=False)
+    hyp = (work / f"results/ci/evaluate/{EXPERIMENT}/{SPLIT}.hyp").read_bytes()
     return averaged["model"], json.loads((work / TARGET).read_text())["sacrebleu"]["score"], sha256(hyp).hexdigest()
 
 
@@ -104,7 +104,7 @@ def main() -> None:
             time.sleep(0.01)
         os.killpg(proc.pid, sig)
         proc.wait()
-        left = sorted(p.name for p in (work / f"results/checkpoints/{EXPERIMENT}").glob("*.pt"))
+        left = sorted(p.name for p in (work / f"results/ci/checkpoints/{EXPERIMENT}").glob("*.pt"))
         finish(work)
         resumed = re.search(r"resuming from \S+ \(step (\d+)", (work / TRAIN_LOG).read_text())
         weights, bleu, hyp = outcome(work)

@@ -1,7 +1,7 @@
 """Where a workflow run's time went: each training's updates, seconds and target tokens/s (from its
-curve.tsv), and each experiment's test BLEU, read from results/ after any run at any scale.
+curve.tsv), and each experiment's test BLEU, read from results/<scale>/ after a run at that scale.
 
-    python bench/study_times.py                    # results/ of the checkout
+    python bench/study_times.py                    # results/tiny/ of the checkout
     python bench/study_times.py --results path/to/results
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def scores(results: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--results", type=Path, default=Path("results/tiny"))
     args = parser.parse_args()
     rows = trainings(args.results)
     print(f"{'training':36} {'updates':>7} {'seconds':>8} {'tgt tok/s':>10} {'valid nll':>9}")

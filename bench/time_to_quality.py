@@ -54,7 +54,7 @@ def main() -> None:
             key, value = item.split("=", 1)
             target[key] = json.loads(value)
 
-    prepared, test = f"results/prepare/{DATASET}", f"results/prepare/{DATASET}/test/{SPLIT}"
+    prepared, test = f"results/tiny/prepare/{DATASET}", f"results/tiny/prepare/{DATASET}/test/{SPLIT}"
     sh("snakemake", "--cores", str(args.threads), f"{prepared}/stats.json", f"{test}.src.bpe")
     out = Path(args.out)
     ckpt_dir = out / "checkpoints"

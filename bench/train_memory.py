@@ -34,7 +34,7 @@ def main() -> None:
     config, _ = load("config.yaml", ["scale=tiny"])
     model = model_options(config, "transformer_base", "models.transformer_base")
     settings = {**config["scales"]["tiny"]["train"], "max_updates": args.updates}
-    out, prepared = Path(args.out).resolve(), Path(f"results/prepare/{DATASET}")
+    out, prepared = Path(args.out).resolve(), Path(f"results/tiny/prepare/{DATASET}")
     subprocess.run(["snakemake", "--cores", "1", f"{prepared}/stats.json"], check=True)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)

@@ -1,10 +1,14 @@
 """BLEU wrapper: pinned on cases small enough to count n-grams by hand."""
+import errno
+import io
 import json
 import math
+import os
 
 import pytest
 
 from nmtrepro import cli
+from nmtrepro.core import files
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.bleu import score
 
@@ -148,3 +152,23 @@ def test_cli_takes_every_reference_in_order(tmp_path):
     assert cli.main(argv) == 0
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written["references"] == 2 and written["tok_bleu"]["score"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
+def test_a_failed_write_is_one_error_line_naming_the_output_and_leaves_nothing(tmp_path, monkeypatch, capsys, code):
+    """A full disk or a read-only results/ while a command writes its output (injected: the output's
+    handle refuses every write): one line naming the file and the reason, no traceback, no partial file."""
+    for name in ("hyp", "ref"):
+        (tmp_path / name).write_text("a cat sat\n")
+
+    class Refusing(io.StringIO):
+        def write(self, text):
+            raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(files, "open", lambda path, mode="r", **kw: Refusing() if "w" in mode else open(path, mode, **kw),
+                        raising=False)
+    out = tmp_path / "results" / "test.bleu.json"
+    hyp, ref = str(tmp_path / "hyp"), str(tmp_path / "ref")
+    assert cli.main(["bleu", "--hyp", hyp, "--ref", ref, "--hyp-tok", hyp, "--ref-tok", ref, "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"nmtrepro bleu: error: {out}: {os.strerror(code)}"
+    assert list(out.parent.iterdir()) == []  # neither the output nor its temporary file

@@ -81,6 +81,19 @@ def test_bpe_splits_and_strips_back(tmp_path):
     assert strip_bpe("unfinish@@") == "unfinish"
 
 
+def test_a_training_line_too_long_to_keep_never_shapes_the_bpe_codes(tmp_path):
+    """One 2,000-word pair, dropped from training, must not be among the lines BPE learns from."""
+    for name, extra in (("clean", []), ("long", [" ".join(f"w{i % 300}" for i in range(2000))])):
+        data = tmp_path / name
+        write_lines(data / "train.src", EN * 4 + extra)
+        write_lines(data / "train.tgt", DE * 4 + extra)
+        write_lines(data / "valid.src", EN)
+        write_lines(data / "valid.tgt", DE)
+        stats = prepare.prepare(data, tmp_path / f"{name}-prep", "en", "de", bpe_merges=40, max_len=30, max_ratio=3.0)
+    assert stats["splits"]["train"]["dropped"] == {"empty": 0, "too_long": 1, "ratio": 0}
+    assert (tmp_path / "long-prep/bpe.codes").read_text() == (tmp_path / "clean-prep/bpe.codes").read_text()
+
+
 def test_keep_pair_reasons():
     assert prepare.keep_pair("a b", "c d e", max_len=5, max_ratio=2.0) is None
     assert prepare.keep_pair("", "c", max_len=5, max_ratio=2.0) == "empty"
@@ -175,9 +188,12 @@ def test_word_level_lowercased_preparation_maps_rare_words_to_unk_in_the_scored_
 
 
 def in_memory_preparation(data, merges, max_len, max_ratio, codes):
-    """Tokenization, BPE and filtering as prepare did them before it streamed: whole lists in memory."""
+    """Tokenization, BPE and filtering as prepare does them, on whole lists in memory: pairs too long in
+    words are dropped before BPE is learned, the rest filtered in pieces after."""
     src, tgt = read_lines(data / "train.src"), read_lines(data / "train.tgt")
-    src, tgt = tokenize(src, "en"), tokenize(tgt, "de")
+    words = [(s, t) for s, t in zip(tokenize(src, "en"), tokenize(tgt, "de"))
+             if prepare.keep_pair(s, t, max_len, float("inf")) is None]
+    src, tgt = [s for s, _ in words], [t for _, t in words]
     learn_bpe(src, tgt, merges, codes)
     bpe = BPE(codes)
     pairs = zip(bpe(src), bpe(tgt))

@@ -4,6 +4,7 @@ without a GPU."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,14 +40,23 @@ def test_the_gpu_scale_trains_the_central_claims_with_one_recipe_a_claim_and_npm
     assert config["scales"]["gpu"]["jobs_per_gpu"] > 1
 
 
+def test_the_gpu_scale_on_a_machine_without_a_gpu_fails_the_dry_run_unless_allowed(tmp_path):
+    """Its recipe would train on the CPU for days: the dry run says so, and `allow_cpu=true` (the
+    other tests here) runs it all the same."""
+    refused = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config", "scale=gpu"], cwd=repo_copy(tmp_path),
+                             capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert refused.returncode != 0
+    assert "this machine shows none" in refused.stdout + refused.stderr and "allow_cpu=true" in refused.stdout + refused.stderr
+
+
 def test_the_gpu_scale_dry_run_gives_trainings_and_decodes_a_slot_of_a_shared_gpu(tmp_path):
     work = repo_copy(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "all", "paper_C", "--config", "scale=gpu"],
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "all", "paper_C", "--config", "scale=gpu", "allow_cpu=true"],
                          cwd=work, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", text, re.M))
-    assert jobs["train"] == "25" and "results/train/npmt_greedy_de_en_seed3/final.pt" in text  # + NPMT's 4
+    assert jobs["train"] == "25" and "results/gpu/train/npmt_greedy_de_en_seed3/final.pt" in text  # + NPMT's 4
     trainings = re.findall(r"^Shell command: exec (.*?)nmtrepro train ", text, re.M)
     decodes = re.findall(r"^Shell command: (.*?)nmtrepro decode ", text, re.M)
     # a slot each, and the memory its kind of job needs free (NPMT's peak for a training)
@@ -59,12 +69,12 @@ def test_the_gpu_scale_runs_on_a_cpu_with_few_updates_to_its_claims_pages(tmp_pa
     Snakemake on the CPU (no GPU visible: `with-gpus` runs each job as it is, the slots still counted),
     one seed: 65 jobs, 91 s on 2 cores, where `all paper_C` over two seeds ran 124 in 166 s."""
     work = repo_copy(tmp_path)
-    pages = [f"results/report/{page}.md" for page in ("central_claims", "C_table1", "C_claims")]
+    pages = [f"results/gpu/report/{page}.md" for page in ("central_claims", "C_table1", "C_claims")]
     run = subprocess.run([sys.executable, "-m", "snakemake", *pages, "--cores", "2", "--configfile",
-                          str(FEW_UPDATES), "--config", "scale=gpu"], cwd=work, capture_output=True, text=True,
+                          str(FEW_UPDATES), "--config", "scale=gpu", "allow_cpu=true"], cwd=work, capture_output=True, text=True,
                          env={"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
     assert run.returncode == 0, run.stderr[-3000:]
-    results = work / "results"
+    results = work / "results/gpu"
     central = (results / "report/central_claims.md").read_text()
     assert "the reordering layer does not help" in central and "Protocol (scale `gpu`)" in central
     table = (results / "report/C_table1.md").read_text()

@@ -13,10 +13,10 @@ from nmtrepro.plan import parse_summary
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = """Building DAG of jobs...
 output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
-results/train/done/final.pt\tMon\ttrain\t-\t-\t-\tok\tno update
-results/train/todo/final.pt\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
-results/train/todo/curve.tsv\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
-results/downloads/wmt13_un.json\t-\tdownload\t-\t-\t-\tmissing\tupdate pending
+results/ci/train/done/final.pt\tMon\ttrain\t-\t-\t-\tok\tno update
+results/ci/train/todo/final.pt\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
+results/ci/train/todo/curve.tsv\t-\ttrain\t-\t-\t-\tmissing\tupdate pending
+results/ci/downloads/wmt13_un.json\t-\tdownload\t-\t-\t-\tmissing\tupdate pending
 """
 
 

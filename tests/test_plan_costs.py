@@ -14,13 +14,13 @@ from nmtrepro.training import memory
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = """output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan
-results/prepare/wmt14_en_de/stats.json\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
-results/prepare/wmt14_en_de/bpe.codes\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
-results/prepare/multi30k_en_de/stats.json\tMon\tprepare\t-\t-\t-\tok\tno update
-results/parse/wmt14_en_de/shards/train.2-of-32.spans\t-\tparse\t-\t-\t-\tmissing\tupdate pending
-results/parse/wmt14_en_de/shards/train.2-of-32.stats.json\t-\tparse\t-\t-\t-\tmissing\tupdate pending
-results/parse/wmt14_en_de/train.spans\t-\tgather_parse\t-\t-\t-\tmissing\tupdate pending
-results/pos/nist_zh_en/shards/test/nist03.1-of-1.pos\t-\tpos\t-\t-\t-\tmissing\tupdate pending
+results/paper/prepare/wmt14_en_de/stats.json\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
+results/paper/prepare/wmt14_en_de/bpe.codes\t-\tprepare\t-\t-\t-\tmissing\tupdate pending
+results/paper/prepare/multi30k_en_de/stats.json\tMon\tprepare\t-\t-\t-\tok\tno update
+results/paper/parse/wmt14_en_de/shards/train.2-of-32.spans\t-\tparse\t-\t-\t-\tmissing\tupdate pending
+results/paper/parse/wmt14_en_de/shards/train.2-of-32.stats.json\t-\tparse\t-\t-\t-\tmissing\tupdate pending
+results/paper/parse/wmt14_en_de/train.spans\t-\tgather_parse\t-\t-\t-\tmissing\tupdate pending
+results/paper/pos/nist_zh_en/shards/test/nist03.1-of-1.pos\t-\tpos\t-\t-\t-\tmissing\tupdate pending
 """
 
 

@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from nmtrepro.config import experiments
-from test_workflow import REPO, repo_config, workdir
+from test_workflow import repo_config, workdir
 
 
 def dry_run(tmp_path, *args: str) -> str:
     work = workdir(tmp_path, repo_config())
-    shutil.copytree(REPO / "profiles", work / "profiles")
     result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", *args], cwd=work,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -33,12 +31,13 @@ def test_profile_trains_each_paper_model_on_its_own_gpu_count(tmp_path, profile)
     """Whatever the profile, a training job claims the GPUs its model size asks for (the Transformers
     the scale's 4, under torchrun with one process each; paper C's GRU models one, without it) and
     every decode, and paper D's choice of checkpoint by dev BLEU, one of its own."""
-    out = dry_run(tmp_path, "--profile", f"profiles/{profile}", "--config", "scale=paper")
+    out = dry_run(tmp_path, "--profile", f"profiles/{profile}", "--config", "scale=paper",
+                  "local_data={ldc_zh_en: data/smoke/ldc_zh_en}")  # NIST's folder: smoke's stand-in
     trained = {name: e for name, e in experiments({**repo_config(), "scale": "paper"}).items()
                if e.same_as is None and name != "pr_token_en_de"}  # that one: a tiny-scale diagnostic's
     assert {e.model["family"] for e in trained.values() if e.resources["gpu"] == 1} == {"npmt", "gru_attention"}
     trainings = re.findall(r"^Shell command: exec nmtrepro with-gpus (\d+) -- ((?:torchrun .*?--no-python )?)"
-                           r"nmtrepro train .*--checkpoint-dir results/checkpoints/(\S+) ", out, re.M)
+                           r"nmtrepro train .*--checkpoint-dir results/paper/checkpoints/(\S+) ", out, re.M)
     assert sorted(name for _, _, name in trainings) == sorted(trained)
     for gpus, launcher, name in trainings:
         assert int(gpus) == trained[name].resources["gpu"], name

@@ -73,7 +73,7 @@ def dry_run(work, scale, *targets) -> str:
 
 def probe_tasks(text: str, experiment: str) -> list[str]:
     """The task files or download records the probe of `experiment` reads, from its shell command."""
-    command = re.search(rf"nmtrepro probe --model results/train/{experiment}/averaged\.pt .*", text).group(0)
+    command = re.search(rf"nmtrepro probe --model results/\w+/train/{experiment}/averaged\.pt .*", text).group(0)
     return re.search(r"--(?:tasks|task-downloads) (.*?)\s+--", command).group(1).split()
 
 
@@ -83,19 +83,19 @@ def test_paper_scale_probes_on_the_senteval_downloads_and_ci_on_the_ptb_stand_in
     own = r"\1    tasks: [" + ", ".join(D_TABLE7) + "]\n"
     text = re.sub(r"(  D_table7:\n    kind: probing\n)(    tasks: .*\n)?", own, paper_d.read_text())
     paper_d.write_text(text)
-    targets = ("results/probing/base_en_de.json", "results/probing/rec_en_de.json", "results/report/D_table7.md")
+    targets = ("probing/base_en_de.json", "probing/rec_en_de.json", "report/D_table7.md")
 
-    paper = dry_run(work, "paper", *targets)
+    paper = dry_run(work, "paper", *(f"results/paper/{target}" for target in targets))
     downloads = set(re.findall(r"nmtrepro download --name (senteval_\w+) ", paper))
     assert downloads == {f"senteval_{task}" for task in tasks.TASKS}
     assert "probing-data" not in paper
     # base_en_de is in paper B's Table 5 (ten tasks) and D's Table VII; rec_en_de only in D's (eight)
-    assert probe_tasks(paper, "base_en_de") == [f"results/downloads/senteval_{task}.json" for task in tasks.TASKS]
-    assert probe_tasks(paper, "rec_en_de") == [f"results/downloads/senteval_{task}.json" for task in D_TABLE7]
-    table = re.search(r"nmtrepro probing-table .*--out-md results/report/D_table7\.md.*", paper).group(0)
+    assert probe_tasks(paper, "base_en_de") == [f"results/paper/downloads/senteval_{task}.json" for task in tasks.TASKS]
+    assert probe_tasks(paper, "rec_en_de") == [f"results/paper/downloads/senteval_{task}.json" for task in D_TABLE7]
+    table = re.search(r"nmtrepro probing-table .*--out-md results/paper/report/D_table7\.md.*", paper).group(0)
     assert f"--tasks {' '.join(D_TABLE7)} --tasks-from senteval" in table
 
-    ci = dry_run(work, "ci", *targets)
+    ci = dry_run(work, "ci", *(f"results/ci/{target}" for target in targets))
     assert "nmtrepro download" not in ci and "nmtrepro probing-data" in ci
-    assert probe_tasks(ci, "base_en_de") == [f"results/probing/tasks/{task}.txt" for task in tasks.TASKS]
+    assert probe_tasks(ci, "base_en_de") == [f"results/ci/probing/tasks/{task}.txt" for task in tasks.TASKS]
     assert "--tasks-from ptb" in ci

@@ -78,6 +78,6 @@ def test_smoke_runs_the_paper_scales_study_from_its_own_data():
     assert model_options(smoke, "rec_diverse", "m")["rec_heads"] == model_options(paper, "rec_diverse", "m")["rec_heads"]
     assert model_options(smoke, "rec_diverse", "m")["d_model"] == 32  # at ci widths
     data = with_scale_data(smoke)
-    assert data["download_cache"] == "results/smoke-downloads" != with_scale_data(paper)["download_cache"]
+    assert data["download_cache"] == "results/smoke/download-cache" != with_scale_data(paper)["download_cache"]
     assert data["local_data"]["ldc_zh_en"] == "data/smoke/ldc_zh_en"
     assert smoke["scales"]["smoke"]["tasks"] == paper["scales"]["paper"]["tasks"]

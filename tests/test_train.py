@@ -261,6 +261,29 @@ def test_checkpoints_rotate_and_average(copy_corpus, tmp_path):
     assert torch.allclose(avg[key], sum(b[key] for b in blobs) / 3, atol=1e-6)
 
 
+def test_average_takes_the_window_that_ends_at_the_final_step_or_names_the_gap(copy_corpus, tmp_path, capsys):
+    """A deleted checkpoint (the natural fix for a corrupt newest one) must not shift the averaged window
+    to an earlier stretch of training: the command averages exactly the K ending at the final model's
+    step, or stops naming the gap."""
+    from nmtrepro import cli
+
+    trainer = run(copy_corpus, tmp_path / "d", max_updates=50, keep_last=3)
+    trainer.write_outputs(tmp_path / "final.pt", tmp_path / "curve.tsv")
+    found = dict(checkpoint.checkpoints(tmp_path / "d"))
+
+    def average(last: int, directory=tmp_path / "d") -> int:
+        return cli.main(["average", "--checkpoint-dir", str(directory), "--last", str(last),
+                         "--final", str(tmp_path / "final.pt"), "--out", str(tmp_path / f"avg{last}.pt")])
+
+    assert average(2) == 0 and checkpoint.load(tmp_path / "avg2.pt")["averaged"] == [str(found[40]), str(found[50])]
+    found[40].unlink()
+    assert average(2) == 2 and "needs steps [40, 50], and [40] are missing" in capsys.readouterr().err
+    assert average(1) == 0  # the final step's own
+    found[50].unlink()
+    assert average(1) == 2 and "no checkpoint of the final model's step 50" in capsys.readouterr().err
+    assert average(1, tmp_path / "nowhere") == 2 and "nowhere: no such checkpoint folder" in capsys.readouterr().err
+
+
 def test_unknown_train_setting_is_named():
     with pytest.raises(InputError, match="warmpu"):
         Settings.from_dict({"warmpu": 3})
@@ -343,8 +366,9 @@ def test_select_checkpoint_keeps_the_one_with_the_best_dev_bleu(tmp_path):
     vocab, (src, tgt) = Vocab.load(corpus_dir / "dict.src.txt"), trainer.corpus.splits["train"]
     (tmp_path / "dev.bpe").write_text("".join(vocab.decode(src[i]) + "\n" for i in range(12)))
     (tmp_path / "dev.tok").write_text("".join(vocab.decode(tgt[i]) + "\n" for i in range(12)))
-    cli.main(["select-checkpoint", "--checkpoint-dir", str(tmp_path / "ckpt"), "--last", "3",
-              "--prepared", str(corpus_dir), "--src-bpe", str(tmp_path / "dev.bpe"), "--ref-tok",
+    checkpoint.save({**untrained, "step": 250}, tmp_path / "final.pt")  # the training's end, as far as it knows
+    cli.main(["select-checkpoint", "--checkpoint-dir", str(tmp_path / "ckpt"), "--last", "3", "--final",
+              str(tmp_path / "final.pt"), "--prepared", str(corpus_dir), "--src-bpe", str(tmp_path / "dev.bpe"), "--ref-tok",
               str(tmp_path / "dev.tok"), "--beam", "2", "--scores", str(tmp_path / "scores.json"),
               "--out", str(tmp_path / "chosen.pt")])
     scores = read_json(tmp_path / "scores.json")

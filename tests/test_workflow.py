@@ -34,7 +34,8 @@ def workdir(tmp_path: Path, config: dict) -> Path:
     work = tmp_path / "wf"
     work.mkdir()
     shutil.copy(REPO / "Snakefile", work)
-    shutil.copytree(REPO / "workflow", work / "workflow")
+    for folder in ("workflow", "profiles"):
+        shutil.copytree(REPO / folder, work / folder)
     (work / "data").symlink_to(REPO / "data")
     (work / "config.yaml").write_text(yaml.safe_dump({**config, "papers": []}, sort_keys=False))
     return work
@@ -235,8 +236,8 @@ def test_experiments_with_the_same_training_train_once(tmp_path):
         resolved = experiments({**config, "scale": scale})
         assert resolved["again_en_de"].same_as == "base_en_de" and resolved["base_en_de"].same_as is None
         assert resolved["pr_en_de"].same_as is None
-    out = snakemake(workdir(tmp_path, config), "-n", "results/evaluate/again_en_de/test_2016_flickr.bleu.json",
-                    "results/analyse/speed/again_en_de.json")  # speed reads the model too
+    out = snakemake(workdir(tmp_path, config), "-n", "results/ci/evaluate/again_en_de/test_2016_flickr.bleu.json",
+                    "results/ci/analyse/speed/again_en_de.json")  # speed reads the model too
     assert out.returncode == 0, out.stderr[-3000:]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out.stdout, re.M))
     assert jobs["train"] == "1" and jobs["decode"] == "1"  # base_en_de's
@@ -335,7 +336,7 @@ def repo_copy(tmp_path: Path) -> Path:
     work.mkdir()
     for name in ("Snakefile", "config.yaml"):
         shutil.copy(REPO / name, work)
-    for folder in ("workflow", "config"):
+    for folder in ("workflow", "config", "profiles"):
         shutil.copytree(REPO / folder, work / folder)
     (work / "data").symlink_to(REPO / "data")
     return work
@@ -361,10 +362,10 @@ def test_paper_scale_fetches_stanza_models_before_parsing_and_ci_does_not(tmp_pa
 def test_only_tables_with_parser_phrase_cells_name_the_parser(tmp_path):
     out = snakemake(repo_copy(tmp_path), "-n", "-p", "paper_A")
     assert out.returncode == 0, out.stderr[-3000:]
-    tables = {m.group(1): m.group(0) for m in re.finditer(r"nmtrepro table .*--out-md results/report/(\w+)\.md.*",
+    tables = {m.group(1): m.group(0) for m in re.finditer(r"nmtrepro table .*--out-md results/ci/report/(\w+)\.md.*",
                                                           out.stdout)}
     assert {"A_table1", "A_table2"} <= tables.keys()
-    assert "--parser-stats results/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
+    assert "--parser-stats results/ci/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
     assert "--parser-stats" not in tables["A_table1"]
 
 
@@ -373,7 +374,7 @@ def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
     out = snakemake(work, "-n", "paper_B")
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr
-    assert "results/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
+    assert "results/ci/report/B_table5.md" in text and "A_table1" not in text and "D_table7" not in text
 
 
 def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_table(tmp_path):
@@ -396,8 +397,8 @@ def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_ta
     assert jobs["train"] == "21" and trained == {f"{name}{seed}" for seed in ("", "_seed2", "_seed3") for name in (
         "base_en_de", "pr_en_de", "fusing_en_de", "biarn_en_de", "hao_base_en_de_continued", "ll_greedy_de_en",
         "ll_reorder_greedy_de_en")}
-    assert "results/report/central_claims.md" in texts[False] and "A_table1" not in texts[False]
-    assert "results/report/A_table1.md" in texts[True] and "results/train/npmt" not in texts[True]
+    assert "results/tiny/report/central_claims.md" in texts[False] and "A_table1" not in texts[False]
+    assert "results/tiny/report/A_table1.md" in texts[True] and "results/tiny/train/npmt" not in texts[True]
 
 
 def test_smoke_leaves_out_the_heads_sweep_that_paper_scale_builds():
@@ -424,8 +425,9 @@ def test_a_diagnostic_table_is_built_by_its_own_target_at_its_scales_only(tmp_pa
         out = snakemake(work, "-n", target)
         assert out.returncode == 0, out.stderr[-3000:]
         texts[target] = out.stdout + out.stderr
-    assert "results/report/A_tiny_gap.md" in texts["diagnostics_A"] and "pr_token_en_de" in texts["diagnostics_A"]
-    assert "A_tiny_gap" not in texts["paper_A"] and "pr_token_en_de" not in texts["paper_A"]
+    assert "results/ci/report/A_tiny_gap.md" in texts["diagnostics_A"] and "pr_token_en_de" in texts["diagnostics_A"]
+    # paper_A's own jobs only (the default profile prints shell commands, and A_table2's note names the table)
+    assert "report/A_tiny_gap" not in texts["paper_A"] and "train/pr_token_en_de" not in texts["paper_A"]
 
 
 def test_an_unknown_model_name_is_named():
@@ -510,7 +512,7 @@ def test_an_edited_data_file_is_fetched_again(tmp_path):
             shutil.copytree(entry, work / "data" / entry.name)
         else:
             (work / "data" / entry.name).symlink_to(entry)
-    target = "results/data/multi30k_en_de/manifest.json"
+    target = "results/ci/data/multi30k_en_de/manifest.json"
     assert snakemake(work, target).returncode == 0
     assert "Nothing to be done" in snakemake(work, "-n", target).stdout
     time.sleep(0.05)
@@ -527,7 +529,7 @@ def test_a_parser_phrase_system_runs_in_head_similarity_probing_and_contrastive(
     assert out.returncode == 0, out.stderr[-3000:]
     commands = [line for line in out.stdout.splitlines() if "parse_en_de" in line and "nmtrepro" in line]
     heads = next(c for c in commands if "head-similarity" in c)  # the test set's spans from the parse stage
-    assert "--spans results/parse/multi30k_en_de/test/test_2016_flickr.spans" in heads
+    assert "--spans results/ci/parse/multi30k_en_de/test/test_2016_flickr.spans" in heads
     for command in ("nmtrepro probe", "nmtrepro contrastive"):  # their sentences are parsed on the fly
         assert "--parse-backend" in next(c for c in commands if command in c)
 
@@ -540,11 +542,53 @@ def test_bad_config_fails_the_dry_run_naming_the_key(tmp_path):
     assert "scales.ci.train.lr: 'fast' is not of type 'number'" in result.stdout + result.stderr
 
 
+def test_config_values_given_on_the_command_line_are_typed_by_the_schema(tmp_path):
+    """Snakemake reads a nested --config entry's values as strings: the schema's numbers and booleans
+    are read from them, as docs/paper-scale.md's `max_tokens` override needs."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "results/ci/train/base_en_de/final.pt",
+                          "--config", "scale=ci", "scales={ci: {train: {max_updates: 40, max_tokens: 8192}}}",
+                          "offline=true"], cwd=workdir(tmp_path, repo_config()), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert '"max_updates": 40,' in out.stdout and '"max_tokens": 8192,' in out.stdout
+
+
+def test_what_only_a_user_provides_fails_the_dry_run_of_the_target_that_needs_it(tmp_path):
+    """A paper-scale target needing NIST's licensed folder, or offline a download not in the cache,
+    fails `snakemake -n` naming the key to set; a target needing neither runs."""
+    work = repo_copy(tmp_path)
+
+    def dry(*args) -> tuple[int, str]:
+        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", *args], cwd=work, capture_output=True, text=True)
+        return out.returncode, out.stdout + out.stderr
+
+    code, text = dry("paper_D", "--config", "scale=paper")
+    assert code != 0 and "set local_data: {ldc_zh_en: /path/to/folder}" in text
+    code, text = dry("paper_C", "--config", "scale=paper", "offline=true", f"download_cache={tmp_path}/cache")
+    assert code != 0 and "config offline: true) and not in the cache" in text and "iwslt14_de_en" in text
+    assert dry("paper_A", "--config", "scale=paper")[0] == 0, "paper A reads neither"
+
+
+def finished_run_of(work: Path, scale: str) -> dict[Path, bytes]:
+    """Stand-ins for a finished run of `scale` in `work`: a file (its own path as its bytes) at every
+    output the scale's default target lists (`snakemake --summary`), by path."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--summary", "--nolock", "--config", f"scale={scale}"],
+                         cwd=work, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    files = {}
+    for line in out.stdout[out.stdout.index("output_file\t"):].splitlines()[1:]:
+        path = work / line.split("\t")[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(files.setdefault(path, f"{scale} run: {path.name}".encode()))
+    return files
+
+
 def test_ci_workflow_end_to_end_with_report(tmp_path):
     work = repo_copy(tmp_path)  # the paper files as they are: each paper's target and claims page
+    tiny = finished_run_of(work, "tiny")  # a finished default run beside it: the ci run leaves it as it was
     run = snakemake(work)
     assert run.returncode == 0, run.stderr[-3000:]
-    results = work / "results"
+    assert len(tiny) > 200 and {path: path.read_bytes() for path in tiny} == tiny
+    results = work / "results/ci"
     for exp_name, lang in (("base_en_de", "de"), ("base_en_fr", "fr")):
         bleu = json.loads((results / f"evaluate/{exp_name}/test_2016_flickr.bleu.json").read_text())
         assert bleu["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
@@ -628,25 +672,31 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
 
 
 def test_killed_training_resumes_from_its_last_checkpoint(tmp_path):
+    """SIGKILL of Snakemake and its job (a machine's crash, an OOM killer) leaves Snakemake's lock and
+    the job's output marked incomplete: `--unlock`, then the plain rerun README gives resumes (the
+    default profile's rerun-incomplete in force)."""
     config = repo_config()
     config["scales"]["ci"]["train"].update(max_updates=400, save_every=5, keep_last=2)
     work = workdir(tmp_path, config)
-    target = "results/train/base_en_de/final.pt"
-    checkpoints = work / "results/checkpoints/base_en_de"
+    target = "results/ci/train/base_en_de/final.pt"
+    checkpoints = work / "results/ci/checkpoints/base_en_de"
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2", target, "--config", "scale=ci"],
                             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     while not any(checkpoints.glob("*.pt")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert proc.poll() is None, "training finished before it could be killed"
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake stops its jobs
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=120)
     assert not (work / target).exists()
     assert any(checkpoints.glob("*.pt")), "the killed job's checkpoints must survive"
 
+    locked = snakemake(work, target)
+    assert locked.returncode != 0 and "--unlock" in locked.stderr
+    assert snakemake(work, "--unlock").returncode == 0
     rerun = snakemake(work, target)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    log = (work / "results/logs/train/base_en_de.log").read_text()
+    log = (work / "results/ci/logs/train/base_en_de.log").read_text()
     assert "resuming from" in log and "starting from scratch" not in log
     assert (work / target).is_file()
 
@@ -655,11 +705,11 @@ def test_nist_sets_are_scored_and_shown_against_all_four_references(tmp_path):
     """Paper D's NIST sets name four references (config `refs`); at smoke scale the stand-in folder has
     them: each further one is prepared by its own job, and BLEU, Fig. 6 and the choice of the checkpoint
     by dev BLEU (NIST06) read all four, in order."""
-    target = ["results/evaluate/base_zh_en_nist03/nist03.bleu.json", "results/report/D_figure6.md"]
+    target = ["results/smoke/evaluate/base_zh_en_nist03/nist03.bleu.json", "results/smoke/report/D_figure6.md"]
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", *target, "--config", "scale=smoke"],
                          cwd=repo_copy(tmp_path), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    prefix = "results/prepare/nist_zh_en/test/nist03"
+    prefix = "results/smoke/prepare/nist_zh_en/test/nist03"
     refs = [f"{prefix}.ref", f"{prefix}.ref1", f"{prefix}.ref2", f"{prefix}.ref3"]
     bleu = next(line for line in out.stdout.splitlines() if "nmtrepro bleu" in line)
     assert re.findall(r"--ref (\S+)", bleu) == refs

@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"nmtrepro {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a full disk, a read-only results/: the path and the reason, not a traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"nmtrepro {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -25,7 +25,7 @@ PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
-# them per dataset part, as results/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
+# them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
 # A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
 # AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
@@ -129,10 +129,39 @@ def _with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": properties})
 
 
+def _type_strings(config: dict, errors) -> bool:
+    """Read as YAML each string the schema refuses where the YAML is a number or a boolean: Snakemake
+    parses a nested `--config` entry (`scales={paper: {train: {max_tokens: 8192}}}`) with YAML's base
+    loader, so every value in it arrives as a string. Returns whether any value changed."""
+    changed = False
+    pending = list(errors)
+    while pending:
+        error = pending.pop()
+        pending.extend(error.context or [])
+        path = list(error.absolute_path)
+        if not path or not isinstance(error.instance, str):
+            continue
+        try:
+            value = yaml.safe_load(error.instance)
+        except yaml.YAMLError:
+            continue
+        if isinstance(value, (bool, int, float)):
+            parent = config
+            for key in path[:-1]:
+                parent = parent[key]
+            if parent[path[-1]] == error.instance:
+                parent[path[-1]] = value
+                changed = True
+    return changed
+
+
 def validate(config: dict, schema_path: str | Path) -> None:
-    """Check `config` against the JSON schema, filling defaults; one line per error, each naming its key."""
+    """Check `config` against the JSON schema, filling defaults and typing command-line strings (above);
+    one line per error, each naming its key."""
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
+    while _type_strings(config, validator.iter_errors(config)):
+        pass
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         lines = [f"  {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]

@@ -42,10 +42,10 @@ from .data.download import load_manifest
 from .data.shards import shard_range
 from .models.size import spec_parameter_counts
 
-TRAIN_OUTPUT = re.compile(r"^results/train/(?P<experiment>[^/]+)/final\.pt$")
-DOWNLOAD_OUTPUT = re.compile(r"^results/downloads/(?P<resource>[^/]+)\.json$")
+TRAIN_OUTPUT = re.compile(r"^results/[^/]+/train/(?P<experiment>[^/]+)/final\.pt$")
+DOWNLOAD_OUTPUT = re.compile(r"^results/[^/]+/downloads/(?P<resource>[^/]+)\.json$")
 # One output per preprocessing job: prepare's stats, each parse or pos shard's annotations.
-PREPROCESS_OUTPUT = re.compile(r"^results/(?:(?P<prepare>prepare)/(?P<dataset>[^/]+)/stats\.json"
+PREPROCESS_OUTPUT = re.compile(r"^results/[^/]+/(?:(?P<prepare>prepare)/(?P<dataset>[^/]+)/stats\.json"
                                r"|(?P<stage>parse|pos)/(?P<annotated>[^/]+)/shards/(?P<part>.+)\.(?P<shard>\d+)"
                                r"-of-(?P<shards>\d+)\.(?:spans|pos))$")
 WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments

@@ -1,8 +1,8 @@
 # Analyses beyond corpus BLEU (config `analyses`), one rule file per kind under analyses/: each
-# measures per experiment under results/analyse/ and renders its paper figure or table under
-# results/report/<analysis>.*. A kind's file registers the report files it renders in ANALYSIS_OUTPUTS.
+# measures per experiment under results/<scale>/analyse/ and renders its paper figure or table under
+# results/<scale>/report/<analysis>.*. A kind's file registers the report files it renders in ANALYSIS_OUTPUTS.
 ANALYSES = analyses_at_scale(config)  # the analyses built at this scale (an analysis' `scales`)
-ANALYSIS_OUTPUTS = {}  # kind -> extensions of results/report/<analysis>.<ext>
+ANALYSIS_OUTPUTS = {}  # kind -> extensions of results/<scale>/report/<analysis>.<ext>
 FIGURE, TABLE = ["png", "svg"], ["md", "html", "tex"]
 
 
@@ -65,8 +65,8 @@ def report_outputs(category, caption, extensions):
     """The report files of an analysis: a figure's PNG and a table's HTML go into the Snakemake report."""
     labels = {"analysis": "{analysis}"}
     shown = {"png": {**labels, "kind": "figure"}, "html": {**labels, "kind": "table"}}
-    return {ext: report(f"results/report/{{analysis}}.{ext}", caption=caption, category=category, labels=shown[ext])
-            if ext in shown else f"results/report/{{analysis}}.{ext}" for ext in extensions}
+    return {ext: report(results(f"report/{{analysis}}.{ext}"), caption=caption, category=category, labels=shown[ext])
+            if ext in shown else results(f"report/{{analysis}}.{ext}") for ext in extensions}
 
 
 for _rules in ANALYSIS_RULES:

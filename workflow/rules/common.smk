@@ -8,6 +8,7 @@ from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_a
                              check_paper_cells, dataset_files, experiments, merge_papers, model_options, protocol_note,
                              replicates, seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
 from nmtrepro.core.files import InputError
+from nmtrepro.data.datasets import check_user_data
 from nmtrepro.core.gpus import count_visible
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
@@ -24,6 +25,21 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+# Every file a run writes lives under results/<scale>/: a `ci` check or a `gpu` run beside the default
+# `tiny` one never touches the other's models, evaluations or report.
+RESULTS = f"results/{config['scale']}"
+
+
+def results(path):
+    """`path` (a pattern, wildcards kept) inside this scale's results tree."""
+    return f"{RESULTS}/{path}"
+
+
+if SCALE["needs_gpu"] and not config["allow_cpu"] and not count_visible():
+    raise WorkflowError(f"scale={config['scale']} is sized for a GPU, and this machine shows none (nvidia-smi, "
+                        "CUDA_VISIBLE_DEVICES): its recipe would train on the CPU for days. On a CPU run scale=tiny; "
+                        "to run it here all the same, add allow_cpu=true after --config.")
+
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (train.smk, evaluate.smk).
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
@@ -94,14 +110,14 @@ def prepare_options(wildcards):
 
 
 def prepared(wildcards):
-    return expand("results/prepare/{dataset}/{file}", dataset=exp(wildcards).dataset, file=PREPARED)
+    return expand(results("prepare/{dataset}/{file}"), dataset=exp(wildcards).dataset, file=PREPARED)
 
 
 def annotation_files(wildcards, parts):
     """The source annotations of dataset `parts` that the experiment's model reads (the parse stage's
     .spans, the pos stage's .pos), else nothing."""
     e = exp(wildcards)
-    return [f"results/{stage}/{e.dataset}/{part}.{name}" for name, stage in e.annotations.items() for part in parts]
+    return [results(f"{stage}/{e.dataset}/{part}.{name}") for name, stage in e.annotations.items() for part in parts]
 
 
 def annotation_args(wildcards, input):
@@ -112,14 +128,14 @@ def annotation_args(wildcards, input):
 def annotation_dirs(wildcards):
     """`--spans-dir DIR --pos-dir DIR`: the folders of the train/valid annotations the model reads."""
     e = exp(wildcards)
-    return shlex.join(a for name, stage in e.annotations.items() for a in (f"--{name}-dir", f"results/{stage}/{e.dataset}"))
+    return shlex.join(a for name, stage in e.annotations.items() for a in (f"--{name}-dir", results(f"{stage}/{e.dataset}")))
 
 
 # The parse stage's parser and the pos stage's English tagger at this scale, and where stanza's English
 # models live (rule stanza_models).
 PARSE_BACKEND = SCALE["parse_backend"]
 STANZA_DIR = f"{config['download_cache']}/stanza"
-STANZA_RECORD = "results/downloads/stanza-models.json"
+STANZA_RECORD = results("downloads/stanza-models.json")
 
 
 def stanza_record(wildcards):
@@ -141,7 +157,7 @@ def parser_inputs(wildcards):
 
 
 def test_files(wildcards, kind):
-    return f"results/prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}"
+    return results(f"prepare/{exp(wildcards).dataset}/test/{wildcards.split}.{kind}")
 
 
 def reference_files(dataset, split, kind):
@@ -149,7 +165,7 @@ def reference_files(dataset, split, kind):
     `tgt` first (rule prepare_test), then one per entry of its `refs` (rule prepare_ref: .ref1, .ref1.tok, ...)."""
     extra = len(config["datasets"][dataset]["splits"].get(split, {}).get("refs", []))
     names = [kind] + [kind.replace("ref", f"ref{k}", 1) for k in range(1, extra + 1)]
-    return [f"results/prepare/{dataset}/test/{split}.{name}" for name in names]
+    return [results(f"prepare/{dataset}/test/{split}.{name}") for name in names]
 
 
 def test_refs(experiment, kind):
@@ -161,19 +177,19 @@ def test_refs(experiment, kind):
 
 def evaluated(experiment, ext):
     """An experiment's evaluate-stage file of its test set (`hyp`, `hyp.tok`, `bleu.json`, ...)."""
-    return f"results/evaluate/{experiment}/{EXPERIMENTS[experiment].test}.{ext}"
+    return results(f"evaluate/{experiment}/{EXPERIMENTS[experiment].test}.{ext}")
 
 
 def test_input(experiment, kind):
     """An experiment's prepared test file (`src.bpe`, `ref`, `ref.tok`, ...)."""
     e = EXPERIMENTS[experiment]
-    return f"results/prepare/{e.dataset}/test/{e.test}.{kind}"
+    return results(f"prepare/{e.dataset}/test/{e.test}.{kind}")
 
 
 def significance_file(experiment, baseline):
     """The paired bootstrap of an experiment against a baseline, pooled over the seeds both train (rule
     significance)."""
-    return f"results/analyse/significance/{experiment}.vs.{baseline}.json"
+    return results(f"analyse/significance/{experiment}.vs.{baseline}.json")
 
 
 def protocol(names):
@@ -196,11 +212,19 @@ def download_options():
 
 
 def data_files(wildcards):
-    """The repository and local_data files a dataset reads: editing one fetches the dataset again."""
+    """The repository and local_data files a dataset reads: editing one fetches the dataset again. What
+    only the user can provide (a licensed folder; offline, the downloads) fails the dry run of a target
+    that needs the dataset, naming the key to set; a summary (`nmtrepro plan`) runs nothing, so it
+    prices a scale whose data are not there yet."""
+    if workflow.executor_plugin is not None:
+        try:
+            check_user_data(config, wildcards.dataset, Path(workflow.basedir, SCALE["downloads"]))
+        except InputError as err:
+            raise WorkflowError(str(err)) from None
     return [str(path) for path in dataset_files(config, wildcards.dataset, ".")]
 
 
 def download_records(wildcards):
     """A download dataset's fetched resources, one `download` job each."""
     names = config["datasets"][wildcards.dataset].get("downloads", [])
-    return expand("results/downloads/{resource}.json", resource=names)
+    return expand(results("downloads/{resource}.json"), resource=names)

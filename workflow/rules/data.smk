@@ -1,9 +1,9 @@
 # One manifest entry into the shared cache: resumed after a cut, checked against its checksum.
 rule download:
     output:
-        "results/downloads/{resource}.json",
+        results("downloads/{resource}.json"),
     log:
-        "results/logs/downloads/{resource}.log",
+        results("logs/downloads/{resource}.log"),
     params:
         options=download_options(),
     retries: 3
@@ -16,9 +16,9 @@ rule fetch:
         download_records,
         data_files,
     output:
-        "results/data/{dataset}/manifest.json",
+        results("data/{dataset}/manifest.json"),
     log:
-        "results/logs/data/{dataset}.log",
+        results("logs/data/{dataset}.log"),
     params:
         spec=lambda w: json.dumps(config["datasets"][w.dataset]),
         out_dir=subpath(output[0], parent=True),

@@ -1,16 +1,16 @@
 rule decode:
     input:
-        model="results/train/{experiment}/averaged.pt",
+        model=results("train/{experiment}/averaged.pt"),
         src=lambda w: test_files(w, "src.bpe"),
         annotations=lambda w: annotation_files(w, [f"test/{w.split}"]),
     output:
-        hyp="results/evaluate/{experiment}/{split}.hyp",
-        tok="results/evaluate/{experiment}/{split}.hyp.tok",
-        stats="results/evaluate/{experiment}/{split}.decode.json",
+        hyp=results("evaluate/{experiment}/{split}.hyp"),
+        tok=results("evaluate/{experiment}/{split}.hyp.tok"),
+        stats=results("evaluate/{experiment}/{split}.decode.json"),
     log:
-        "results/logs/evaluate/{experiment}.{split}.decode.log",
+        results("logs/evaluate/{experiment}.{split}.decode.log"),
     params:
-        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         tgt=lambda w: exp(w).tgt_lang,
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
@@ -35,13 +35,13 @@ ruleorder: shared_decode > decode
 
 rule shared_decode:
     input:
-        hyp=of_shared("results/evaluate/{experiment}/{split}.hyp"),
-        tok=of_shared("results/evaluate/{experiment}/{split}.hyp.tok"),
-        stats=of_shared("results/evaluate/{experiment}/{split}.decode.json"),
+        hyp=of_shared(results("evaluate/{experiment}/{split}.hyp")),
+        tok=of_shared(results("evaluate/{experiment}/{split}.hyp.tok")),
+        stats=of_shared(results("evaluate/{experiment}/{split}.decode.json")),
     output:
-        hyp="results/evaluate/{experiment}/{split}.hyp",
-        tok="results/evaluate/{experiment}/{split}.hyp.tok",
-        stats="results/evaluate/{experiment}/{split}.decode.json",
+        hyp=results("evaluate/{experiment}/{split}.hyp"),
+        tok=results("evaluate/{experiment}/{split}.hyp.tok"),
+        stats=results("evaluate/{experiment}/{split}.decode.json"),
     wildcard_constraints:
         experiment="|".join(SHARED_DECODES) or "^$",
     params:
@@ -52,14 +52,14 @@ rule shared_decode:
 
 rule bleu:
     input:
-        hyp="results/evaluate/{experiment}/{split}.hyp",
-        tok="results/evaluate/{experiment}/{split}.hyp.tok",
+        hyp=results("evaluate/{experiment}/{split}.hyp"),
+        tok=results("evaluate/{experiment}/{split}.hyp.tok"),
         ref=lambda w: reference_files(exp(w).dataset, w.split, "ref"),
         ref_tok=lambda w: reference_files(exp(w).dataset, w.split, "ref.tok"),
     output:
-        "results/evaluate/{experiment}/{split}.bleu.json",
+        results("evaluate/{experiment}/{split}.bleu.json"),
     log:
-        "results/logs/evaluate/{experiment}.{split}.bleu.log",
+        results("logs/evaluate/{experiment}.{split}.bleu.log"),
     params:
         refs=lambda w, input: shlex.join(a for ref, tok in zip(input.ref, input.ref_tok)
                                          for a in ("--ref", ref, "--ref-tok", tok)),
@@ -100,9 +100,9 @@ rule significance:
         ref=lambda w: test_refs(w.experiment, "ref"),          # every reference (NIST: four)
         ref_tok=lambda w: test_refs(w.experiment, "ref.tok"),
     output:
-        "results/analyse/significance/{experiment}.vs.{baseline}.json",
+        results("analyse/significance/{experiment}.vs.{baseline}.json"),
     log:
-        "results/logs/analyse/significance.{experiment}.vs.{baseline}.log",
+        results("logs/analyse/significance.{experiment}.vs.{baseline}.log"),
     wildcard_constraints:
         baseline="|".join(EXPERIMENTS) or "^$",
     params:

@@ -2,7 +2,7 @@ rule stanza_models:
     output:
         STANZA_RECORD,
     log:
-        "results/logs/downloads/stanza-models.log",
+        results("logs/downloads/stanza-models.log"),
     params:
         dir=STANZA_DIR,
         offline="--offline" if config["offline"] else "",
@@ -25,19 +25,19 @@ def shard_files(stage, ext):
     """Input function of a gather rule: the stage's shard files of the part, in line order."""
     def files(wildcards):
         n = shard_count(wildcards.part)
-        return [f"results/{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}" for k in range(1, n + 1)]
+        return [results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)]
     return files
 
 
 rule parse:
     input:
-        bpe="results/prepare/{dataset}/{part}.src.bpe",
+        bpe=results("prepare/{dataset}/{part}.src.bpe"),
         stanza=stanza_record,
     output:
-        spans=temp("results/parse/{dataset}/shards/{part}.{shard}-of-{shards}.spans"),
-        stats=temp("results/parse/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json"),
+        spans=temp(results("parse/{dataset}/shards/{part}.{shard}-of-{shards}.spans")),
+        stats=temp(results("parse/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json")),
     log:
-        "results/logs/parse/{dataset}/{part}.{shard}-of-{shards}.log",
+        results("logs/parse/{dataset}/{part}.{shard}-of-{shards}.log"),
     params:
         opts=config["parse"],
         backend=PARSE_BACKEND,
@@ -65,10 +65,10 @@ rule gather_parse:
         spans=shard_files("parse", "spans"),
         stats=shard_files("parse", "stats.json"),
     output:
-        spans="results/parse/{dataset}/{part}.spans",
-        stats="results/parse/{dataset}/{part}.stats.json",
+        spans=results("parse/{dataset}/{part}.spans"),
+        stats=results("parse/{dataset}/{part}.stats.json"),
     log:
-        "results/logs/parse/{dataset}/{part}.log",
+        results("logs/parse/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
     shell:

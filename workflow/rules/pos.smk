@@ -5,13 +5,13 @@
 
 rule pos:
     input:
-        bpe="results/prepare/{dataset}/{part}.src.bpe",
+        bpe=results("prepare/{dataset}/{part}.src.bpe"),
         stanza=lambda w: stanza_record(w) if config["datasets"][w.dataset]["src"] == "en" else [],
     output:
-        pos=temp("results/pos/{dataset}/shards/{part}.{shard}-of-{shards}.pos"),
-        stats=temp("results/pos/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json"),
+        pos=temp(results("pos/{dataset}/shards/{part}.{shard}-of-{shards}.pos")),
+        stats=temp(results("pos/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json")),
     log:
-        "results/logs/pos/{dataset}/{part}.{shard}-of-{shards}.log",
+        results("logs/pos/{dataset}/{part}.{shard}-of-{shards}.log"),
     params:
         opts=config["parse"],
         lang=lambda w: config["datasets"][w.dataset]["src"],
@@ -40,10 +40,10 @@ rule gather_pos:
         pos=shard_files("pos", "pos"),
         stats=shard_files("pos", "stats.json"),
     output:
-        pos="results/pos/{dataset}/{part}.pos",
-        stats="results/pos/{dataset}/{part}.stats.json",
+        pos=results("pos/{dataset}/{part}.pos"),
+        stats=results("pos/{dataset}/{part}.stats.json"),
     log:
-        "results/logs/pos/{dataset}/{part}.log",
+        results("logs/pos/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
     shell:

@@ -5,11 +5,11 @@ PREPROCESS = SCALE["preprocess"]
 
 rule prepare:
     input:
-        "results/data/{dataset}/manifest.json",
+        results("data/{dataset}/manifest.json"),
     output:
-        [f"results/prepare/{{dataset}}/{name}" for name in PREPARED],
+        [results(f"prepare/{{dataset}}/{name}") for name in PREPARED],
     log:
-        "results/logs/prepare/{dataset}.log",
+        results("logs/prepare/{dataset}.log"),
     params:
         data_dir=subpath(input[0], parent=True),
         out_dir=subpath(output[0], parent=True),
@@ -34,45 +34,47 @@ rule prepare:
 
 rule prepare_test:
     input:
-        codes="results/prepare/{dataset}/bpe.codes",
-        stats="results/prepare/{dataset}/stats.json",
-        manifest="results/data/{dataset}/manifest.json",
+        codes=results("prepare/{dataset}/bpe.codes"),
+        stats=results("prepare/{dataset}/stats.json"),
+        manifest=results("data/{dataset}/manifest.json"),
     output:
-        src_bpe="results/prepare/{dataset}/test/{split}.src.bpe",
-        src="results/prepare/{dataset}/test/{split}.src",
-        ref="results/prepare/{dataset}/test/{split}.ref",
-        ref_tok="results/prepare/{dataset}/test/{split}.ref.tok",
+        src_bpe=results("prepare/{dataset}/test/{split}.src.bpe"),
+        src=results("prepare/{dataset}/test/{split}.src"),
+        ref=results("prepare/{dataset}/test/{split}.ref"),
+        ref_tok=results("prepare/{dataset}/test/{split}.ref.tok"),
     log:
-        "results/logs/prepare/{dataset}.{split}.log",
+        results("logs/prepare/{dataset}.{split}.log"),
     params:
         prepared=subpath(input.codes, parent=True),
         data_dir=subpath(input.manifest, parent=True),
+        out_prefix=lambda w: results(f"prepare/{w.dataset}/test/{w.split}"),
         src=lambda w: config["datasets"][w.dataset]["src"],
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
     shell:
         "nmtrepro prepare-test --prepared {params.prepared} --data-dir {params.data_dir} "
         "--split {wildcards.split} --src-lang {params.src} --tgt-lang {params.tgt} "
-        "--out-prefix results/prepare/{wildcards.dataset}/test/{wildcards.split} 2> {log}"
+        "--out-prefix {params.out_prefix} 2> {log}"
 
 
 # A test split's further references (config `refs`: NIST's ref1..ref3), one job each, prepared as the
 # first (common.smk `reference_files` lists them all).
 rule prepare_ref:
     input:
-        stats="results/prepare/{dataset}/stats.json",
-        manifest="results/data/{dataset}/manifest.json",
+        stats=results("prepare/{dataset}/stats.json"),
+        manifest=results("data/{dataset}/manifest.json"),
     output:
-        ref="results/prepare/{dataset}/test/{split}.ref{k}",
-        ref_tok="results/prepare/{dataset}/test/{split}.ref{k}.tok",
+        ref=results("prepare/{dataset}/test/{split}.ref{k}"),
+        ref_tok=results("prepare/{dataset}/test/{split}.ref{k}.tok"),
     log:
-        "results/logs/prepare/{dataset}.{split}.ref{k}.log",
+        results("logs/prepare/{dataset}.{split}.ref{k}.log"),
     wildcard_constraints:
         k="[1-9][0-9]*",
     params:
         prepared=subpath(input.stats, parent=True),
         data_dir=subpath(input.manifest, parent=True),
+        out_prefix=lambda w: results(f"prepare/{w.dataset}/test/{w.split}"),
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
     shell:
         "nmtrepro prepare-ref --prepared {params.prepared} --data-dir {params.data_dir} --split {wildcards.split} "
         "--ref {wildcards.k} --tgt-lang {params.tgt} "
-        "--out-prefix results/prepare/{wildcards.dataset}/test/{wildcards.split} 2> {log}"
+        "--out-prefix {params.out_prefix} 2> {log}"

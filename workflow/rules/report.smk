@@ -34,7 +34,7 @@ def table_stage_stats(stage):
         for cell in TABLES[wildcards.table]["cells"]:
             e = EXPERIMENTS[cell["experiment"]]
             if stage in e.annotations.values():
-                found += [f"results/{stage}/{e.dataset}/{part}.stats.json" for part in ("train", f"test/{e.test}")]
+                found += [results(f"{stage}/{e.dataset}/{part}.stats.json") for part in ("train", f"test/{e.test}")]
         return sorted(set(found))
     return files
 
@@ -47,16 +47,16 @@ rule table:
         parser_stats=table_stage_stats("parse"),
         pos_stats=table_stage_stats("pos"),
     output:
-        md="results/report/{table}.md",
+        md=results("report/{table}.md"),
         html=report(
-            "results/report/{table}.html",
+            results("report/{table}.html"),
             caption="../report/table.rst",
             category="Tables",
             labels={"table": "{table}"},
         ),
-        tex="results/report/{table}.tex",
+        tex=results("report/{table}.tex"),
     log:
-        "results/logs/report/{table}.log",
+        results("logs/report/{table}.log"),
     params:
         title=lambda w: f"{TABLES[w.table]['title']} (scale {config['scale']})",
         metric=lambda w: TABLES[w.table]["metric"],
@@ -97,11 +97,11 @@ CURVES = {"training_curves": replicates_of(
 
 rule plot_curves:
     input:
-        lambda w: expand("results/train/{experiment}/curve.tsv", experiment=CURVES[w.curves]),
+        lambda w: expand(results("train/{experiment}/curve.tsv"), experiment=CURVES[w.curves]),
     output:
-        report("results/report/{curves}.png", caption="../report/curves.rst", category="Training"),
+        report(results("report/{curves}.png"), caption="../report/curves.rst", category="Training"),
     log:
-        "results/logs/report/{curves}.log",
+        results("logs/report/{curves}.log"),
     wildcard_constraints:
         curves="|".join(CURVES),
     params:
@@ -144,11 +144,11 @@ rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
     output:
-        md="results/report/{page}.md",
-        html=report("results/report/{page}.html", caption="../report/claims.rst", category="Claims",
+        md=results("report/{page}.md"),
+        html=report(results("report/{page}.html"), caption="../report/claims.rst", category="Claims",
                     labels={"page": "{page}"}),
     log:
-        "results/logs/report/{page}.log",
+        results("logs/report/{page}.log"),
     wildcard_constraints:
         page="|".join(CLAIMS_PAGES) or "^$",
     params:
@@ -166,10 +166,10 @@ rule claims:
 def report_files(tables, analyses, papers=()):
     """The report files of these tables and analyses (an analysis' kind says which it renders) and the
     claims pages of these papers (those with claims)."""
-    files = expand("results/report/{table}.{ext}", table=tables, ext=TABLE)
-    files += [f"results/report/{paper}_claims.{ext}" for paper in papers if PAPERS[paper]["claims"]
+    files = expand(results("report/{table}.{ext}"), table=tables, ext=TABLE)
+    files += [results(f"report/{paper}_claims.{ext}") for paper in papers if PAPERS[paper]["claims"]
               for ext in ("md", "html")]
-    return files + [f"results/report/{name}.{ext}" for name in analyses
+    return files + [results(f"report/{name}.{ext}") for name in analyses
                     for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
 
 
@@ -182,13 +182,13 @@ def central_outputs():
     """The central study: the central claims page, the tables and analyses its models fill, their curves."""
     if not CENTRAL["claims"]:
         return []
-    return (expand("results/report/{page}.{ext}", page="central_claims", ext=("md", "html"))
-            + report_files(CENTRAL["tables"], CENTRAL["analyses"]) + ["results/report/central_training_curves.png"])
+    return (expand(results("report/{page}.{ext}"), page="central_claims", ext=("md", "html"))
+            + report_files(CENTRAL["tables"], CENTRAL["analyses"]) + [results("report/central_training_curves.png")])
 
 
 def all_outputs():
     """Every table, analysis and claims page at this scale, and the central study."""
-    return (report_files(paper_tables(TABLES), ANALYSES, PAPERS) + ["results/report/training_curves.png"]
+    return (report_files(paper_tables(TABLES), ANALYSES, PAPERS) + [results("report/training_curves.png")]
             + central_outputs())
 
 

@@ -51,17 +51,17 @@ rule train:
     input:
         data=prepared,
         annotations=lambda w: annotation_files(w, ["train", "valid"]),
-        init=lambda w: [f"results/train/{exp(w).init}/averaged.pt"] if exp(w).init else [],
+        init=lambda w: [results(f"train/{exp(w).init}/averaged.pt")] if exp(w).init else [],
     output:
-        model="results/train/{experiment}/final.pt",
-        curve="results/train/{experiment}/curve.tsv",
+        model=results("train/{experiment}/final.pt"),
+        curve=results("train/{experiment}/curve.tsv"),
     log:
-        "results/logs/train/{experiment}.log",
+        results("logs/train/{experiment}.log"),
     params:
-        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         model=lambda w: json.dumps(exp(w).model),
         settings=lambda w: json.dumps(exp(w).train),
-        checkpoint_dir="results/checkpoints/{experiment}",
+        checkpoint_dir=results("checkpoints/{experiment}"),
         launcher=train_launcher,
         annotations=annotation_dirs,
         init=lambda w, input: f"--init {input.init}" if input.init else "",
@@ -75,7 +75,7 @@ rule train:
     retries: SCALE["resources"]["retries"]
     message:
         "Training {wildcards.experiment} ({resources.gpu} GPUs, {resources.mem_mb} MB, {resources.runtime} min; "
-        "checkpoints in results/checkpoints/{wildcards.experiment})"
+        "checkpoints in {params.checkpoint_dir})"
     shell:
         "exec {params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
         "--checkpoint-dir {params.checkpoint_dir} {params.annotations} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
@@ -83,35 +83,35 @@ rule train:
 
 rule average:
     input:
-        "results/train/{experiment}/final.pt",
+        results("train/{experiment}/final.pt"),
     output:
-        "results/train/{experiment}/averaged.pt",
+        results("train/{experiment}/averaged.pt"),
     log:
-        "results/logs/train/{experiment}.average.log",
+        results("logs/train/{experiment}.average.log"),
     params:
-        checkpoint_dir="results/checkpoints/{experiment}",
+        checkpoint_dir=results("checkpoints/{experiment}"),
         last=lambda w: exp(w).average["last"],
     shell:
-        "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --out {output} 2> {log}"
+        "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --final {input} --out {output} 2> {log}"
 
 
 rule select_checkpoint:
     input:
-        model="results/train/{experiment}/final.pt",
-        src=lambda w: f"results/prepare/{exp(w).dataset}/test/valid.src.bpe",
+        model=results("train/{experiment}/final.pt"),
+        src=lambda w: results(f"prepare/{exp(w).dataset}/test/valid.src.bpe"),
         ref_tok=lambda w: reference_files(exp(w).dataset, "valid", "ref.tok"),  # NIST06: four
         annotations=lambda w: annotation_files(w, ["test/valid"]),
     output:
-        model="results/train/{experiment}/averaged.pt",
-        scores="results/train/{experiment}/dev_bleu.json",
+        model=results("train/{experiment}/averaged.pt"),
+        scores=results("train/{experiment}/dev_bleu.json"),
     log:
-        "results/logs/train/{experiment}.select.log",
+        results("logs/train/{experiment}.select.log"),
     wildcard_constraints:
         experiment="|".join(BY_DEV_BLEU) or "^$",
     params:
-        checkpoint_dir="results/checkpoints/{experiment}",
+        checkpoint_dir=results("checkpoints/{experiment}"),
         last=lambda w: exp(w).average["last"],
-        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
         on_gpus=on_gpus,  # a slot of a shared GPU or a profile's `gpu`, as for decode
@@ -121,6 +121,7 @@ rule select_checkpoint:
         gpu=DECODE_GPUS,
     shell:
         "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
+        "--final {input.model} "
         "--prepared {params.data_dir} --src-bpe {input.src} {params.refs} --beam {params.opts[beam]} "
         "--lenpen {params.opts[lenpen]} --max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
         "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} "
@@ -129,13 +130,13 @@ rule select_checkpoint:
 
 rule shared_training:
     input:
-        model=of_shared("results/train/{experiment}/final.pt"),
-        curve=of_shared("results/train/{experiment}/curve.tsv"),
-        averaged=of_shared("results/train/{experiment}/averaged.pt"),
+        model=of_shared(results("train/{experiment}/final.pt")),
+        curve=of_shared(results("train/{experiment}/curve.tsv")),
+        averaged=of_shared(results("train/{experiment}/averaged.pt")),
     output:
-        model="results/train/{experiment}/final.pt",
-        curve="results/train/{experiment}/curve.tsv",
-        averaged="results/train/{experiment}/averaged.pt",
+        model=results("train/{experiment}/final.pt"),
+        curve=results("train/{experiment}/curve.tsv"),
+        averaged=results("train/{experiment}/averaged.pt"),
     wildcard_constraints:
         experiment="|".join(SHARED) or "^$",
     params:

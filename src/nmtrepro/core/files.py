@@ -25,18 +25,24 @@ class InputError(Exception):
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds. A failed
+    write (a full disk, a read-only folder) names `path`, not the temporary file it removes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, str(path)) from None
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs should read like any written file
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError) and err.filename in (None, tmp):
+            raise OSError(err.errno, err.strerror, str(path)) from None
         raise
 
 

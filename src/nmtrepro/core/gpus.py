@@ -171,6 +171,9 @@ def run_with_gpus(args: argparse.Namespace) -> None:
             os.set_inheritable(fd, True)  # held by CMD after the exec
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(claimed)
         log.info("running on GPUs %s", os.environ["CUDA_VISIBLE_DEVICES"])
+    elif args.gpus and "SLURM_JOB_ID" not in os.environ:
+        log.warning("%s asks for %d GPUs, but none is visible: it runs on the CPU, with nothing pinned",
+                    command[0], args.gpus)
     try:
         os.execvp(command[0], command)
     except FileNotFoundError:

@@ -192,6 +192,18 @@ def _recipe_tokenizes(name: str, spec: dict) -> bool:
     return True
 
 
+def check_user_data(config: dict, dataset: str, manifest: str | Path) -> None:
+    """What only the user can provide for `dataset`, checked before any job runs (the workflow calls it
+    for each dataset a target fetches): each licensed folder named in `local_data` and, offline, each
+    download in the cache. Without it the fetch job would fail hours into a run."""
+    spec = config["datasets"][dataset]
+    for source in spec.get("local", []):
+        _local_folder(dataset, source, config.get("local_data", {}))
+    if spec.get("downloads") and download.is_offline(config.get("offline", False)):
+        resources = download.manifest_entries(spec["downloads"], download.load_manifest(manifest))
+        download.require_cached(resources, download.cache_root(config.get("download_cache")))
+
+
 def _local_folder(dataset: str, source: str, local_data: dict) -> Path:
     """A user-provided folder for licensed data, or an error that says how to provide it."""
     if source not in local_data:

@@ -313,23 +313,31 @@ def ensure(resource: Resource, cache: Path, **options) -> Path:
     return extract(archive, archive.parent / f"extracted-{version}")
 
 
-def missing_offline(resources: list[Resource], cache: Path) -> list[str]:
-    return [f"{r.name} ({r.url} -> {archive_path(r, cache)})" for r in resources
-            if not archive_path(r, cache).is_file()]
+def manifest_entries(names: list[str], manifest: dict[str, Resource]) -> list[Resource]:
+    """The manifest's entries of these names; an unknown one is an error naming it."""
+    unknown = [n for n in names if n not in manifest]
+    if unknown:
+        raise InputError(f"not in the download manifest: {', '.join(unknown)}")
+    return [manifest[n] for n in names]
+
+
+def require_cached(resources: list[Resource], cache: Path) -> None:
+    """Offline, every entry must be in the cache or a local mirror (`file:`): all that would need the
+    network are named at once, before anything runs."""
+    missing = [f"{r.name} ({r.url} -> {archive_path(r, cache)})" for r in resources
+               if not archive_path(r, cache).is_file() and not r.url.startswith("file:")]
+    if missing:
+        raise InputError("offline (NMTREPRO_OFFLINE or config offline: true) and not in the cache "
+                         f"{cache}:\n  " + "\n  ".join(missing) + "\nfetch them where there is a network (into "
+                         "the same download_cache), or set offline: false")
 
 
 def ensure_all(names: list[str], manifest: dict[str, Resource], cache: Path, offline: bool = False,
                **options) -> dict[str, Path]:
     """Extracted folders by name; offline, every missing file is named at once before anything runs."""
-    unknown = [n for n in names if n not in manifest]
-    if unknown:
-        raise InputError(f"not in the download manifest: {', '.join(unknown)}")
-    resources = [manifest[n] for n in names]
+    resources = manifest_entries(names, manifest)
     if offline:
-        missing = missing_offline(resources, cache)
-        if missing:
-            raise InputError("offline (NMTREPRO_OFFLINE or config offline: true) and not in the cache "
-                             f"{cache}:\n  " + "\n  ".join(missing))
+        require_cached(resources, cache)
     return {r.name: ensure(r, cache, offline=offline, **options) for r in resources}
 
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..core.files import InputError, atomic_open, iter_lines, read_json, read_parallel, write_json, write_lines
+from ..core.files import InputError, atomic_open, count_lines, iter_lines, read_json, read_parallel, write_json, write_lines
 from ..core.text import BPE, learn_bpe, tokenize
 from ..core.vocab import Vocab, save_indexed
 from .shards import chunks
@@ -124,39 +124,45 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
                      bpe_merges: int, max_len: int, max_ratio: float, lowercase: bool,
                      workers: int, pretokenized: bool = False) -> tuple[dict[str, tuple[Path, Path]], dict]:
     """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes) and apply them,
-    filtering training pairs (`keep_pair`): each split's BPE'd (source, target) files and the counts of
-    dropped pairs. Streams: tokenized text goes to `work_dir`, the codes are learned from those files,
+    filtering training pairs (`keep_pair`, in words before BPE is learned, in pieces after): each split's
+    BPE'd (source, target) files and the counts of dropped pairs. Streams: tokenized text goes to `work_dir`, the codes are learned from those files,
     BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
     not depend on their number); `pretokenized` text is only split on spaces. The BPE'd source is
     written to out_dir/<split>.src.bpe, which the parse and pos stages read; the target beside the
     tokenized text in `work_dir`."""
-    tokenized = {split: (work_dir / f"{split}.tok.src", work_dir / f"{split}.tok.tgt") for split in ("train", "valid")}
-    with worker_map(workers) as pmap:
-        for split, paths in tokenized.items():
-            tasks = ((chunk, src_lang, tgt_lang, lowercase, pretokenized)
-                     for chunk in chunks(iter_parallel(data_dir / f"{split}.src", data_dir / f"{split}.tgt"), _CHUNK))
-            _write_pairs(pmap(_tokenize_chunk, tasks), *paths)
-            log.info("tokenized %s", split)
-    learn_bpe(iter_lines(tokenized["train"][0]), iter_lines(tokenized["train"][1]), bpe_merges, out_dir / "bpe.codes")
-
     dropped = {"empty": 0, "too_long": 0, "ratio": 0}
 
-    def kept(chunked_pieces):
-        for src, tgt in chunked_pieces:
+    def kept(chunked_pairs, ratio: float):
+        for src, tgt in chunked_pairs:
             pairs = []
             for pair in zip(src, tgt):
-                reason = keep_pair(*pair, max_len, max_ratio)
+                reason = keep_pair(*pair, max_len, ratio)
                 if reason is None:
                     pairs.append(pair)
                 else:
                     dropped[reason] += 1
             yield [s for s, _ in pairs], [t for _, t in pairs]
 
+    # Training pairs that no segmentation could keep (empty, or more words than max_len pieces) are
+    # dropped before BPE is learned, so that they never shape the codes: one 20k-word line of the ci
+    # slice otherwise halved its vocabulary. Length in pieces and the ratio depend on the codes, so
+    # those are checked after BPE (a few pairs that BPE then drops were among those it learned from).
+    tokenized = {split: (work_dir / f"{split}.tok.src", work_dir / f"{split}.tok.tgt") for split in ("train", "valid")}
+    with worker_map(workers) as pmap:
+        for split, paths in tokenized.items():
+            tasks = ((chunk, src_lang, tgt_lang, lowercase, pretokenized)
+                     for chunk in chunks(iter_parallel(data_dir / f"{split}.src", data_dir / f"{split}.tgt"), _CHUNK))
+            words = pmap(_tokenize_chunk, tasks)
+            _write_pairs(kept(words, float("inf")) if split == "train" else words, *paths)
+            log.info("tokenized %s", split)
+    learn_bpe(iter_lines(tokenized["train"][0]), iter_lines(tokenized["train"][1]), bpe_merges, out_dir / "bpe.codes")
+    log.info("learned BPE on %d training pairs (dropped before: %s)", count_lines(tokenized["train"][0]), dropped)
+
     pieces = {split: (out_dir / f"{split}.src.bpe", work_dir / f"{split}.tgt.bpe") for split in tokenized}
     with worker_map(workers, _load_bpe, (out_dir / "bpe.codes",)) as pmap:
         for split, (src, tgt) in tokenized.items():
             bped = pmap(_bpe_chunk, chunks(zip(iter_lines(src), iter_lines(tgt)), _CHUNK))
-            _write_pairs(kept(bped) if split == "train" else bped, *pieces[split])
+            _write_pairs(kept(bped, max_ratio) if split == "train" else bped, *pieces[split])
             log.info("applied BPE to %s", split)
     return pieces, dropped
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from ..core import runtime
-from ..core.files import InputError, read_lines, write_json
+from ..core.files import read_lines, write_json
 from ..core.text import strip_bpe
 from ..core.vocab import Vocab
 from ..training import checkpoint
@@ -27,6 +27,7 @@ log = logging.getLogger("nmtrepro.evaluation.dev_bleu")
 def add_arguments_select_checkpoint(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, help="training checkpoint directory")
     parser.add_argument("--last", type=int, required=True, help="candidates: the newest N checkpoints")
+    parser.add_argument("--final", required=True, help="the training's final model: the candidates end at its step")
     add_arguments_search(parser)
     parser.add_argument("--ref-tok", action="append", required=True,
                         help="the dev set's Moses-tokenized reference (repeat: several references, NIST06's four)")
@@ -35,9 +36,7 @@ def add_arguments_select_checkpoint(parser) -> None:
 
 
 def run_select_checkpoint(args) -> None:
-    found = checkpoint.checkpoints(args.checkpoint_dir)[-args.last:]
-    if not found:
-        raise InputError(f"{args.checkpoint_dir} holds no checkpoints to choose from")
+    found = checkpoint.final_window(args.checkpoint_dir, args.last, args.final)
     device = runtime.setup(args.threads)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
     lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]

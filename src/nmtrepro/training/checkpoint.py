@@ -140,17 +140,36 @@ def average(paths: list[Path]) -> dict:
     return {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths]}
 
 
+def final_window(directory: str | Path, last: int, final: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of the `last` scheduled checkpoints that end at the final model's step, `save_every`
+    apart as the training saved them, oldest first. The newest K files alone are not enough: with one
+    deleted (a corrupt newest checkpoint, say) they would silently come from an earlier stretch."""
+    if not Path(directory).is_dir():
+        raise InputError(f"{directory}: no such checkpoint folder")
+    step, found = load(final)["step"], dict(checkpoints(directory))
+    if step not in found:
+        newest = f"its newest is step {max(found)}" if found else "it holds none"
+        raise InputError(f"{directory} has no checkpoint of the final model's step {step} ({final}; {newest}): "
+                         "train again (delete the final model) to write it")
+    every = load(found[step])["settings"]["save_every"]
+    wanted = sorted([step, *range((step - 1) // every * every, 0, -every)][:last])
+    missing = [s for s in wanted if s not in found]
+    if missing or len(wanted) < last:
+        raise InputError(f"{directory}: averaging the last {last} checkpoints up to step {step} (every {every}) "
+                         f"needs steps {wanted}, and " + (f"{missing} are missing" if missing else
+                                                          f"training saved only {len(wanted)}")
+                         + " (a deleted checkpoint, or keep_last below average.last): train again to write them")
+    return [(s, found[s]) for s in wanted]
+
+
 def add_arguments_average(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, help="training checkpoint directory")
     parser.add_argument("--last", type=int, required=True, help="how many of the newest checkpoints")
+    parser.add_argument("--final", required=True, help="the training's final model: the window ends at its step")
     parser.add_argument("--out", required=True, help="averaged model file")
 
 
 def run_average(args) -> None:
-    found = checkpoints(args.checkpoint_dir)
-    if len(found) < args.last:
-        raise InputError(f"{args.checkpoint_dir} holds {len(found)} checkpoints; average.last={args.last} "
-                         "needs at least that many (raise train.keep_last)")
-    chosen = [p for _, p in found[-args.last:]]
-    log.info("averaging steps %s", [s for s, _ in found[-args.last:]])
-    save(average(chosen), args.out)
+    window = final_window(args.checkpoint_dir, args.last, args.final)
+    log.info("averaging steps %s", [s for s, _ in window])
+    save(average([p for _, p in window]), args.out)

@@ -673,7 +673,7 @@ class Trainer:
 
 
 def add_arguments_train(parser) -> None:
-    parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/prepare/NAME)")
+    parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/<scale>/prepare/NAME)")
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")

@@ -7,7 +7,7 @@ ANALYSIS_OUTPUTS["agreement"] = FIGURE if CONTRASTIVE else []
 
 def contrastive_test_files(wildcards):
     if "download" in CONTRASTIVE:
-        return [f"results/downloads/{CONTRASTIVE['download']}.json"]
+        return [results(f"downloads/{CONTRASTIVE['download']}.json")]
     if "lingeval97" in CONTRASTIVE:
         return [CONTRASTIVE["lingeval97"]]
     return expand("{dir}/{set}/{file}", dir=CONTRASTIVE["distil_dir"], set=CONTRASTIVE["sets"],
@@ -17,7 +17,7 @@ def contrastive_test_files(wildcards):
 def contrastive_args(wildcards):
     c = CONTRASTIVE
     if "download" in c:
-        args = ["--lingeval97-download", f"results/downloads/{c['download']}.json"]
+        args = ["--lingeval97-download", results(f"downloads/{c['download']}.json")]
     elif "lingeval97" in c:
         args = ["--lingeval97", c["lingeval97"]]
     else:
@@ -31,14 +31,14 @@ rule contrastive:
     input:
         prepared,
         contrastive_test_files,
-        model="results/train/{experiment}/averaged.pt",
+        model=results("train/{experiment}/averaged.pt"),
         stanza=parser_inputs,
     output:
-        "results/analyse/{experiment}/contrastive.json",
+        results("analyse/{experiment}/contrastive.json"),
     log:
-        "results/logs/analyse/{experiment}.contrastive.log",
+        results("logs/analyse/{experiment}.contrastive.log"),
     params:
-        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         args=contrastive_args,
         parser=parser_args,
     threads: SCALE["train"].get("threads") or 1
@@ -49,16 +49,16 @@ rule contrastive:
 
 rule plot_agreement:
     input:
-        unpack(system_inputs(lambda a, s: f"results/analyse/{s['experiment']}/contrastive.json")),
+        unpack(system_inputs(lambda a, s: results(f"analyse/{s['experiment']}/contrastive.json"))),
     output:
         **report_outputs("Subject-verb agreement", "../../report/agreement.rst", FIGURE),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("agreement") if CONTRASTIVE else "^$",
     params:
-        results=system_args(lambda s, input, i: input[f"sys{i}"]),
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         title=lambda w: ANALYSES[w.analysis]["title"],
     shell:
-        "nmtrepro plot-agreement {params.results} --title {params.title:q} --out-png {output.png} "
+        "nmtrepro plot-agreement {params.systems} --title {params.title:q} --out-png {output.png} "
         "--out-svg {output.svg} 2> {log}"

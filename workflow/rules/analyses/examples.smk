@@ -12,7 +12,7 @@ rule examples:
     output:
         **report_outputs("Translation examples", "../../report/examples.rst", ANALYSIS_OUTPUTS["examples"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("examples"),
     params:

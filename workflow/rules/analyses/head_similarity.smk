@@ -12,17 +12,17 @@ def head_groups(wildcards):
 
 rule head_similarity:
     input:
-        model="results/train/{experiment}/averaged.pt",
+        model=results("train/{experiment}/averaged.pt"),
         src=lambda w: test_input(w.experiment, "src.bpe"),
         annotations=lambda w: annotation_files(w, [f"test/{exp(w).test}"]),
     output:
-        "results/analyse/{analysis}/{experiment}.heads.json",
+        results("analyse/{analysis}/{experiment}.heads.json"),
     log:
-        "results/logs/analyse/{analysis}.{experiment}.heads.log",
+        results("logs/analyse/{analysis}.{experiment}.heads.log"),
     wildcard_constraints:
         analysis=analyses_of("head_similarity"),
     params:
-        data_dir=lambda w: f"results/prepare/{exp(w).dataset}",
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         groups=head_groups,
         annotations=annotation_args,
     threads: SCALE["train"].get("threads") or 1
@@ -33,11 +33,11 @@ rule head_similarity:
 
 rule head_table:
     input:
-        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.heads.json")),
+        unpack(system_inputs(lambda a, s: results(f"analyse/{a}/{s['experiment']}.heads.json"))),
     output:
         **report_outputs("Head similarity", "../../report/heads.rst", ANALYSIS_OUTPUTS["head_similarity"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("head_similarity"),
     params:

@@ -11,9 +11,9 @@ rule length_buckets:
         base_hyp_tok=seed_pair_files("hyp.tok", 1),
         ref_tok=lambda w: test_input(w.experiment, "ref.tok"),
     output:
-        "results/analyse/{analysis}/{experiment}.vs.{baseline}.buckets.json",
+        results("analyse/{analysis}/{experiment}.vs.{baseline}.buckets.json"),
     log:
-        "results/logs/analyse/{analysis}.{experiment}.vs.{baseline}.log",
+        results("logs/analyse/{analysis}.{experiment}.vs.{baseline}.log"),
     wildcard_constraints:
         analysis=analyses_of("length_buckets"),
         baseline="|".join(EXPERIMENTS) or "^$",
@@ -28,11 +28,11 @@ rule length_buckets:
 
 rule plot_buckets:
     input:
-        unpack(system_inputs(lambda a, s: f"results/analyse/{a}/{s['experiment']}.vs.{baseline_of(s)}.buckets.json")),
+        unpack(system_inputs(lambda a, s: results(f"analyse/{a}/{s['experiment']}.vs.{baseline_of(s)}.buckets.json"))),
     output:
         **report_outputs("Length buckets", "../../report/buckets.rst", ANALYSIS_OUTPUTS["length_buckets"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("length_buckets"),
     params:

@@ -9,7 +9,7 @@ rule plot_ngrams:
     output:
         **report_outputs("n-gram precision", "../../report/ngrams.rst", ANALYSIS_OUTPUTS["ngram_precision"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("ngram_precision"),
     params:

@@ -25,8 +25,8 @@ def probing_task_files(wildcards):
               and any(s["experiment"] == wildcards.experiment for s in spec["systems"]) for task in table_tasks(name)}
     tasks = [task for task in TASKS if task in wanted] or list(TASKS)
     if PROBING_FROM == "senteval":
-        return [f"results/downloads/senteval_{task}.json" for task in tasks]
-    return [f"results/probing/tasks/{task}.txt" for task in tasks]
+        return [results(f"downloads/senteval_{task}.json") for task in tasks]
+    return [results(f"probing/tasks/{task}.txt") for task in tasks]
 
 
 def probing_task_args(wildcards, input):
@@ -49,9 +49,9 @@ rule probing_data:
     input:
         lambda w: PROBING["treebank"],
     output:
-        [f"results/probing/tasks/{task}.txt" for task in TASKS],
+        [results(f"probing/tasks/{task}.txt") for task in TASKS],
     log:
-        "results/logs/probing/tasks.log",
+        results("logs/probing/tasks.log"),
     params:
         out_dir=lambda w, output: subpath(output[0], parent=True),
     shell:
@@ -60,16 +60,16 @@ rule probing_data:
 
 rule probe:
     input:
-        model="results/train/{experiment}/averaged.pt",
+        model=results("train/{experiment}/averaged.pt"),
         prepared=prepared,
         tasks=probing_task_files,
         stanza=parser_inputs,
     output:
-        "results/probing/{experiment}.json",
+        results("probing/{experiment}.json"),
     log:
-        "results/logs/probing/{experiment}.log",
+        results("logs/probing/{experiment}.log"),
     params:
-        prepared=lambda w: f"results/prepare/{exp(w).dataset}",
+        prepared=lambda w: results(f"prepare/{exp(w).dataset}"),
         lang=lambda w: exp(w).src_lang,
         tasks=probing_task_args,
         classifier=probing_classifier_args,
@@ -82,11 +82,11 @@ rule probe:
 
 rule probing_table:
     input:
-        unpack(system_inputs(lambda a, s: f"results/probing/{s['experiment']}.json")),
+        unpack(system_inputs(lambda a, s: results(f"probing/{s['experiment']}.json"))),
     output:
         **report_outputs("Probing", "../../report/probing.rst", ANALYSIS_OUTPUTS["probing"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("probing"),
     params:

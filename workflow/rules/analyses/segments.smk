@@ -11,7 +11,7 @@ rule segments:
     output:
         **report_outputs("Segments", "../../report/segments.rst", ANALYSIS_OUTPUTS["segments"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("segments"),
     params:

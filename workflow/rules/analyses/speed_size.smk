@@ -5,14 +5,14 @@ ANALYSIS_OUTPUTS["speed_size"] = TABLE
 
 rule speed:
     input:
-        model="results/train/{experiment}/averaged.pt",
-        curve="results/train/{experiment}/curve.tsv",
+        model=results("train/{experiment}/averaged.pt"),
+        curve=results("train/{experiment}/curve.tsv"),
         stats=lambda w: evaluated(w.experiment, "decode.json"),
         src=lambda w: test_input(w.experiment, "src.bpe"),
     output:
-        "results/analyse/speed/{experiment}.json",
+        results("analyse/speed/{experiment}.json"),
     log:
-        "results/logs/analyse/speed.{experiment}.log",
+        results("logs/analyse/speed.{experiment}.log"),
     shell:
         "nmtrepro speed --model {input.model} --curve {input.curve} --decode-stats {input.stats} "
         "--src-bpe {input.src} --out {output} 2> {log}"
@@ -35,12 +35,12 @@ def paper_size_args(wildcards):
 
 rule speed_table:
     input:
-        unpack(system_inputs(lambda a, s: [f"results/analyse/speed/{s['experiment']}.json",
-                                           f"results/analyse/speed/{baseline_of(s)}.json"])),
+        unpack(system_inputs(lambda a, s: [results(f"analyse/speed/{s['experiment']}.json"),
+                                           results(f"analyse/speed/{baseline_of(s)}.json")])),
     output:
         **report_outputs("Speed and size", "../../report/speed.rst", ANALYSIS_OUTPUTS["speed_size"]),
     log:
-        "results/logs/report/{analysis}.log",
+        results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("speed_size"),
     params:

@@ -55,7 +55,7 @@ def add_arguments_probe(parser) -> None:
     tasks = parser.add_mutually_exclusive_group(required=True)
     tasks.add_argument("--tasks", nargs="+", help="task files in SentEval's probing format, named <task>.txt")
     tasks.add_argument("--task-downloads", nargs="+", metavar="RECORD",
-                       help="download records (results/downloads/senteval_<task>.json) of SentEval's own task files")
+                       help="download records (results/<scale>/downloads/senteval_<task>.json) of SentEval's own task files")
     parser.add_argument("--out", required=True, help="JSON of accuracies per task")
     parser.add_argument("--nhid", type=int, nargs="+", default=[50, 100, 200])
     parser.add_argument("--dropout", type=float, nargs="+", default=[0.0, 0.1, 0.2])
