@@ -97,22 +97,31 @@ def test_pos_tags_reach_the_encoder_and_are_required():
         model.encode(src)
 
 
-@pytest.mark.parametrize("variant, kept", [("syn", 16), ("fusing", 4)])
-def test_a_warm_started_model_keeps_the_baseline_input_in_its_positioned_groups(variant, kept):
-    """Warm-started from a Transformer, the groups start as the plain split of the word vector (Eq. 5)
-    and the global and syntax groups add their slice of the baseline's d-wide sinusoid (Eq. 12), so
-    those dims are the baseline's own encoder input (syntax: plus its POS vector, zeroed here); the
-    global group is the first `kept` dims (12 of 16 for syn, whose syntax dims follow; 4 for fusing)."""
-    model = tiny_diverse_model(variant)
-    torch.manual_seed(1)
-    baseline = build_model({**SMALL, "family": "transformer", "src_vocab": 20, "tgt_vocab": 24}).eval()
-    model.load_state_dict(baseline.state_dict(), strict=False)
+def test_each_positioned_group_adds_eq_1_at_its_own_width_and_tags_as_large_as_words():
+    """Under Fusing at tiny's sizes (d 128, four groups of 32) the global and syntax groups each get
+    sin and cos of one frequency side by side (Eq. 1 at the group's width: relative, direction-aware
+    scores need both), and the syntax group's positions vary along a sentence (a slice of the d-wide
+    table gave it the lowest frequencies' cosines, >= 0.93 everywhere up to 40). The POS-tag vectors
+    start as large as the word slice they are added to."""
+    torch.manual_seed(0)
+    model = build_model({**SMALL, "d_model": 128, "ffn": 256, "src_vocab": 20, "tgt_vocab": 24,
+                         **VARIANTS["fusing"]}).eval()
+    assert model.config.group_widths == {"global": 32, "rec": 32, "loc": 32, "syn": 32}
+    src, pos = torch.randint(4, 20, (1, 41)), torch.randint(4, 15, (1, 41))
+    full = model.input_representation(src, pos)[0]                      # (41, 128)
     with torch.no_grad():
         model.pos_embed.weight.zero_()
-    src, pos = source()
-    theirs, ours = baseline.src_embed(src), model.input_representation(src, pos)
-    assert torch.allclose(ours[..., :kept], theirs[..., :kept], atol=1e-6)
-    assert torch.allclose(ours[..., 12:], theirs[..., 12:], atol=1e-6)          # syntax, last in both
+    untagged = model.input_representation(src, pos)[0]
+    with torch.no_grad():
+        model.src_embed.table.weight.zero_()
+    positions = model.input_representation(src, pos)[0]                 # the positions alone
+    tags, words = (full - untagged)[:, 96:], (untagged - positions)[:, 96:]
+    assert 0.5 < tags.std() / words.std() < 2
+    for group in (positions[:, :32], positions[:, 96:]):                # global, syntax
+        pairs = group.view(41, 16, 2)
+        assert torch.allclose(pairs.pow(2).sum(-1), torch.ones(41, 16), atol=1e-5)  # sin^2 + cos^2
+    spread = positions[:, 96:].max(0).values - positions[:, 96:].min(0).values
+    assert (spread > 0.5).sum() >= 8                                    # old slice: none of its 32
 
 
 @pytest.mark.parametrize("variant", ["rec", "fusing"])
@@ -130,7 +139,7 @@ def test_linguistic_features_concatenate_the_pos_factor_to_the_word_vector():
     assert model.config.extra_inputs == ("pos",) and not model.groups
     src, pos = source()
     x = model.src_embed.table(src) * model.src_embed.scale                    # (B, S, 16)
-    expected = torch.cat([x[..., :12], model.pos_embed(pos)], -1) + sinusoidal_positions(6, 16)
+    expected = torch.cat([x[..., :12], model.pos_embed(pos) * model.src_embed.scale], -1) + sinusoidal_positions(6, 16)
     assert torch.allclose(model.input_representation(src, pos), expected, atol=1e-6)
 
 

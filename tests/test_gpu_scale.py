@@ -38,6 +38,8 @@ def test_the_gpu_scale_trains_the_central_claims_with_one_recipe_a_claim_and_npm
     assert len(replicates(resolved)["npmt_beam_de_en"]) == 3 and npmt.resources["gpu"] == 1
     assert npmt.train["clip_norm"] == 10.0 and resolved["ll_greedy_de_en"].train["label_smoothing"] == 0.0
     assert config["scales"]["gpu"]["jobs_per_gpu"] > 1
+    transformers = [e for e in resolved.values() if e.model["family"] not in ("gru_attention", "npmt")]
+    assert transformers and all(e.model["pre_norm"] is False for e in transformers)  # post-norm, as the papers
 
 
 def test_the_gpu_scale_on_a_machine_without_a_gpu_fails_the_dry_run_unless_allowed(tmp_path):

@@ -169,6 +169,39 @@ def test_multi_column_model_starts_as_the_transformer_it_is_initialised_from(pre
     assert torch.allclose(model(src, prev), base(src, prev), atol=1e-5)
 
 
+def test_a_zero_started_stack_starts_as_the_transformer_it_is_initialised_from():
+    """zero_start: the stacked sublayer's output projection starts at zero, so the warm-started BiARN
+    (pre-norm) computes its baseline's outputs; without it the random sublayer changes them."""
+    torch.manual_seed(0)
+    base = build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24}).eval()
+    src, prev = source(), torch.tensor([[1, 9, 10], [1, 11, 12]])
+    for zero_start in (True, False):
+        model = tiny_recurrence_model("biarn", zero_start=zero_start)
+        model.load_state_dict(base.state_dict(), strict=False)
+        assert torch.allclose(model(src, prev), base(src, prev), atol=1e-5) == zero_start
+
+
+def test_warm_start_diagnostics_shuffle_the_memory_and_rebuild_the_start(tmp_path):
+    """The shuffled model decodes each sentence with its neighbour's recurrence memory (the source
+    attention's memory untouched); the start is the baseline's weights with the new parts drawn from
+    the training's seed, the same on every call."""
+    from nmtrepro.analyses.warm_start import shuffled_memory, started
+    from nmtrepro.training import checkpoint
+
+    model, src = tiny_recurrence_model("biarn"), source()
+    plain = model.encode(src)
+    shuffled = shuffled_memory(tiny_recurrence_model("biarn")).encode(src)
+    assert torch.equal(shuffled["rec"], plain["rec"].roll(1, 0)) and torch.equal(shuffled["out"], plain["out"])
+    torch.manual_seed(5)
+    base = build_model({**TINY, "src_vocab": 20, "tgt_vocab": 24})
+    checkpoint.save({"model_spec": {**TINY, "src_vocab": 20, "tgt_vocab": 24}, "model": base.state_dict()},
+                    tmp_path / "base.pt")
+    spec = {**TINY, "family": "recurrence", "src_vocab": 20, "tgt_vocab": 24, **VARIANTS["biarn"]}
+    first, again = (started(spec, tmp_path / "base.pt", seed=3).state_dict() for _ in range(2))
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert all(torch.equal(first[k], v) for k, v in base.state_dict().items())
+
+
 def test_multi_column_rnn_layers_have_no_ffn_and_the_recurrence_encoders_do():
     """Paper B names "six RNN layers" for Chen et al.'s encoder; Eq. 8's FFN belongs to its own."""
     assert all(layer.ffn is None for layer in tiny_recurrence_model("multi_column", rec_layers=6).recurrence)

@@ -384,7 +384,7 @@ def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_ta
     validate(config, SCHEMA)
     central = central_study(config, experiments(config))
     assert central == {"claims": ["pr_base_en_de", "biarn_base_en_de_continued", "reorder_hurts_ll_beam", "fusing_en_de"],
-                       "tables": ["C_table1", "C_gain"], "analyses": ["D_table4"]}
+                       "tables": ["C_table1", "C_gain"], "analyses": ["B_warm_start", "D_table4"]}
     work = repo_copy(tmp_path)
     texts = {}
     for target in ([], ["tables"]):
@@ -636,6 +636,8 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "| biarn_zh_en " in paper_b and "tatoeba_zh_en/test" in paper_b and "24.70" in paper_b
     claims_b = (results / "report/B_claims.md").read_text()
     assert claims_b.count(" | tokenized BLEU |") == 27 and claims_b.count(" | sacreBLEU      |") == 4
+    warm = (results / "report/B_warm_start.md").read_text()  # paper B's warm start, a row a seed and the mean
+    assert "1-Layer BiARN (seed 2)" in warm and "1-Layer BiARN (mean)" in warm and "memory shuffled" in warm
     probed = (results / "report/B_table5.md").read_text()  # two encoders' vectors under one gate
     assert "1-Layer BiARN (ours)" in probed and "6-Layer BiRNN (ours)" in probed
     paper_d = (results / "report/D_table2.md").read_text()  # paper D: every system beside the paper's

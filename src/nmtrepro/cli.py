@@ -42,6 +42,8 @@ COMMANDS = {
     "probe": ("nmtrepro.analyses.probing.commands", "probe a frozen encoder on SentEval-format tasks"),
     "probing-table": ("nmtrepro.analyses.probing.commands", "render probing accuracies beside the papers' tables"),
     "contrastive": ("nmtrepro.analyses.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
+    "warm-start": ("nmtrepro.analyses.warm_start", "paper B's warm start: BLEU with the recurrence memory shuffled, where training starts"),
+    "warm-start-table": ("nmtrepro.analyses.warm_start", "table of the warm-start diagnostics, a row a seed"),
     "plot-agreement": ("nmtrepro.analyses.agreement", "plot subject-verb agreement accuracy by distance"),
     "parse": ("nmtrepro.data.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
     "pos": ("nmtrepro.data.pos", "source POS tags (paper D), one per BPE piece: each word's tag copied to its pieces"),

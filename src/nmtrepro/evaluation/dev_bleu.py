@@ -35,20 +35,24 @@ def add_arguments_select_checkpoint(parser) -> None:
     parser.add_argument("--out", required=True, help="the chosen model file")
 
 
+def tokenized_bleu(model, sources: Sources, refs: list[list[str]], tgt_vocab: Vocab, device, args) -> float:
+    """The model's tokenized BLEU on `sources` against the tokenized references, decoded as `args`'
+    search flags say (`add_arguments_search`)."""
+    segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, **search_options(args))
+    return corpus_bleu([strip_bpe(line) for line in joined(segmented)], refs, make_metric("tok_bleu"))["score"]
+
+
 def run_select_checkpoint(args) -> None:
     found = checkpoint.final_window(args.checkpoint_dir, args.last, args.final)
     device = runtime.setup(args.threads)
     src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
     lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]
-    metric, scores, sources = make_metric("tok_bleu"), {}, None
+    scores, sources = {}, None
     for step, path in found:
         model = checkpoint.load_model(path, device)
         if sources is None:  # one run's checkpoints read the same inputs: encoded (and annotated) once
             sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
-        segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision,
-                              **search_options(args))
-        hyps = [strip_bpe(line) for line in joined(segmented)]
-        scores[step] = corpus_bleu(hyps, refs, metric)["score"]
+        scores[step] = tokenized_bleu(model, sources, refs, tgt_vocab, device, args)
         log.info("step %d: dev BLEU %.2f", step, scores[step])
     step, path = max(found, key=lambda item: (scores[item[0]], item[0]))
     log.info("chose step %d (dev BLEU %.2f)", step, scores[step])

@@ -4,11 +4,11 @@ Only the encoder's input changes. The scaled word vectors X are divided by learn
 groups sized in heads (Eq. 5; `rec_heads`, `loc_heads`, `syn_heads`, the global group gets the
 remaining heads), each group gets its own feature function (Eq. 6), and the results are concatenated
 back to d (Eq. 7) for the unchanged Transformer encoder:
-  global (Func_pe): the group plus its slice of the sinusoidal positions (see the warm start below);
+  global (Func_pe): the group plus Eq. 1's sinusoidal positions at the group's own width (below);
   recurrence (Func_Rec, Eq. 8-9): a bidirectional GRU, [forward; backward] projected to the group width;
   local (Func_Loc, Eq. 10-11): a 1-D convolution of width `conv_width` with ReLU, plus the group
       (residual); pads are zeroed before it, so a real token never sees padding;
-  syntax (Func_Syn, Eq. 12-13): the group plus its slice of the positions plus a learned POS-tag vector.
+  syntax (Func_Syn, Eq. 12-13): the group plus its own positions plus a learned POS-tag vector.
 Table I's models are rec_heads=2 (+Rec_Diverse, 384/128 at Base), loc_heads=2, syn_heads=3 (320/192),
 and 2/2/2 (+Fusing_Diverse, 128 each). Width d / heads per head, so a feature's group is as wide as
 the heads the paper gives it and the multi-head attention is unchanged (Sec. IV).
@@ -22,12 +22,13 @@ size d) and the positions added, as input factors are. Of Sennrich & Haddow's fa
 is built (the pos stage's); lemmas, subword tags and dependency labels are not.
 
 The projections start as the plain split of the word vector (identity slices): the paper's groups are
-parts of the word vector. A group with positions (global, syntax) adds its slice of the d-wide sinusoid
-that the Transformer adds to the whole vector, not a sinusoid of its own width: so a model warm-started
-from a trained Transformer begins from that model's input in the global and syntax dimensions (syntax
-plus its POS vector), and only the recurrence and local groups lose the positions the baseline added
-there. The paper leaves the width of Func_pe's encoding open; the slice is the reading under which
-"the global feature" is the baseline's own input.
+parts of the word vector. A group with positions (global, syntax) adds Eq. 1 laid out for its own
+width: sin and cos of each frequency side by side, the frequencies spanning the group's width. (A
+slice of the d-wide [sines | cosines] table the Transformer adds would give the global group only the
+sines of the highest frequencies, from which attention cannot form relative, direction-aware scores,
+and the syntax group the cosines of the lowest, nearly constant over a sentence.) The POS-tag vectors
+are scaled as the word vectors they join are (std d^-0.5 times sqrt(d)): started at the group's own
+std d_s^-0.5 unscaled, they were 5-11 times smaller than the word slice.
 """
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ from .transformer import Transformer
 
 
 GROUP_NAMES = {"global": "Global", "rec": "Rec", "loc": "Loc", "syn": "Syn"}  # paper D, Table IV
+
+
+def group_positions(length: int, width: int, device=None) -> torch.Tensor:
+    """(length, width): Eq. 1 for a group of its own width, pe(j, 2i) = sin(j / 10000^(2i/width)) and
+    pe(j, 2i + 1) = cos of the same, for positions j = 0 .. length - 1."""
+    freqs = torch.pow(10000.0, -torch.arange(0, width, 2, dtype=torch.float32, device=device) / width)
+    angles = torch.arange(length, dtype=torch.float32, device=device)[:, None] * freqs  # (S, ceil(w/2))
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :width]
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,7 @@ class DiverseTransformer(Transformer):
         self.pos_embed = None
         if tag_width:                            # p_j of Eq. 12 or the POS factor, one vector per POS tag
             self.pos_embed = nn.Embedding(len(POS_VOCAB), tag_width, padding_idx=POS_VOCAB.pad)
-            nn.init.normal_(self.pos_embed.weight, std=tag_width ** -0.5)
+            nn.init.normal_(self.pos_embed.weight, std=config.d_model ** -0.5)  # times sqrt(d): as X
             with torch.no_grad():
                 self.pos_embed.weight[POS_VOCAB.pad].zero_()
         if self.rec is not None:
@@ -135,19 +144,19 @@ class DiverseTransformer(Transformer):
         """src (B, S) token ids, pos (B, S) tag ids or None -> the encoder input F (B, S, d), Eq. 5-13."""
         pad = src.eq(self.pad)
         x = self.src_embed.table(src) * self.src_embed.scale                            # X (B, S, d)
-        positions = sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)  # (S, d), Base's
+        if self.pos_embed is not None:
+            tags = self.pos_embed(pos) * self.src_embed.scale                            # p_j (B, S, d_s)
         if self.config.pos_factor:                                                       # LinguisticFeatures
-            x = torch.cat([x[..., :-self.config.pos_factor], self.pos_embed(pos)], dim=-1) + positions
+            positions = sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)  # Base's (S, d)
+            x = torch.cat([x[..., :-self.config.pos_factor], tags], dim=-1) + positions
             return F.dropout(x, self.config.dropout, self.training)
-        features, start = [], 0
+        features = []
         for name, project in self.groups.items():
             group = project(x)                                                           # X_g (B, S, d_g)
-            end = start + group.size(-1)
-            if name in ("global", "syn"):                                # Func_pe, Eq. 12: the group's slice
-                group = group + positions[:, start:end]
-            start = end
+            if name in ("global", "syn"):                                                # Func_pe, Eq. 12
+                group = group + group_positions(src.size(1), group.size(-1), device=x.device).to(x)
             if name == "syn":
-                group = group + self.pos_embed(pos)
+                group = group + tags
             elif name == "rec":
                 group = self.rec(group, pad)[0]                                          # Eq. 8-9
             elif name == "loc":

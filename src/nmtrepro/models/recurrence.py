@@ -45,13 +45,17 @@ class RecurrenceConfig(ModelConfig):
 
     recurrence: "rnn" (BiRNN) | "arn" (BiARN); rec_layers: N of the recurrence encoder (paper: 1, 3, 6);
     steps: ARN steps T (paper: 1, 4, 8, 16) or "J" (the source length); integration: "stack" |
-    "gated" | "encoder" (multi-column, needs "rnn"); to_decoder: "top" | "all" decoder layers.
+    "gated" | "encoder" (multi-column, needs "rnn"); to_decoder: "top" | "all" decoder layers;
+    zero_start: the new decoder sublayers' output projections start at zero, so that a stacked model
+    warm-started from a Transformer starts computing what it computes (exactly with pre-norm; with
+    post-norm up to the sublayer's fresh layer norm). The paper is silent; off unless a scale sets it.
     """
     recurrence: str = "arn"
     rec_layers: int = 1
     steps: int | str = 8
     integration: str = "stack"
     to_decoder: str = "top"
+    zero_start: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -163,6 +167,11 @@ class RecurrenceTransformer(Transformer):
         # Multi-column (Chen et al. 2018): [H_e; H_r] per position -> d, starting as [I; 0] (H_e itself).
         self.columns = nn.Linear(2 * d, d) if config.integration == "encoder" else None
         xavier_init(self.recurrence)
+        if config.zero_start:
+            with torch.no_grad():
+                for layer in self.decoder:
+                    if isinstance(layer, RecurrenceDecoderLayer):
+                        layer.rec_attn.sublayer.out_proj.weight.zero_()
         if self.columns is not None:
             with torch.no_grad():
                 self.columns.weight.zero_()[:, :d].copy_(torch.eye(d))

@@ -159,6 +159,20 @@ class LossOf(torch.nn.Module):
         return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
 
 
+def valid_loss(model: torch.nn.Module, corpus: Corpus, max_tokens: int, label_smoothing: float, device,
+               precision: str = "fp32") -> tuple[float, float]:
+    """(loss, NLL) in bits a target token of `model` as it is (eval mode for the numbers a training
+    logs) over the corpus's valid split."""
+    sums, tokens = torch.zeros(2, dtype=torch.float64, device=device), 0  # loss, nll
+    with torch.no_grad(), runtime.autocast(device, precision):
+        for indices in corpus.batches("valid", max_tokens):
+            batch = corpus.collate("valid", indices).to(device)
+            sums += torch.stack(model_loss(model, batch.net_input, batch.prev, batch.target, label_smoothing)).double()
+            tokens += batch.tgt_tokens
+    loss, nll = sums.tolist()
+    return loss / tokens / math.log(2), nll / tokens / math.log(2)
+
+
 class Trainer:
     def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
                  shards: int | None = None, init: str | Path | None = None):
@@ -317,16 +331,10 @@ class Trainer:
     # -- loop -----------------------------------------------------------------------------------
     def validate(self) -> tuple[float, float]:
         self.model.eval()
-        sums, tokens = torch.zeros(2, dtype=torch.float64, device=self.device), 0  # loss, nll
-        with torch.no_grad(), runtime.autocast(self.device, self.precision):
-            for indices in self.corpus.batches("valid", self.max_tokens):
-                batch = self.corpus.collate("valid", indices).to(self.device)
-                sums += torch.stack(model_loss(self.model, batch.net_input, batch.prev, batch.target,
-                                               self.settings.label_smoothing)).double()
-                tokens += batch.tgt_tokens
+        losses = valid_loss(self.model, self.corpus, self.max_tokens, self.settings.label_smoothing, self.device,
+                            self.precision)
         self.model.train()
-        loss, nll = sums.tolist()
-        return loss / tokens / math.log(2), nll / tokens / math.log(2)
+        return losses
 
     def update(self, group: list) -> tuple[float, float, int, int] | None:
         """One optimizer step over this rank's batches; gradients are normalised by the target tokens
