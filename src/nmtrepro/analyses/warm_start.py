@@ -83,7 +83,8 @@ def run_warm_start(args) -> None:
     lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]
     spec = checkpoint.load(args.variant)["model_spec"]
     if spec.get("family") != "recurrence":
-        raise InputError(f"{args.variant}: a {spec.get('family')} model has no recurrence memory (paper B's family has)")
+        raise InputError(f"{args.variant}: a {spec.get('family')} model has no recurrence memory to shuffle "
+                         "(paper B's recurrence family has)")
     variant = checkpoint.load_model(args.variant, device)
     sources = Sources.of_lines(variant, lines, src_vocab, **source_options(args))
     shuffled = tokenized_bleu(shuffled_memory(variant), sources, refs, tgt_vocab, device, args)
@@ -93,9 +94,10 @@ def run_warm_start(args) -> None:
     nll = {name: valid_loss(model, corpus, args.max_tokens, 0.0, device, args.precision)[1]
            for name, model in (("variant", start), ("base", baseline))}
     ours, control = valid_nll(args.variant_curve), valid_nll(args.control_curve)
-    bleu = {side: read_json(getattr(args, f"{side}_bleu"))["tok_bleu"]["score"] for side in ("variant", "control", "base")}
-    result = {"seed": args.seed, "bleu": {**bleu, "shuffled": shuffled,
-                                          "variant_start": tokenized_bleu(start, sources, refs, tgt_vocab, device, args)},
+    bleu = {side: read_json(getattr(args, f"{side}_bleu"))["tok_bleu"]["score"]
+            for side in ("variant", "control", "base")}
+    bleu.update(shuffled=shuffled, variant_start=tokenized_bleu(start, sources, refs, tgt_vocab, device, args))
+    result = {"seed": args.seed, "bleu": bleu,
               "start_valid_nll": nll,
               "gap": [{"step": step, "variant": ours[step], "control": control[step], "gap": ours[step] - control[step]}
                       for step in sorted(set(ours) & set(control))]}
@@ -113,7 +115,8 @@ def warm_start_rows(label: str, results: list[dict]) -> pd.DataFrame:
         rows[f"{label} (seed {r['seed']})"] = {
             "BLEU": b["variant"], "memory shuffled": b["shuffled"], "Δ shuffled": b["shuffled"] - b["variant"],
             "control": b["control"], "Base, not continued": b["base"],
-            "start: valid NLL": r["start_valid_nll"]["variant"], "start: Base's valid NLL": r["start_valid_nll"]["base"],
+            "start: valid NLL": r["start_valid_nll"]["variant"],
+            "start: Base's valid NLL": r["start_valid_nll"]["base"],
             "start: BLEU": b["variant_start"],
             "valid NLL gap by validation": " → ".join(f"{g['gap']:+.3f}" for g in gaps),
         }

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..core.files import InputError, atomic_open, count_lines, iter_lines, read_json, read_parallel, write_json, write_lines
+from ..core.files import (InputError, atomic_open, count_lines, iter_lines, read_json, read_parallel, write_json,
+                          write_lines)
 from ..core.text import BPE, learn_bpe, tokenize
 from ..core.vocab import Vocab, save_indexed
 from .shards import chunks
@@ -125,8 +126,8 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
                      workers: int, pretokenized: bool = False) -> tuple[dict[str, tuple[Path, Path]], dict]:
     """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes) and apply them,
     filtering training pairs (`keep_pair`, in words before BPE is learned, in pieces after): each split's
-    BPE'd (source, target) files and the counts of dropped pairs. Streams: tokenized text goes to `work_dir`, the codes are learned from those files,
-    BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
+    BPE'd (source, target) files and the counts of dropped pairs. Streams: tokenized text goes to
+    `work_dir`, the codes are learned from those files, BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
     not depend on their number); `pretokenized` text is only split on spaces. The BPE'd source is
     written to out_dir/<split>.src.bpe, which the parse and pos stages read; the target beside the
     tokenized text in `work_dir`."""
