@@ -48,7 +48,7 @@ pkill -f "nvidia-smi dmon" 2> /dev/null
 grep -E "^(Error|WorkflowError)|Exception|Traceback" "$state/study.log" | head -5
 snakemake "${target[@]}" "${extra[@]}" --config "${config[@]}" --report results/gpu/report.html > "$OUT/report.log" 2>&1
 echo "report: rc=$?"
-for page in ${PRINT:-results/gpu/report/central_claims.md}; do cat "$page" 2> /dev/null || echo "no $page"; done
+for page in ${PRINT:-results/gpu/report/central_claims.md results/gpu/report/B_warm_start.md}; do cat "$page" 2> /dev/null || echo "no $page"; done
 tar czf "$OUT/results.tgz" --exclude='*.pt' --exclude='results/gpu/prepare' --exclude='results/gpu/data' \
     --exclude='results/gpu/pos' --exclude='results/gpu/checkpoints' results/gpu 2> /dev/null
 left=$(( until - 15 - $(date +%s) + begin ))
