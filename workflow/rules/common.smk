@@ -8,8 +8,8 @@ from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_a
                              check_paper_cells, dataset_files, experiments, merge_papers, model_options, protocol_note,
                              replicates, seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
 from nmtrepro.core.files import InputError
-from nmtrepro.data.datasets import check_user_data
 from nmtrepro.core.gpus import count_visible
+from nmtrepro.data.datasets import check_user_data
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
 ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("*.smk"))
