@@ -18,7 +18,7 @@ from sacrebleu.metrics.bleu import BLEU, MAX_NGRAM_ORDER, BLEUScore
 from ..core.files import InputError, read_lines
 from ..core.text import strip_bpe
 from ..evaluation.bleu import make_metric
-from ..reporting.render import REFERENCE_COLOURS, Marked, write_table
+from ..reporting.render import REFERENCE_COLOURS, Marked, add_table_arguments, write_table
 from ..reporting.report import parse_system_pairs
 
 COLUMNS = ["system", "line", "", "text", "matched n-grams (n = 1/2/3/4)", "sentence BLEU"]
@@ -130,10 +130,7 @@ def add_example_table_arguments(parser) -> None:
                         help="Moses-tokenized reference (repeat for several references: NIST's four)")
     parser.add_argument("--count", type=int, default=3, help="examples per system")
     parser.add_argument("--max-len", type=int, default=40, help="longest source (tokens) an example may have")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="", help="line under the table, before the rule that picked the lines")
-    for name in ("md", "html", "tex"):
-        parser.add_argument(f"--out-{name}", required=True)
+    add_table_arguments(parser, "line under the table, before the rule that picked the lines")
 
 
 def add_arguments_examples(parser) -> None:

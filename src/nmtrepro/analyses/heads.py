@@ -17,7 +17,7 @@ from ..core.files import InputError, read_json, read_lines, write_json
 from ..evaluation.sources import Sources, add_arguments_sources, source_options
 from ..models.layers import encoder_attentions, recording_heads
 from ..reporting.papers import beside, read_paper_numbers
-from ..reporting.render import text_cells, write_table
+from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs
 
 
@@ -109,10 +109,7 @@ def head_table(results: dict[str, dict]) -> pd.DataFrame:
 def add_arguments_head_table(parser) -> None:
     parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON", help="(repeat)")
     parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="")
-    for name in ("md", "html", "tex"):
-        parser.add_argument(f"--out-{name}", required=True)
+    add_table_arguments(parser)
 
 
 def run_head_table(args) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..reporting.papers import beside, read_paper_numbers
-from ..reporting.render import text_cells, write_table
+from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs, read_curve
 
 
@@ -94,10 +94,7 @@ def add_arguments_speed_table(parser) -> None:
     parser.add_argument("--paper-numbers", help="TSV of the paper's numbers (row, column, value, note)")
     parser.add_argument("--paper-size", action="append", default=[], metavar="LABEL=SPEC_JSON",
                         help="a system's model spec at the paper's size and vocabulary, counted for Para. (M)")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="")
-    for name in ("md", "html", "tex"):
-        parser.add_argument(f"--out-{name}", required=True)
+    add_table_arguments(parser)
 
 
 def run_speed_table(args) -> None:

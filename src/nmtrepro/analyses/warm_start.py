@@ -28,7 +28,8 @@ from ..evaluation.dev_bleu import tokenized_bleu
 from ..evaluation.generate import add_arguments_search
 from ..evaluation.sources import Sources, source_options
 from ..models import build_model
-from ..reporting.render import text_cells, write_table
+from ..reporting.render import add_table_arguments, text_cells, write_table
+from ..reporting.report import parse_pairs
 from ..training import checkpoint
 from ..training.train import Corpus, valid_loss
 
@@ -129,18 +130,12 @@ def warm_start_rows(label: str, results: list[dict]) -> pd.DataFrame:
 def add_arguments_warm_start_table(parser) -> None:
     parser.add_argument("--system", action="append", required=True, metavar="LABEL=JSON[,JSON...]",
                         help="a system's per-seed results, comma-separated (repeat)")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--note", default="")
-    for name in ("md", "html", "tex"):
-        parser.add_argument(f"--out-{name}", required=True)
+    add_table_arguments(parser)
 
 
 def run_warm_start_table(args) -> None:
     tables = []
-    for spec in args.system:
-        label, sep, paths = spec.partition("=")
-        if not (label and sep and paths):
-            raise InputError(f"--system wants LABEL=JSON[,JSON...], got {spec!r}")
+    for label, paths in parse_pairs(args.system, "--system").items():
         results = [read_json(path) for path in paths.split(",")]
         steps = [g["step"] for g in results[0]["gap"]]
         tables.append(warm_start_rows(label, results))

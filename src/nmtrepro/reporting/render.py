@@ -72,6 +72,15 @@ def text_cells(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     return table.rename_axis("system").reset_index().map(fmt)
 
 
+def add_table_arguments(parser, note_help: str = "line under the table") -> None:
+    """The flags of a command that writes one table three ways (`write_table`): its title, the note
+    under it and the Markdown, HTML and LaTeX files."""
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--note", default="", help=note_help)
+    for name in ("md", "html", "tex"):
+        parser.add_argument(f"--out-{name}", required=True)
+
+
 def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
                 out_tex: str | None = None, *, colalign: list[str] | None = None, numparse: bool = False,
                 escape_tex: bool = True, fragment: bool = False) -> None:

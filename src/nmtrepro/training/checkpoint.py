@@ -90,13 +90,14 @@ def set_aside(directory: str | Path) -> Path:
     return folder
 
 
-def load(path: str | Path) -> dict:
-    """A checkpoint or model file; a missing, truncated or corrupt one is an InputError naming it."""
+def load(path: str | Path, mmap: bool = False) -> dict:
+    """A checkpoint or model file; a missing, truncated or corrupt one is an InputError naming it.
+    `mmap`: its tensors mapped, not read, for a caller that wants only its small entries (step, settings)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"missing checkpoint: {path}")
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(path, map_location="cpu", weights_only=False, mmap=mmap)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
         raise InputError(f"{path} is not a readable checkpoint (truncated or corrupt: {err})") from None
 
@@ -146,12 +147,12 @@ def final_window(directory: str | Path, last: int, final: str | Path) -> list[tu
     deleted (a corrupt newest checkpoint, say) they would silently come from an earlier stretch."""
     if not Path(directory).is_dir():
         raise InputError(f"{directory}: no such checkpoint folder")
-    step, found = load(final)["step"], dict(checkpoints(directory))
+    step, found = load(final, mmap=True)["step"], dict(checkpoints(directory))
     if step not in found:
         newest = f"its newest is step {max(found)}" if found else "it holds none"
         raise InputError(f"{directory} has no checkpoint of the final model's step {step} ({final}; {newest}): "
                          "train again (delete the final model) to write it")
-    every = load(found[step])["settings"]["save_every"]
+    every = load(found[step], mmap=True)["settings"]["save_every"]  # average() reads the weights
     wanted = sorted([step, *range((step - 1) // every * every, 0, -every)][:last])
     missing = [s for s in wanted if s not in found]
     if missing or len(wanted) < last:
