@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+from scipy.stats import t as student_t
 import torch
 from torch import nn
 
@@ -52,8 +53,9 @@ def test_bucket_deltas_are_seed_means_with_the_pooled_bootstrap_ci_of_the_bucket
     assert short["delta"] == pytest.approx(100) and [s["delta"] for s in short["seeds"]] == pytest.approx([100, 100])
     assert long["delta"] == pytest.approx(50) and [s["delta"] for s in long["seeds"]] == pytest.approx([100, 0])
     assert short["delta_low"] == short["delta_high"] == pytest.approx(100)   # no resample changes it
-    # the seeds split (100 and 0), their spread about the mean inflated by sqrt(k / (k - 1)) = sqrt(2)
-    assert long["delta_low"] == pytest.approx(50 - 50 * 2 ** 0.5) and long["delta_high"] == pytest.approx(50 + 50 * 2 ** 0.5)
+    # the seeds split (100 and 0) and no resample moves either: s^2/k = 2500 on one degree of freedom
+    half = student_t(1).ppf(0.975) * 50
+    assert (long["delta_low"], long["delta_high"]) == pytest.approx((50 - half, 50 + half))
 
 
 def test_ngram_gaps_are_system_minus_baseline_per_order():
@@ -133,16 +135,16 @@ def test_table_command_marks_significant_cells(tmp_path):
     bleu = tmp_path / "b.json"
     bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry}))
     sig = tmp_path / "s.json"
-    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "p_greater": 0.004, "mean": 30.0,
-                                            "ci": 0.5, "ci_low": 29.5, "ci_high": 30.5, "delta_low": 0.4,
-                                            "delta_high": 1.6, "samples": 10000, "bootstrap_seed": 12345,
+    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "delta": 1.0, "var": 0.1, "df": None,
+                                            "p_greater": 0.004, "mean": 30.0, "ci": 0.5, "ci_low": 29.5,
+                                            "ci_high": 30.5, "samples": 10000, "bootstrap_seed": 12345,
                                             "seeds": [{"seed": 1, "score": 30.0, "baseline": 29.0, "delta": 1.0}]}}))
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
     assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
                      "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
                      "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]) == 0
     md = out["md"].read_text()
-    assert "30.00++" in md and "+0.40 to +1.60" in md and "0.004" in md and "| base " in md
+    assert "30.00++" in md and "+0.48 to +1.52" in md and "0.004" in md and "| base " in md  # 1.0 ± 1.645 √0.1
     assert "p (one-sided)" in md and "10,000 resamples, seed 12345" in md
     assert "\\begin{tabular}" in out["tex"].read_text()
 

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.multiplicity import holm
-from nmtrepro.evaluation.significance import one_sided_p
+from nmtrepro.evaluation.significance import MeanDifference
 from nmtrepro.reporting.papers import read_paper_numbers
 from nmtrepro.reporting.report import Cell, build_table, parse_cell
 
@@ -226,16 +227,17 @@ def test_paper_a_table2_parameter_cells_span_the_rows_the_paper_prints_them_for(
                     "+Max+Attn+TA": 173.0, "Transformer Big": 264.1}
 
 
-def write_significance(path, score, baseline, spread=0.5, seed_deltas=None):
-    """A pooled significance JSON whose resampled differences lie evenly on ours ± `spread`, so that the
-    one-sided p of 'beats' is (1 - Δ/spread)/2 to within a resample (Δ = 0.98, spread 1: p = 0.010);
-    `seed_deltas`: the seed pairs' differences (default: one, the mean's)."""
+def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, df=None):
+    """A significance JSON whose mean difference `score - baseline` has standard error `sd` against a
+    normal (`df` None) or t reference: the one-sided p of 'beats' is then norm.sf(Δ / sd) (Δ = 2.33 sd:
+    p = 0.010); `seed_deltas`: the seed pairs' differences (default: one, the mean's)."""
     deltas = seed_deltas or [score - baseline]
-    resampled = score - baseline + spread * np.linspace(-1, 1, 10001)
-    entry = {"score": score, "baseline": baseline, "p_greater": one_sided_p(resampled, score - baseline, +1),
-             "ci_low": score - 0.5, "ci_high": score + 0.5, "delta_low": score - baseline - spread,
-             "delta_high": score - baseline + spread, "samples": 10001, "bootstrap_seed": 12345,
-             "resampled_deltas": resampled.tolist(),
+    test = MeanDifference(score - baseline, sd ** 2, df)
+    low, high = test.bounds(0.95)
+    entry = {"score": score, "baseline": baseline, "delta": score - baseline, "var": sd ** 2, "df": df,
+             "var_seeds": None, "var_shared": sd ** 2, "p_greater": test.p(+1), "p_less": test.p(-1),
+             "ci_low": score - 0.5, "ci_high": score + 0.5, "delta_low": low, "delta_high": high,
+             "samples": 10000, "bootstrap_seed": 12345,
              "seeds": [{"seed": i + 1, "score": baseline + d, "baseline": baseline, "delta": d} for i, d in enumerate(deltas)]}
     path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
     return str(path)
@@ -258,16 +260,17 @@ def claim_row(tmp_path, claim, text):
 
 
 def verdict_of(row):
-    return row.rstrip(" |").rsplit("|", 1)[1].strip()
+    """The verdict cell: the page's last column but one (the last says whether the paper's Δ lies inside our CI)."""
+    return row.split("|")[-3].strip()
 
 
-@pytest.mark.parametrize("ours, spread, expected", [
-    (30.0, 0.5, "reproduced"),
-    (30.0, 4.0, "not reproduced"),                         # the paper's sign, but no evidence
-    (28.0, 0.5, "contradicted (Δ < 0: p <0.001, Holm <0.001)"),  # significantly the other way
+@pytest.mark.parametrize("ours, sd, expected", [
+    (30.0, 0.25, "reproduced"),
+    (30.0, 2.0, "not reproduced"),                         # the paper's sign, but no evidence
+    (28.0, 0.25, "contradicted (Δ < 0: p <0.001, Holm <0.001)"),  # significantly the other way
 ])
-def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, ours, spread, expected):
-    sig = write_significance(tmp_path / "sig.json", ours, 29.0, spread)
+def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, ours, sd, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps (a=b)", "+PR helps (a=b)")
     assert verdict_of(row) == expected and f"{ours - 29.0:+.2f}" in row and "+1.29" in row and "| Δ > 0 " in row
 
@@ -279,32 +282,45 @@ def test_a_claim_of_a_negative_difference_is_tested_in_its_own_direction(tmp_pat
     assert verdict_of(row) == expected and "| Δ < 0 " in row and "-0.65" in row
 
 
-@pytest.mark.parametrize("ours, spread, expected", [
-    (29.02, 0.2, "reproduced"),            # Δ ≈ 0 and its upper bound below the margin: no gain, as claimed
-    (29.02, 1.0, "not reproduced"),        # Δ ≈ 0 but too uncertain to rule out a gain of 0.3
-    (29.9, 0.2, "contradicted (Δ > +0.30: p <0.001, Holm <0.001)"),  # a gain well beyond the margin
+@pytest.mark.parametrize("ours, sd, expected", [
+    (29.02, 0.08, "reproduced"),           # Δ ≈ 0 and its upper bound below the margin: no gain, as claimed
+    (29.02, 0.5, "not reproduced"),        # Δ ≈ 0 but too uncertain to rule out a gain of 0.3
+    (29.9, 0.1, "contradicted (Δ > +0.30: p <0.001, Holm <0.001)"),  # a gain well beyond the margin
+    (29.25, 0.05, "not reproduced"),       # a significant +0.25 is a gain the margin allows, not "no gain"
 ])
-def test_a_claim_of_no_gain_is_tested_for_non_superiority_within_its_margin(tmp_path, ours, spread, expected):
-    sig = write_significance(tmp_path / "sig.json", ours, 29.0, spread)
+def test_a_claim_of_no_gain_is_tested_for_non_superiority_within_its_margin(tmp_path, ours, sd, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
     page = claims_page(tmp_path, f"-0.65<0.3=tok_bleu=yes={sig}=the layer does not help")
     row = next(line for line in page.splitlines() if line.startswith("| the layer does not help"))
     assert verdict_of(row) == expected and "| Δ < +0.30 " in row and "below the stated margin" in page
 
 
-def test_holm_adjusts_a_pages_p_values_and_the_primary_page_does_not(tmp_path):
-    """Three claims at raw one-sided p 0.010, 0.030 and 0.040: Holm makes them 0.030, 0.060 and 0.060, so
-    one is reproduced on a paper's page; on the primary claims' page, uncorrected, all three are."""
-    claims = [f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0 + delta, 29.0, 1.0)}=claim {i}"
-              for i, delta in enumerate((0.98, 0.94, 0.92))]
+def test_holm_adjusts_a_pages_p_values_over_both_directions_and_the_primary_page_does_not(tmp_path):
+    """Three claims at raw one-sided p 0.002, 0.008 and 0.040 (the opposite directions' 0.998, 0.992 and
+    0.960): Holm over the one family of all six makes them 0.012, 0.040 and 0.160, so two are reproduced
+    on a paper's page; on the primary claims' page, uncorrected, all three are."""
+    claims = [f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0 + norm.isf(p), 29.0, 1.0)}=claim {i}"
+              for i, p in enumerate((0.002, 0.008, 0.040))]
     page = claims_page(tmp_path, *claims)
     rows = [line for line in page.splitlines() if line.startswith(("| claim 0", "| claim 1", "| claim 2"))]
-    assert [[cell.strip() for cell in row.split("|")[8:10]] for row in rows] == [["0.010", "0.030"], ["0.030", "0.060"],
-                                                                                ["0.040", "0.060"]]
-    assert [verdict_of(row) for row in rows] == ["reproduced", "not reproduced", "not reproduced"]
-    assert "Holm's method over this page's 3 measured claims" in page and "10,001 resamples, seed 12345" in page
+    assert [[cell.strip() for cell in row.split("|")[8:10]] for row in rows] == [["0.002", "0.012"], ["0.008", "0.040"],
+                                                                                ["0.040", "0.160"]]
+    assert [verdict_of(row) for row in rows] == ["reproduced", "reproduced", "not reproduced"]
+    assert "over one family, both directions of this page's 3 measured claims" in page
+    assert "10,000 resamples, seed 12345" in page
     primary = claims_page(tmp_path, *claims, correction="none")
     assert [verdict_of(line) for line in primary.splitlines() if line.startswith("| claim ")][1:] == ["reproduced"] * 3
     assert "Holm p" not in primary and "no correction for multiplicity" in primary
+
+
+def test_a_paper_difference_outside_our_interval_is_flagged_beside_the_verdict(tmp_path):
+    """A reproduced direction may still be a different size: the row says whether the paper's Δ lies in
+    our 90% interval."""
+    sig = write_significance(tmp_path / "sig.json", 29.2, 29.0, 0.05)    # 90% CI +0.12 to +0.28
+    far = claim_row(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps", "+PR helps")
+    near = claim_row(tmp_path, f"0.25=tok_bleu=yes={sig}=+PR helps", "+PR helps")
+    assert verdict_of(far) == verdict_of(near) == "reproduced"
+    assert far.split("|")[-2].strip() == "paper Δ outside" and near.split("|")[-2].strip() == "consistent"
 
 
 def test_holm_multiplies_the_ith_smallest_of_m_by_m_minus_i_and_keeps_the_order():
@@ -331,8 +347,8 @@ def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, cap
 def test_a_claims_verdict_flips_when_one_seeds_sign_flips(tmp_path):
     """Reproduced needs most seed pairs on the paper's side, besides the pooled p: the same mean and p
     with two of three seeds against the paper is not reproduced."""
-    agree = write_significance(tmp_path / "agree.json", 30.0, 29.0, 0.5, [1.6, 1.2, -0.1])
-    split = write_significance(tmp_path / "split.json", 30.0, 29.0, 0.5, [3.2, -0.1, -0.1])
+    agree = write_significance(tmp_path / "agree.json", 30.0, 29.0, 0.25, [1.6, 1.2, -0.1])
+    split = write_significance(tmp_path / "split.json", 30.0, 29.0, 0.25, [3.2, -0.1, -0.1])
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={agree}=+PR helps", "+PR helps")
     assert verdict_of(row) == "reproduced" and "+1.60 (seed 1) / +1.20 (seed 2) / -0.10 (seed 3)" in row
     row = claim_row(tmp_path, f"1.29=tok_bleu=yes={split}=+PR helps", "+PR helps")

@@ -321,13 +321,34 @@ def at_scale(config: dict, spec: dict) -> bool:
 
 
 def _claim_test(claim: dict, key: str) -> None:
-    """A claim of no gain (`test: non_superiority`) names its margin, and only it does; a claim of a
-    difference has a direction, the sign of its paper_delta."""
-    if (claim.get("test") == "non_superiority") != ("margin" in claim):
-        raise InputError(f"config: {key}.margin: a margin goes with test: non_superiority, and that test needs one")
+    """A claim of a difference has a direction, the sign of its paper_delta (a claim of no gain is
+    test: non_superiority, its margin set by `no_gain_margins`)."""
     if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
         raise InputError(f"config: {key}.paper_delta: 0 gives a superiority test no direction; a claim of no "
-                         f"gain is test: non_superiority with a margin")
+                         f"gain is test: non_superiority")
+
+
+def no_gain_margins(config: dict, owned: dict[str, dict]) -> dict[str, float]:
+    """The margin of each claim of no gain (`test: non_superiority`), by one rule fixed before any result
+    (docs/statistics.md): half the smallest gain that the same paper calls a help, i.e. the smallest
+    positive paper_delta among its claims of a difference. A claim of no gain on a paper that claims no
+    gain at all is an error naming it."""
+    margins = {}
+    papers = {paper: sections.get("claims", []) for paper, sections in owned.items()}
+    unowned = [name for name in config.get("claims", {}) if not any(name in names for names in papers.values())]
+    if unowned:  # claims config.yaml holds itself (or a config merged before): one group
+        papers["config.yaml"] = unowned
+    for paper, names in papers.items():
+        claims = {name: config["claims"][name] for name in names}
+        gains = [c["paper_delta"] for c in claims.values() if c.get("test", "superiority") == "superiority"
+                 and c["paper_delta"] > 0]
+        for name, claim in claims.items():
+            if claim.get("test") == "non_superiority":
+                if not gains:
+                    raise InputError(f"config: claims.{name}: a claim of no gain takes half the smallest gain paper "
+                                     f"{paper} calls a help as its margin, and paper {paper} claims no gain")
+                margins[name] = round(min(gains) / 2, 4)
+    return margins
 
 
 def _known_scales(config: dict, spec: dict, key: str) -> None:
@@ -381,21 +402,37 @@ def seed_replica(name: str, index: int, seed: int) -> str:
     return name if index == 0 else f"{name}_seed{seed}"
 
 
+def _central_experiments(config: dict) -> set[str]:
+    """The experiments that the central claims compare, and those they start from (`init_from`), whose
+    seeds must match theirs."""
+    names = {config["claims"][c][key] for c in config.get("claims", {}) if config["claims"][c].get("central")
+             for key in ("experiment", "baseline")}
+    pending = list(names)
+    while pending:
+        source = config["experiments"].get(pending.pop(), {}).get("init_from")
+        if source and source not in names:
+            names.add(source)
+            pending.append(source)
+    return names
+
+
 def _seeded(config: dict) -> dict[str, dict]:
     """The configured experiments with one entry a seed: an experiment naming `seeds: [1, 2, 3]` trains
     once per seed (the seed sets initialisation, dropout and batch order), the first under its own name,
     the others as `<name>_seed<N>`; the scale's `max_seeds` keeps the first N (paper scale: 1, as each
-    seed there costs GPU-days). Each entry records `replicate_of`, and `seed` where the
+    seed there costs GPU-days), its `central_seeds` the first N of the central claims' systems (paper: 3). Each entry records `replicate_of`, and `seed` where the
     experiment names its seeds (else it trains with the scale's `train.seed`). A replicate of an
     experiment that starts from another (`init_from`) starts from that one's replicate of the same seed."""
-    cap = config["scales"][config["scale"]].get("max_seeds")
-    default_seed = config["scales"][config["scale"]]["train"].get("seed", 1)
+    scale = config["scales"][config["scale"]]
+    central = _central_experiments(config)
+    default_seed = scale["train"].get("seed", 1)
     specs = {}
     for name, exp in config["experiments"].items():
         seeds = exp.get("seeds")
         if seeds is None:
             specs[name] = {**exp, "replicate_of": name}
             continue
+        cap = scale.get("central_seeds", scale.get("max_seeds")) if name in central else scale.get("max_seeds")
         for i, seed in enumerate(seeds[:cap]):
             replica = seed_replica(name, i, seed)
             if replica in specs or (i and replica in config["experiments"]):

@@ -360,8 +360,19 @@ def run_plan(args) -> None:
                   owned)
     gpu = "the measured GPU" if source.startswith("measured") else config["plan"].get("gpu", "the table's GPU")
     print(render(result, source, gpu))
+    scale = config["scales"][config["scale"]]
+    fewer = {}
+    if scale.get("central_seeds", 1) > scale.get("max_seeds", scale.get("central_seeds", 1)):
+        # the same plan with the central claims' systems on max_seeds too: what their seeds cost
+        overrides = [*args.config, f"scales={{{config['scale']}: {{central_seeds: {scale['max_seeds']}}}}}"]
+        pending, downloads = parse_summary(dry_run_summary(args.snakefile, overrides))
+        fewer = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, [], owned)["total"]
+        on = "".join(f", {hours:.0f} on {name}" for name, hours in fewer["gpu_hours_on"].items())
+        print(f"With central_seeds: {scale['max_seeds']} (the central claims' systems on one seed too): "
+              f"{fewer['training_jobs']} training jobs, {fewer['gpu_hours']:.0f} GPU-hours on {gpu}{on}.")
     if args.out:
-        write_json(args.out, {**result, "throughput": rates, "throughput_source": source})
+        write_json(args.out, {**result, "throughput": rates, "throughput_source": source,
+                              "total_with_max_seeds_for_central": fewer or None})
 
 
 def variant_counts(config: dict, vocab: dict, extra: dict | None = None) -> dict[str, dict]:

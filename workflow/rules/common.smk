@@ -5,8 +5,9 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
-                             check_paper_cells, dataset_files, experiments, merge_papers, model_options, protocol_note,
-                             replicates, seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
+                             check_paper_cells, dataset_files, experiments, merge_papers, model_options, no_gain_margins,
+                             protocol_note, replicates, seed_pairs, tables_at_scale, training_of, validate,
+                             with_scale_data)
 from nmtrepro.core.files import InputError
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
@@ -22,6 +23,7 @@ try:
     EXPERIMENTS = experiments(config)
     check_dataset_files(config, EXPERIMENTS, ".")
     check_paper_cells(config, workflow.basedir)
+    NO_GAIN_MARGINS = no_gain_margins(config, PAPERS)  # each claim of no gain's margin, by docs/statistics.md's rule
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]

@@ -117,7 +117,7 @@ def claim_args(names, input):
     for name in names:
         claim = config["claims"][name]
         comparable = at_scale(config, claim)
-        margin = f"<{claim['margin']}" if claim["test"] == "non_superiority" else ""
+        margin = f"<{NO_GAIN_MARGINS[name]}" if claim["test"] == "non_superiority" else ""
         says = f":{claim['paper_says']}" if "paper_says" in claim else ""
         args.append(f"--claim={claim['paper_delta']}{margin}{says}={claim['metric']}={'yes' if comparable else 'no'}="
                     f"{input[name] if comparable else '-'}={claim['claim']}")

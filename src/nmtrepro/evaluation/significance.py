@@ -1,45 +1,48 @@
-"""`nmtrepro significance`: paired bootstrap resampling (Koehn 2004) of a system against its baseline,
-pooled over seeds, and the one-sided tests and bounds read off its resamples.
+"""`nmtrepro significance`: a system against its baseline over the seed pairs both trained, with a
+test whose error rate holds whatever mixes the noise, and the papers' significance marks.
 
-A difference of two trainings mixes the systems' difference with the luck of one seed, which at small
-scale is as large as the effects the papers report. So a comparison may hold several seed pairs (the
-system and the baseline trained with the same seed), and the test sees both sources of variance: each
-resample draws the test sentences with replacement (as Koehn's test) *and* the seed pairs with
-replacement (a two-level bootstrap: sentences within the test set, replicates across trainings, as
-Clark et al. 2011 ask of optimizer instability), and its statistic is the mean over the drawn seed
-pairs of the corpus-BLEU differences on the drawn sentences. The observed statistic is the mean of the
-seed pairs' differences. With one pair the resamples are sacreBLEU's own paired bootstrap, resample for
-resample (the same RNG draws and sufficient statistics; tested).
+A difference of two trainings mixes the systems' difference with the luck of each seed, which at small
+scale is as large as the effects the papers report, and with the luck of the test set. Over k seed pairs
+(system and baseline trained with the same seed) on one test set, each pair's difference is
+d_i = Δ + c + u_i + e_i: c the test set's sampling error that every pair shares (which sentences happen
+to favour which system), u_i the seed pair's own offset, e_i the test set's sampling error of that pair
+alone. The mean difference has variance σc² + (σu² + σe²)/k. Two estimates make it up
+(`mean_difference`):
+- the spread of the k full-test-set differences, s²/k, which holds (σu² + σe²)/k and no c (it cancels);
+- the shared part σc², from a paired bootstrap of the sentences (Koehn 2004), the same resamples for
+  every pair: the variance of the pairs' mean difference over the resamples is σc² + σe²/k, the pairs'
+  own variances average σc² + σe², and the two give σc² = (k V_mean − V_each) / (k − 1).
+The mean over (s²/k + σc²)^½ is compared against a t distribution whose degrees of freedom
+Satterthwaite's rule gives (k − 1 of s², the bootstrap's σc² taken as known): where the seeds dominate,
+three seeds have about two, and the tail is as wide as that; where the test set dominates, the test is
+normal. Resampling the seeds as well, as this test did before, counts each pair's own sentence noise
+twice and keeps a normal tail with two degrees of freedom (docs/statistics.md:
+bench/verdict_calibration.py measures both). With one seed pair the seed variance is unmeasured: the
+test is the paired bootstrap's, and a page says so (Clark et al. 2011).
 
-Drawing k of k seed pairs understates their variance by (k-1)/k and can never leave the range of the
-k differences (with k = 3, a third of the variance and every tail are lost), so each resample's seed
-deviations are inflated by sqrt(k/(k-1)) first (`inflate_seed_deviations`): the bootstrap variance of
-the mean is then the unbiased s^2/k. It remains a normal-like reference: where the seed variance
-dominates the sentence variance, three seeds would call for a t reference, wider still (docs/statistics.md).
-
-Tests are one-sided (`one_sided_p`): a claim has a direction, and a p toward whichever sign happened to
-be observed (sacreBLEU's |difference| rule) rejects a true null twice as often as it says. The p is
-sacreBLEU's rule otherwise: how often the resampled differences, centred on their mean (the null), go
-past the observed one, plus one, over resamples plus one; the bounds (`confidence_bounds`) are the ones
-these p's invert. The resampled differences are kept in the JSON, so a claims page can test any
-direction or margin (a "no gain" claim) without resampling again.
+Tests are one-sided (`MeanDifference.p`): a claim has a direction, and a p toward whichever sign happened
+to be observed (sacreBLEU's |difference| rule) rejects a true null twice as often as it says. The
+intervals (`MeanDifference.bounds`) are the ones these p's invert, one rule for both. The JSON keeps the
+estimate's parts, so a claims page tests any direction or margin without resampling again.
 """
 from __future__ import annotations
 
 import logging
 import os
 import secrets
+from dataclasses import dataclass
 
 import numpy as np
-from sacrebleu.significance import _compute_p_value, estimate_ci
+from sacrebleu.significance import estimate_ci
+from sacrebleu.metrics import BLEU
+from scipy.stats import norm, t as student_t
 
 from ..core.files import InputError, read_lines, write_json
 from .bleu import make_metric
 
 log = logging.getLogger(__name__)
 
-RESAMPLES = 10_000  # a p near 0.05 then carries ±0.002 of simulation error (one standard error), 1,000 ±0.007
-DIGITS = 6          # decimals of the resampled differences kept in the JSON (every p and bound reads those)
+RESAMPLES = 10_000  # the shared variance then carries ±1.4% of simulation error (one standard error), 1,000 ±4.5%
 
 # How each paper marks a significant improvement over its baseline: (threshold, mark), strictest first.
 MARK_STYLES = {
@@ -47,6 +50,13 @@ MARK_STYLES = {
     "arrows": ((0.01, "⇑"), (0.05, "↑")),         # paper B: ↑ / ⇑ p < 0.05 / 0.01
     "plus": ((0.01, "++"), (0.05, "+")),          # paper D: + / ++ p < 0.05 / 0.01
 }
+
+
+def mark_confidence(style: str) -> float:
+    """The two-sided interval whose bounds are one-sided tests at the style's loosest mark: 90% beside
+    marks at p < 0.05, 98% beside paper A's † at p < 0.01. Its lower bound is above zero exactly where
+    the row earns a mark."""
+    return 1 - 2 * max(threshold for threshold, _ in MARK_STYLES[style])
 
 
 def mark(score: float, baseline: float, p_value: float, style: str) -> str:
@@ -81,53 +91,82 @@ def sentence_counts(idxs: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(cells.ravel(), minlength=idxs.size).reshape(idxs.shape).astype("float32")
 
 
-def inflate_seed_deviations(deltas: np.ndarray) -> np.ndarray:
-    """Each seed pair's difference on each sentence resample (`deltas`: [k, samples]) with its deviation
-    from that resample's mean over the k pairs scaled by sqrt(k/(k-1)), so that drawing k of them with
-    replacement has the unbiased variance s^2/k of their mean rather than (k-1)/k of it (module
-    docstring). One pair: unchanged."""
+def bleu_from_statistics(sums: np.ndarray, metric: BLEU) -> np.ndarray:
+    """`metric`'s corpus BLEU of each row of summed sentence statistics ([..., 2 + 2N]: system length,
+    reference length, correct and total n-grams for n = 1..N), as sacreBLEU's `compute_bleu` gives it
+    (its "exp" smoothing, effective order) one row at a time, here all rows at once."""
+    if metric.smooth_method not in ("none", "exp"):
+        raise InputError(f"BLEU smoothing {metric.smooth_method!r}: only 'none' and 'exp' are computed here")
+    sums, order = np.asarray(sums, dtype=np.float64), metric.max_ngram_order
+    sys_len, ref_len = sums[..., 0], sums[..., 1]
+    correct, total = sums[..., 2:2 + order], sums[..., 2 + order:2 + 2 * order]
+    counted = np.cumprod(total > 0, axis=-1).astype(bool)           # the orders before sacreBLEU's break
+    used = counted.sum(-1) if metric.effective_order else np.full(sys_len.shape, order)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if metric.smooth_method == "exp":  # mteval's: the j-th order without a match counts 1 / (2^j total)
+            misses = np.cumsum((correct == 0) & counted, axis=-1)
+            precision = np.where(correct > 0, correct / total, 1.0 / (2.0 ** misses * total))
+        else:
+            precision = correct / total
+        logs = np.where(np.arange(order) < used[..., None], np.log(np.where(counted, precision, 0.0)), 0.0)
+        bp = np.where(sys_len < ref_len, np.exp(1 - ref_len / sys_len), 1.0)
+        score = 100 * bp * np.exp(logs.sum(-1) / np.maximum(used, 1))
+    return np.where((correct.sum(-1) == 0) | (used == 0) | ~np.isfinite(score), 0.0, score)
+
+
+@dataclass(frozen=True)
+class MeanDifference:
+    """The mean difference over the seed pairs and its estimated variance, tested against a t reference
+    with `df` degrees of freedom (None: normal; module docstring)."""
+    delta: float
+    var: float
+    df: float | None
+
+    @classmethod
+    def of(cls, entry: dict) -> "MeanDifference":
+        """From a significance JSON's entry (`pooled_bootstrap`)."""
+        return cls(entry["delta"], entry["var"], entry["df"])
+
+    def _reference(self):
+        return norm if self.df is None else student_t(self.df)
+
+    def p(self, direction: int, margin: float = 0.0) -> float:
+        """The one-sided p of direction * (Δ - margin) > 0 (+1: the system beats the baseline by more than
+        `margin`; -1: it falls short of the margin, e.g. no gain). A difference that does not vary (identical
+        outputs) shows nothing that way unless it already lies there."""
+        gap = direction * (self.delta - margin)
+        if self.var <= 0:
+            return 0.0 if gap > 0 else 1.0
+        return float(self._reference().sf(gap / np.sqrt(self.var)))
+
+    def bounds(self, confidence: float) -> tuple[float, float]:
+        """The two-sided `confidence` interval that the one-sided p's invert: each bound is a one-sided test
+        at (1 - confidence) / 2 (the bounds of a 90% interval are one-sided 5% tests)."""
+        half = self._reference().ppf(1 - (1 - confidence) / 2) * np.sqrt(max(self.var, 0.0))
+        return float(self.delta - half), float(self.delta + half)
+
+
+def mean_difference(deltas: np.ndarray, resampled: np.ndarray) -> tuple[MeanDifference, dict]:
+    """The test of the mean of k seed pairs' differences (`deltas` [k], on the whole test set) from the
+    same pairs' differences on shared sentence resamples (`resampled` [k, samples]); with it, the parts of
+    its variance: the seeds' s^2/k and the test set's shared part (module docstring)."""
     k = len(deltas)
-    if k == 1:
-        return deltas
-    centre = deltas.mean(0)
-    return centre + np.sqrt(k / (k - 1)) * (deltas - centre)
-
-
-def pool(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
-    """Each resample's mean over the seed pairs it drew: `values` [k, samples], `drawn` [samples, k]."""
-    return values[drawn, np.arange(len(drawn))[:, None]].mean(1)
-
-
-def one_sided_p(resampled: np.ndarray, observed: float, direction: int, margin: float = 0.0) -> float:
-    """The p of the one-sided alternative direction * (difference - margin) > 0 (direction +1: the system
-    beats the baseline by more than `margin`; -1: it falls short of `margin`, e.g. no gain): how often the
-    resampled differences, centred on their mean (the null), go further that way than the observed one
-    goes past the margin; sacreBLEU's +1 over resamples +1. Resamples that never vary (identical systems,
-    or two at BLEU 0 throughout) and do not go that way show nothing: p = 1, not the rule's floor 1/(n+1)."""
-    if np.ptp(resampled) == 0 and direction * (observed - margin) <= 0:
-        return 1.0
-    null = direction * (resampled - resampled.mean())
-    return float(_compute_p_value(null, direction * (observed - margin)))
-
-
-def confidence_bounds(resampled: np.ndarray, observed: float, confidence: float) -> tuple[float, float]:
-    """The two-sided `confidence` interval of the difference that the one-sided p's invert (the observed
-    difference less the centred resamples' upper and lower quantiles): each bound is a one-sided test
-    at (1 - confidence) / 2, e.g. the bounds of a 90% interval are one-sided 5% tests."""
-    tail = (1 - confidence) / 2
-    upper, lower = np.quantile(resampled - resampled.mean(), [1 - tail, tail])
-    return float(observed - upper), float(observed - lower)
+    mean_var = float(resampled.mean(0).var(ddof=1))          # sigma_c^2 + sigma_e^2 / k
+    if k == 1:                                              # the seed variance is unmeasured
+        return MeanDifference(float(deltas[0]), mean_var, None), {"var_seeds": None, "var_shared": mean_var}
+    each_var = float(resampled.var(1, ddof=1).mean())       # sigma_c^2 + sigma_e^2
+    shared = max(0.0, (k * mean_var - each_var) / (k - 1))
+    seeds = float(np.var(deltas, ddof=1)) / k               # (sigma_u^2 + sigma_e^2) / k
+    var = seeds + shared
+    df = None if seeds == 0 else (k - 1) * (var / seeds) ** 2  # Satterthwaite, the shared part as known
+    return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared}
 
 
 def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[str]], metric_name: str,
                      samples: int = RESAMPLES, seeds: list[int] | None = None) -> dict:
-    """The seed-pooled paired bootstrap of `pairs` (system hypotheses, baseline hypotheses), one pair a
-    seed, against the reference streams `refs` (one list of lines a reference).
-
-    Returns the mean system and baseline scores over the pairs and their difference, the one-sided p's of
-    the system beating and of it trailing the baseline, the 95% CIs of the system's score and of the
-    difference, the resampled differences themselves (for tests at other margins), and each pair's own
-    scores."""
+    """The test of `pairs` (system hypotheses, baseline hypotheses), one pair a seed, against the
+    reference streams `refs` (one list of lines a reference): the sentences' statistics, then
+    `statistics_test`."""
     n = len(refs[0]) if refs else 0
     if not pairs or not n or any(len(r) != n for r in refs) or any(
             len(hyps) != n or len(base) != n for hyps, base in pairs):
@@ -138,39 +177,45 @@ def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[s
     if len(seeds) != len(pairs):
         raise InputError(f"{len(seeds)} seeds named for {len(pairs)} seed pairs")
     metric = make_metric(metric_name)
-    seed = bootstrap_seed()
-    rng = np.random.default_rng(seed)
-    counts = sentence_counts(rng.choice(n, size=(samples, n), replace=True), n)  # sacreBLEU's draw
-    drawn = rng.choice(len(pairs), size=(samples, len(pairs)), replace=True) if len(pairs) > 1 else \
-        np.zeros((samples, 1), dtype=int)                    # seed pairs drawn per resample
-    observed, resampled = [], []                              # per pair: (system, baseline) scores
-    for hyps, base in pairs:
-        stats = [np.array(metric._extract_corpus_statistics(h, refs), dtype="float32") for h in (hyps, base)]
-        observed.append([metric._compute_score_from_stats(s.sum(0)).score for s in stats])
-        resampled.append([[metric._compute_score_from_stats(row).score for row in counts @ s] for s in stats])
-    observed, resampled = np.array(observed), np.array(resampled)      # [k, 2], [k, 2, samples]
-    sys_scores, base_scores = pool(resampled[:, 0], drawn), pool(resampled[:, 1], drawn)
-    diffs = np.round(pool(inflate_seed_deviations(resampled[:, 0] - resampled[:, 1]), drawn), DIGITS)
-    score, baseline = observed.mean(0)
-    mean, ci = estimate_ci(sys_scores)
-    base_mean, base_ci = estimate_ci(base_scores)
-    low, high = confidence_bounds(diffs, score - baseline, 0.95)
+    sentence_stats = np.array([[metric._extract_corpus_statistics(h, refs) for h in pair] for pair in pairs],
+                              dtype="float32")                                  # [k, 2, n, 2 + 2N]
+    result = statistics_test(sentence_stats, metric, samples, seeds)
     signature = metric.get_signature()
     signature.update("bs", samples)
-    signature.update("seed", seed)
+    signature.update("seed", result["bootstrap_seed"])
+    return {**result, "signature": f"{signature}|seed_pairs:{len(pairs)}"}
+
+
+def statistics_test(sentence_stats: np.ndarray, metric: BLEU, samples: int = RESAMPLES,
+                    seeds: list[int] | None = None) -> dict:
+    """The test from each seed pair's system and baseline sentence statistics ([k, 2, n, 2 + 2N]): the
+    mean system and baseline scores and their difference, the one-sided p's of the system beating and
+    of it trailing the baseline, the 95% CIs of the system's score and of the difference, the parts of
+    the difference's variance and each pair's own scores. The sentence resamples are sacreBLEU's draws
+    (`SACREBLEU_SEED`), shared by every pair."""
+    k, n = sentence_stats.shape[0], sentence_stats.shape[2]
+    seeds = seeds or list(range(1, k + 1))
+    seed = bootstrap_seed()
+    counts = sentence_counts(np.random.default_rng(seed).choice(n, size=(samples, n), replace=True), n)
+    observed = bleu_from_statistics(sentence_stats.sum(2), metric)                         # [k, 2]
+    resampled = bleu_from_statistics(np.matmul(counts, sentence_stats), metric)            # [k, 2, B]
+    test, parts = mean_difference(observed[:, 0] - observed[:, 1], resampled[:, 0] - resampled[:, 1])
+    score, baseline = observed.mean(0)
+    mean, ci = estimate_ci(resampled[:, 0].mean(0))
+    base_mean, base_ci = estimate_ci(resampled[:, 1].mean(0))
+    low, high = test.bounds(0.95)
     return {
-        "score": float(score), "baseline": float(baseline), "delta": float(score - baseline),
-        "p_greater": one_sided_p(diffs, score - baseline, +1),   # one-sided: the system beats the baseline
-        "p_less": one_sided_p(diffs, score - baseline, -1),      # one-sided: the system trails it
+        "score": float(score), "baseline": float(baseline), "delta": test.delta,
+        "p_greater": test.p(+1),                                 # one-sided: the system beats the baseline
+        "p_less": test.p(-1),                                    # one-sided: the system trails it
         "mean": float(mean), "ci": float(ci),                   # 95% CI of the system's score: mean ± ci
         "ci_low": float(mean - ci), "ci_high": float(mean + ci),
         "baseline_mean": float(base_mean), "baseline_ci": float(base_ci),
         "delta_low": low, "delta_high": high,                    # 95% CI of the difference
+        "var": test.var, "df": test.df, **parts,                 # the test's variance, its parts and df
         "samples": samples, "bootstrap_seed": seed,
         "seeds": [{"seed": label, "score": float(s), "baseline": float(b), "delta": float(s - b)}
                   for label, (s, b) in zip(seeds, observed)],
-        "resampled_deltas": diffs.tolist(),
-        "signature": f"{signature}|seed_pairs:{len(pairs)}",
     }
 
 

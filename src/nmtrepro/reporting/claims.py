@@ -1,23 +1,25 @@
 """`nmtrepro claims`: each paper's claims beside what this run measured, with a verdict.
 
 A claim is config data (a paper file's `claims`): a sentence, the experiment and the baseline it
-compares, and the difference the paper printed. Ours is the seed-pooled paired bootstrap of the same two
-experiments (`nmtrepro significance`: sentences and seed pairs resampled); the verdict follows from it
+compares, and the difference the paper printed. Ours is the test of the same two experiments over the
+seeds both trained (`nmtrepro significance`: the seeds' spread and the test set's shared noise, against
+Satterthwaite's t); the verdict follows from it
 alone, never from typing. Each claim is a one-sided hypothesis (its `tested` column): the paper's
 direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of no gain ("the reordering layer does
 not help", a `margin`) non-superiority, Δ below the margin. The verdicts:
 
-- reproduced: the one-sided p of that hypothesis < ALPHA (after Holm's correction over the page, except
-  on the page of primary claims), and our mean and more than half of the seed pairs on the claim's side,
-  so that one lucky seed cannot carry a verdict;
+- reproduced: the one-sided p of that hypothesis < ALPHA (after Holm's correction over the page's one
+  family, both directions of every claim, except on the page of primary claims), and our mean and more
+  than half of the seed pairs on the claim's side, so that one lucky seed cannot carry a verdict;
 - contradicted: the same the other way (significantly the opposite direction, or a gain beyond the
-  margin), corrected the same way;
+  margin), in the same family;
 - not reproduced: neither; this run cannot tell, which is no evidence against the paper;
 - not comparable at this scale (unmeasured): the claim names the scales where its comparison means
   something (e.g. a claim about a model that trains at paper scale only) and this is not one of them.
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict: a small difference that is not reproduced is what such a claim leads one to expect.
+Beside the direction, each row says whether the paper's difference lies inside our interval ("size").
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import pandas as pd
 
 from ..core.files import InputError
 from ..evaluation.multiplicity import holm
-from ..evaluation.significance import confidence_bounds, one_sided_p
+from ..evaluation.significance import MeanDifference
 from .render import write_table
 from .report import format_p, read_significance, resampling
 
@@ -36,7 +38,7 @@ ALPHA = 0.05
 CONFIDENCE = 1 - 2 * ALPHA  # the interval whose bounds are the one-sided tests at ALPHA: 90%
 CI = f"{CONFIDENCE:.0%} CI of ours"
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
-COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, "p", "Holm p", "verdict"]
+COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, "p", "Holm p", "verdict", "size"]
 CORRECTIONS = ("holm", "none")
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
 
@@ -83,13 +85,14 @@ def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
     """The claims page's rows. `correction` "holm" adjusts each direction's p's over the page's measured
     claims (a paper's page); "none" tests each claim on its own (the primary claims, one a paper)."""
     sigs = {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
-    resampled = {i: np.array(sig["resampled_deltas"]) for i, sig in sigs.items()}
-    ours = {i: sig["score"] - sig["baseline"] for i, sig in sigs.items()}
-    raw = {i: [one_sided_p(resampled[i], ours[i], side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
+    tests = {i: MeanDifference.of(sig) for i, sig in sigs.items()}
+    raw = {i: [tests[i].p(side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
            for i in sigs}                                  # [the claim's hypothesis, the opposite one]
-    adjust = holm if correction == "holm" else list
-    adjusted_for = dict(zip(sigs, adjust([raw[i][0] for i in sigs])))
-    adjusted_against = dict(zip(sigs, adjust([raw[i][1] for i in sigs])))
+    # One family: both directions of every claim on the page, so that the chance of any wrong decisive
+    # verdict on it (a false "reproduced" or a false "contradicted") stays at ALPHA.
+    adjusted = holm([p for i in sigs for p in raw[i]]) if correction == "holm" else [p for i in sigs for p in raw[i]]
+    adjusted_for = dict(zip(sigs, adjusted[0::2]))
+    adjusted_against = dict(zip(sigs, adjusted[1::2]))
     rows = []
     for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
@@ -97,20 +100,21 @@ def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
                "tested": hypothesis(claim.direction, claim.threshold)}
         if not claim.comparable:
             rows.append({**row, "ours Δ": float("nan"), "Δ per seed": "", CI: "", "p": float("nan"),
-                         "Holm p": float("nan"), "verdict": "not comparable at this scale" + says})
+                         "Holm p": float("nan"), "verdict": "not comparable at this scale" + says, "size": ""})
             continue
-        seeds = sigs[i]["seeds"]
-        low, high = confidence_bounds(resampled[i], ours[i], CONFIDENCE)
+        seeds, ours = sigs[i]["seeds"], tests[i].delta
+        low, high = tests[i].bounds(CONFIDENCE)
         sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
-                 for delta in [ours[i]] + [entry["delta"] for entry in seeds]]
+                 for delta in [ours] + [entry["delta"] for entry in seeds]]
         found = verdict(adjusted_for[i], adjusted_against[i], sides)
         if found == "contradicted":
             holm_p = f", Holm {format_p(adjusted_against[i])}" if correction == "holm" else ""
             found += f" ({hypothesis(-claim.direction, claim.threshold)}: p {format_p(raw[i][1])}{holm_p})"
-        rows.append({**row, "ours Δ": ours[i],
+        rows.append({**row, "ours Δ": ours,
                      "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in seeds),
                      CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0], "Holm p": adjusted_for[i],
-                     "verdict": found + says})
+                     "verdict": found + says,
+                     "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table if correction == "holm" else table.drop(columns="Holm p")
 
@@ -120,23 +124,30 @@ def claims_note(claims: list[Claim], correction: str) -> str:
     sentences what its verdicts mean."""
     measured = [claim for claim in claims if claim.comparable]
     runs = resampling([read_significance(claim.significance, claim.metric) for claim in measured]) or "none run"
+    one_seed = [claim.text for claim in measured if len(read_significance(claim.significance, claim.metric)["seeds"]) == 1]
     ours = (f"Ours: the difference of the claim's system and baseline on this run's test set, the mean over the "
             f"seeds both were trained with (each seed pair's own difference beside it). p: one-sided, of the "
             f"hypothesis in 'tested' (the paper's direction; for a claim of no gain, a difference below the "
-            f"stated margin), from a paired bootstrap that resamples the test sentences and the seed pairs "
-            f"({runs}; sacreBLEU's statistics, each seed pair's deviation from the mean inflated by √(k/(k−1)) "
-            f"so that k seeds are not taken for more; with one seed pair sacreBLEU's paired bootstrap); "
-            f"{CI}: the interval these p's invert, each bound a one-sided test at {ALPHA}.")
+            f"stated margin), from the mean difference over the estimate of its standard error: the seed "
+            f"pairs' spread plus the test set's part that all pairs share (a paired bootstrap of the sentences, "
+            f"{runs}), against a t distribution with Satterthwaite's degrees of freedom; {CI}: the interval "
+            f"these p's invert, each bound a one-sided test at {ALPHA}. Size: whether the paper's Δ lies inside "
+            f"that interval.")
+    if one_seed:
+        ours += (f" {len(one_seed)} of the {len(measured)} measured claims rest on one seed pair, whose seed "
+                 f"variance is unmeasured: their p's count the test set's noise only, and reject a true null "
+                 f"more often than {ALPHA} where seeds vary (Clark et al. 2011).")
     if correction == "holm":
-        multiplicity = (f"Holm p: each p adjusted by Holm's method over this page's {len(measured)} measured "
-                        f"claims, so that the chance of any false 'reproduced' on the page stays at {ALPHA} (and "
-                        f"of any false 'contradicted', corrected the same way); the verdicts read the adjusted "
-                        f"p's, the CI is unadjusted.")
+        multiplicity = (f"Holm p: each p adjusted by Holm's method over one family, both directions of this "
+                        f"page's {len(measured)} measured claims, so that the chance of any wrong decisive verdict "
+                        f"on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}; the verdicts read "
+                        f"the adjusted p's, the CI is unadjusted.")
         level = f"at {ALPHA} after that correction"
     else:
-        multiplicity = (f"These are the primary claims, one a paper, each tested on its own at {ALPHA} (no "
-                        f"correction for multiplicity); each paper's page tests it again among that paper's "
-                        f"other claims, with Holm's correction.")
+        multiplicity = (f"These are the primary claims, one a paper, each tested on its own (no correction for "
+                        f"multiplicity): a claim with no true difference reads 'reproduced' with chance {ALPHA} "
+                        f"and 'contradicted' with chance {ALPHA}; each paper's page tests it again among that "
+                        f"paper's other claims, with Holm's correction.")
         level = f"at {ALPHA}"
     meaning = (f"Reproduced means this run shows what the claim says {level} (the paper's direction, or for a "
                f"claim of no gain a difference below its margin), with our mean and most seed pairs on that "

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
-                 "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "95% CI", "mark"]
+                 "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "CI", "mark"]
 METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
@@ -91,6 +91,9 @@ def read_significance(path, metric: str) -> dict:
         entry = read_json(path)[metric]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
+    if "var" not in entry:  # the two-level bootstrap's JSON, before 2026-11-28
+        raise InputError(f"{path}: written by the seed-resampling test this project used before 2026-11-28; "
+                         "compute it again: snakemake --forcerun significance")
     return entry
 
 
@@ -115,12 +118,14 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
     """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
 
     `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
-    row then carries p, the 95% CI and the paper's mark (style `marks`) for a significant improvement.
+    row then carries p, the CI at the level of the paper's marks (style `marks`: `mark_confidence`) and
+    the mark for a significant improvement.
     A cell of several seeds shows their mean, and each seed's score beside it.
     Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
     those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
     """
-    from ..evaluation.significance import mark  # sacrebleu's significance module, only for tables that mark
+    # the significance module (scipy), only for tables that mark
+    from ..evaluation.significance import MeanDifference, mark, mark_confidence
 
     paper = read_paper_numbers(paper_numbers)
     if columns:
@@ -165,7 +170,7 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "baseline": baselines.get(cell.experiment, "") + shared_seeds(sig, len(cell.paths)) if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
             "p (one-sided)": sig["p_greater"] if sig else float("nan"),
-            "95% CI": f"{sig['delta_low']:+.2f} to {sig['delta_high']:+.2f}" if sig else "",
+            "CI": "{:+.2f} to {:+.2f}".format(*MeanDifference.of(sig).bounds(mark_confidence(marks))) if sig else "",
             "mark": mark(sig["score"], sig["baseline"], sig["p_greater"], marks) if sig else "",
         })
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
@@ -291,15 +296,18 @@ def run_table(args) -> None:
                         significance, baselines, args.marks, args.paper_column)
     note = comparability_note(args.metric, args.scale)
     if significance:
-        from ..evaluation.significance import MARK_STYLES
+        from ..evaluation.significance import MARK_STYLES, mark_confidence
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
         runs = resampling([read_significance(path, args.metric) for path in significance.values()])
-        note += (f" Significance: paired bootstrap resampling (sacreBLEU's statistics; {runs}) of the test "
-                 f"sentences and of the seed pairs the row shares with its baseline, against the row's "
-                 f"baseline; 'vs baseline' = ours − baseline (means over those seeds, named beside the "
-                 f"baseline where fewer than the row's); p one-sided, the chance of a difference at least "
-                 f"this far above the baseline were the row no better; {levels} for an improvement; 95% CI of "
-                 f"the difference over the resamples. 'per seed': each seed's score where a row has several.")
+        note += (f" Significance, against the row's baseline over the seed pairs they share: the mean "
+                 f"difference over its standard error, the seeds' spread plus the test set's noise that all "
+                 f"pairs share (a paired bootstrap of the sentences, sacreBLEU's statistics; {runs}), against "
+                 f"a t distribution with Satterthwaite's degrees of freedom (docs/statistics.md); 'vs "
+                 f"baseline' = ours − baseline (means over those seeds, named beside the baseline where fewer "
+                 f"than the row's); p one-sided, the chance of a difference at least this far above the "
+                 f"baseline were the row no better; {levels} for an improvement; CI: the "
+                 f"{mark_confidence(args.marks):.0%} interval of the difference, whose lower bound is above 0 "
+                 f"exactly where the row earns a mark. 'per seed': each seed's score where a row has several.")
     if args.parser_stats:
         note += " " + parser_note(args.parser_stats)
     if args.pos_stats:
