@@ -377,3 +377,20 @@ def test_select_checkpoint_keeps_the_one_with_the_best_dev_bleu(tmp_path):
     chosen = checkpoint.load(tmp_path / "chosen.pt")["model"]
     expected = checkpoint.load(tmp_path / "ckpt" / f"checkpoint_{scores['chosen_step']:08d}.pt")["model"]
     assert all(torch.equal(chosen[k], expected[k].float()) for k in expected)
+
+
+def test_npmts_log_lines_carry_its_diagnostics(copy_corpus, tmp_path, caplog):
+    """NPMT's training log adds the reordering layer's saturation to each step line and the average
+    segment length to each validation line (`NPMT.diagnostics`); other families add nothing."""
+    model = {**MODEL, "family": "npmt", "max_segment": 3, "reorder_window": 3, "embed_init_range": 0.05}
+    settings = Settings.from_dict({**FAST, "max_updates": 10})
+    with caplog.at_level("INFO"):
+        Trainer(Corpus(copy_corpus), model, settings, tmp_path / "ckpt").train()
+    steps = [r.message for r in caplog.records if r.message.startswith("step 5/10")]
+    valid = [r.message for r in caplog.records if r.message.startswith("step 10 | valid")]
+    assert steps and "| pre tanh std 0.0" in steps[0] and "| tanh grad 0.99" in steps[0]
+    assert valid and "| segment length " in valid[0]
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        run(copy_corpus, tmp_path / "transformer", max_updates=5)
+    assert "tanh" not in caplog.text and "segment length" not in caplog.text

@@ -12,10 +12,13 @@ all start states together, each step's softmax over the vocabulary in chunks (`L
 The family trains by `sequence_loss` (SWAN's -log p(y|x), which the trainer calls instead of the token
 cross-entropy) and translates by `translate_segments` (generate.py calls it instead of its token beam
 search). The target vocabulary's EOS is `$`: SWAN's outputs end when the source does, so EOS is free.
+With `clean_posteriors` it trains as the authors' npmt.lua does: the segmentation posteriors come from
+a pass of the segment decoder with its dropout off, the gradient from a pass with it on.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -103,6 +106,30 @@ def swan_log_likelihood(seg_logprobs: torch.Tensor, src_lengths: torch.Tensor, t
     log_lik = alpha.gather(1, tgt_lengths[:, None]).squeeze(1)
     feasible = tgt_lengths <= src_lengths * max_seg
     return torch.where(feasible, log_lik, torch.full_like(log_lik, float("-inf"))), feasible
+
+
+def swan_posteriors(seg_logprobs: torch.Tensor, src_lengths: torch.Tensor, tgt_lengths: torch.Tensor,
+                    max_seg: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`swan_log_likelihood`'s (log_lik, feasible), and each entry's posterior (B, S, T+1, L+1): the
+    probability, given x and y, that the segmentation uses that segment, which is the gradient of
+    log p(y|x) with respect to the entry (0 for infeasible pairs and unused entries). Computed without
+    a graph back to the scores (they come detached)."""
+    with torch.enable_grad():
+        seg = seg_logprobs.detach().requires_grad_()
+        log_lik, feasible = swan_log_likelihood(seg, src_lengths, tgt_lengths, max_seg)
+        posteriors, = torch.autograd.grad(torch.where(feasible, log_lik, 0.0).sum(), seg)
+    return log_lik.detach(), feasible, posteriors
+
+
+@contextlib.contextmanager
+def evaluating(module: nn.Module):
+    """`module` in eval mode (dropout off) inside the block, as it was after."""
+    was = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was)
 
 
 def swan_loss(log_lik: torch.Tensor, feasible: torch.Tensor) -> torch.Tensor:
@@ -502,9 +529,13 @@ def _best_steps(entries: list[Open], logp: torch.Tensor, scores: list[float], bu
 class NpmtConfig(RnnConfig):
     """RnnConfig's sizes (paper C: 256 units, 2 BiGRU layers, a 2-layer segment GRU, dropout 0.35)
     with the paper's reordering window (6; 0 is "NPMT without the reordering layer") and the
-    maximum segment length L (6)."""
+    maximum segment length L (6). clean_posteriors: weigh each segment's gradient by its posterior
+    from a pass with the segment decoder's dropout off (the authors' npmt.lua: `compute_logpy` in
+    evaluate mode, `compute_gradients` in training mode); off, the gradient is that of -log p(y|x)
+    with the dropout in the sum over segmentations too. The paper is silent on it."""
     reorder_window: int = 6
     max_segment: int = 6
+    clean_posteriors: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -524,6 +555,7 @@ class NPMT(nn.Module):
         self.encoder = SourceEncoder(src_vocab, self.pad, config)
         self.decoder = SegmentDecoder(2 * d, d, tgt_vocab, Vocab.eos, config.decoder_layers, config.dropout)
         self.infeasible_pairs = 0
+        self.valid_segments = None      # on the device: target tokens, expected non-empty segments
 
     def encode(self, src: torch.Tensor) -> dict:
         """Source states (B, S, 2d) and the positions SWAN skips: padding and the source's EOS, which the
@@ -544,11 +576,47 @@ class NPMT(nn.Module):
         host_src, host_tgt = lengths.cpu()                                  # the batch's one host sync
         enc = self.encode(src)
         y = target.masked_fill(target.eq(Vocab.eos), self.pad)
-        seg = self.decoder.segment_logprobs(enc["out"], y, host_src, host_tgt, L)
-        log_lik, feasible = swan_log_likelihood(seg.float(), src_lengths, tgt_lengths, L)
+        rows = (enc["out"], y, host_src, host_tgt, L)
         self.infeasible_pairs += int((host_tgt.numpy() > host_src.numpy() * L).sum())
+        if self.training and self.config.clean_posteriors:
+            with torch.no_grad(), evaluating(self.decoder):
+                clean = self.decoder.segment_logprobs(*rows)
+            log_lik, feasible, weights = swan_posteriors(clean.float(), src_lengths, tgt_lengths, L)
+            seg = self.decoder.segment_logprobs(*rows).float()                # dropout on: the gradient
+            surrogate = -(seg.masked_fill(weights == 0, 0.0) * weights).sum()
+            nll = swan_loss(log_lik, feasible)
+            nll = surrogate + (nll - surrogate).detach()                     # the clean NLL's value
+            return nll, nll
+        seg = self.decoder.segment_logprobs(*rows).float()
+        log_lik, feasible = swan_log_likelihood(seg, src_lengths, tgt_lengths, L)
+        if not self.training and not torch.is_grad_enabled():              # validation
+            self.count_segments(seg, src_lengths, tgt_lengths)
         nll = swan_loss(log_lik, feasible)
         return nll, nll
+
+    def count_segments(self, seg: torch.Tensor, src_lengths: torch.Tensor, tgt_lengths: torch.Tensor) -> None:
+        """Adds a validation batch's target tokens and expected non-empty segments (the posteriors of
+        the entries with k >= 1; one more pass of the DP, cheap beside the decoder) to
+        `valid_segments`, on the device."""
+        _, feasible, posteriors = swan_posteriors(seg, src_lengths, tgt_lengths, self.config.max_segment)
+        tokens = tgt_lengths.masked_fill(~feasible, 0).sum()
+        sums = torch.stack([tokens.to(posteriors.dtype), posteriors[..., 1:].sum()]).double()
+        if self.valid_segments is None or self.valid_segments.device != sums.device:
+            self.valid_segments = torch.zeros_like(sums)
+        self.valid_segments += sums
+
+    def diagnostics(self, split: str) -> dict[str, float]:
+        """What the training log adds for NPMT, since the last call for the split, then afresh: for
+        "train", the reordering layer's saturation (`SoftReordering.diagnostics`); for "valid", the
+        average segment length, target words over the expected non-empty segments under the model's
+        posterior (paper C's 1.3-1.4 words on decoded outputs; about 1 when every word writes one)."""
+        if split == "train":
+            return self.encoder.reorder.diagnostics() if self.encoder.reorder is not None else {}
+        if self.valid_segments is None or not self.valid_segments[1]:
+            return {}
+        tokens, segments = self.valid_segments.tolist()
+        self.valid_segments = None
+        return {"segment_length": tokens / segments}
 
     @torch.no_grad()
     def translate_segments(self, src: torch.Tensor, beam: int = 1, word_bonus: float = 0.0, lm=None,

@@ -588,8 +588,8 @@ class Trainer:
                     valid_loss, valid_nll = self.validate()
                     self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
                                        "valid_loss": valid_loss, "valid_nll": valid_nll})
-                    log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f",
-                             self.step, valid_loss, valid_nll, perplexity(valid_nll))
+                    log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f%s",
+                             self.step, valid_loss, valid_nll, perplexity(valid_nll), self._diagnostics("valid"))
                 self.save()
             if stop:
                 if not scheduled:
@@ -635,11 +635,19 @@ class Trainer:
         peak = (f" | peak {torch.cuda.max_memory_allocated(self.device) / 2 ** 30:.1f} GiB"
                 if self.device.type == "cuda" else "")
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 "%.0f s trained, ~%.0f s left%s%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left, peak, self._warm_note(),
-                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note())
+                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note(),
+                 self._diagnostics("train"))
         if self.compiled is not None:
             self.warm_logged = self.compiled.warm_calls
+
+    def _diagnostics(self, split: str) -> str:
+        """The family's own figures for the log line of `split` ("train" or "valid"), from its
+        `diagnostics(split)` where it has one (NPMT: the reordering layer's saturation, the segment
+        length), as " | name value" each."""
+        figures = self.model.diagnostics(split) if hasattr(self.model, "diagnostics") else {}
+        return "".join(f" | {name.replace('_', ' ')} {value:.3g}" for name, value in figures.items())
 
     def _warm_note(self) -> str:
         """On the fast path, the micro-batches since the last log line that compiled, warmed up or
