@@ -1,6 +1,7 @@
 """Fixtures shared by the tests: tiny models and tiny binarized corpora built in tmp_path."""
 from __future__ import annotations
 
+import html.parser
 import random
 
 import pytest
@@ -68,3 +69,30 @@ def sharded_like_one_job(tmp_path, run: list[str], ext: str, shards: int, gather
     assert (tmp_path / f"all.{ext}").read_text() == (tmp_path / f"one.{ext}").read_text()
     return tuple({k: v for k, v in json.loads((tmp_path / name).read_text()).items() if k not in timing}
                  for name in ("one.json", "all.json"))
+
+
+class _Tags(html.parser.HTMLParser):
+    """The open elements while parsing; an end tag must close the innermost one."""
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.open = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open.pop() == tag, f"</{tag}> closes {self.open[-1:] or 'nothing'}"
+
+
+def assert_balanced_html(text: str) -> None:
+    """The page parses with every element closed in order (what a browser would otherwise guess at)."""
+    tags = _Tags()
+    tags.feed(text)
+    tags.close()
+    assert tags.open == [], f"never closed: {tags.open}"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from conftest import assert_balanced_html
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.multiplicity import holm
@@ -141,8 +142,12 @@ def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
     assert "tok:none\\|smooth:none" in measured  # '|' escaped so the Markdown table keeps its columns
     assert "scale `tiny`" in text and "not comparable" in text
     assert any("| +PR" in line and "28.67" in line for line in text.splitlines())  # unmeasured, still shown
+    rows = sum(line.startswith("| ") for line in text.splitlines()) - 1
+    assert f"\n1 of {rows} rows measured at this scale.\n" in text
     document = page.read_text(encoding="utf-8")
     assert "<table" in document and "29.50" in document and "+2.12" in document and "not comparable" in document
+    assert '<td class="num">29.50</td>' in document and "<details><summary>" in document and "<style>" in document
+    assert_balanced_html(document)
     assert not list((tmp_path / "out").glob(".*.tmp"))
 
 
@@ -247,10 +252,10 @@ def claims_page(tmp_path, *claims, correction=None):
     """The markdown claims page of these --claim specs."""
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--note", "Protocol: test.", "--out-md", str(out),
-            "--out-html", str(tmp_path / "claims.html")]
+            "--out-html", str(tmp_path / "claims.html"), "--out-svg", str(tmp_path / "claims.svg")]
     argv += [arg for claim in claims for arg in ("--claim", claim)]
     assert cli.main(argv + (["--correction", correction] if correction else [])) == 0
-    assert "Protocol: test." in out.read_text()
+    assert "Protocol: test." in out.read_text() and "![Paper X: claims](claims.svg)" in out.read_text()
     return out.read_text()
 
 
@@ -340,7 +345,7 @@ def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, cap
     assert verdict_of(row) == "not comparable at this scale" and "+2.01" in row
     sig = write_significance(tmp_path / "sig.json", 30.0, 29.0)
     assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
-                     str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
+                     str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert "names none" in capsys.readouterr().err
 
 
@@ -368,7 +373,8 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path):
 ])
 def test_a_malformed_claim_is_named(tmp_path, capsys, spec, message):
     assert cli.main(["claims", "--title", "t", "--claim", spec,
-                     "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html")]) == 2
+                     "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
+                     "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -380,3 +386,24 @@ def test_a_tables_comparison_over_fewer_seeds_than_its_cell_names_them(tmp_path,
                         significance={"pr_en_de": sig}, baselines={"pr_en_de": "base_en_de"})
     row = table[table["row"] == "+PR"].iloc[0]
     assert row["baseline"] == "base_en_de (seed 1)" and row["vs baseline"] == 1.0 and row["ours"] == pytest.approx(31.17)
+
+
+def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_verdicts(tmp_path):
+    """The HTML page: the one-line reading first, the forest plot inline (the SVG on disk too: the
+    Markdown links it), each verdict a label that carries its word, the notes folded away; the page
+    parses with every tag closed."""
+    import html.parser
+
+    good, flat = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25), write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
+    page = claims_page(tmp_path, f"1.29=tok_bleu=yes={good}=helps", f"0.5=tok_bleu=yes={flat}=also helps",
+                       "2.0=tok_bleu=no=-=a claim made at paper scale")
+    assert page.index("1 of 2 measured claims reproduced, 0 contradicted, 1 not reproduced") < page.index("| helps")
+    assert "1 not comparable at this scale" in page
+    text = (tmp_path / "claims.html").read_text()
+    assert text.index('<p class="reading">') < text.index("<figure><svg") < text.index("<table>") < text.index("<details>")
+    assert '<span class="label good">reproduced</span>' in text and '<span class="label open">not reproduced</span>' in text
+    assert '<span class="label none">not comparable at this scale</span>' in text
+    svg = (tmp_path / "claims.svg").read_text()
+    assert "helps" in svg and "a claim made at paper scale" in svg and "reproduced" in svg
+
+    assert_balanced_html(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import assert_balanced_html
 from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, check_paper_cells, dataset_files,
                              experiments, load, merge_papers, no_gain_margins, protocol_note, replicates, seed_pairs,
                              tables_at_scale, validate)
@@ -679,6 +680,15 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
     assert "A_figure4.png" in html and "A_claims.html" in html and "central_claims.html" in html
+    # The Claims category lists its pages by label (the report sorts them as text): the central page first.
+    labels = re.findall(r'"claims": ?"([^"]+)"', html)
+    assert sorted(set(labels), key=str.lower)[0] == "central: one claim a paper" and "paper A" in labels
+    for page in ("central_claims", "A_claims", "B_claims", "C_claims", "D_claims"):   # each with its forest plot
+        text = (results / f"report/{page}.html").read_text()
+        assert "<figure><svg" in text and '<p class="reading">' in text and '<span class="label' in text, page
+        assert (results / f"report/{page}.svg").exists(), page
+        assert_balanced_html(text)
+    assert_balanced_html((results / "report/A_table1.html").read_text())
 
     again = snakemake(work, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

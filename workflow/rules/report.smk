@@ -107,7 +107,7 @@ rule plot_curves:
     params:
         curves=lambda w, input: " ".join(f"--curve {e}={path}" for e, path in zip(CURVES[w.curves], input)),
     shell:
-        "nmtrepro plot-curves {params.curves} --out {output} 2> {log}"
+        "nmtrepro plot-curves {params.curves} --scale {config[scale]} --out {output} 2> {log}"
 
 
 def claim_args(names, input):
@@ -140,13 +140,20 @@ CLAIMS_PAGES = {f"{paper}_claims": owned["claims"] for paper, owned in PAPERS.it
 CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
 
 
+def claims_label(page):
+    """A claims page's name in the report's Claims category, which sorts by it: the central page first."""
+    return "central: one claim a paper" if page == "central_claims" else f"paper {page.removesuffix('_claims')}"
+
+
 rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
     output:
         md=results("report/{page}.md"),
+        # The label orders the category: the central claims ("central ...") before "paper A" ...
         html=report(results("report/{page}.html"), caption="../report/claims.rst", category="Claims",
-                    labels={"page": "{page}"}),
+                    labels=lambda w: {"claims": claims_label(w.page)}),
+        svg=results("report/{page}.svg"),
     log:
         results("logs/report/{page}.log"),
     wildcard_constraints:
@@ -160,7 +167,8 @@ rule claims:
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
     shell:
         "nmtrepro claims --title {params.title:q} {params.claims} --correction {params.correction} "
-        "--note {params.protocol:q} --out-md {output.md} --out-html {output.html} 2> {log}"
+        "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
+        "--out-svg {output.svg} 2> {log}"
 
 
 def report_files(tables, analyses, papers=()):

@@ -11,7 +11,7 @@ from typing import Sequence
 from matplotlib.figure import Figure
 
 from ..core.files import InputError, read_json
-from ..reporting.render import save_figure
+from ..reporting.render import figure, save_figure
 from ..reporting.report import parse_pairs
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
 
@@ -58,7 +58,7 @@ def agreement_curve(result: dict, category: str | None = None) -> dict[str, dict
 def plot_agreement(curves: dict[str, dict[str, dict]], title: str | None = None) -> Figure:
     """Accuracy per distance bin (top), one line per system; triples per bin (bottom)."""
     order = [b for b in DISTANCE_BINS + [UNKNOWN] if any(b in c for c in curves.values())]
-    fig = Figure(figsize=(8, 5), layout="constrained")
+    fig = figure(title, figsize=(8, 5))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
     x = range(len(order))
     for colour, (label, bins) in enumerate(curves.items()):
@@ -67,8 +67,6 @@ def plot_agreement(curves: dict[str, dict[str, dict]], title: str | None = None)
     first = next(iter(curves.values()))
     bottom.bar(x, [first.get(b, {}).get("total", 0) for b in order], color="0.6")
     top.axhline(0.5, color="0.5", linestyle=":", linewidth=1)
-    if title:
-        top.set_title(title, fontsize="medium")
     top.set_ylabel("accuracy")
     top.set_ylim(0, 1.02)
     top.grid(alpha=0.3)

@@ -21,7 +21,7 @@ from ..core.files import InputError, read_json, read_lines, write_json
 from ..core.text import strip_bpe
 from ..evaluation.significance import pooled_bootstrap
 from ..reporting.papers import beside, read_paper_numbers
-from ..reporting.render import save_figure, text_cells, write_table
+from ..reporting.render import figure, save_figure, text_cells, write_table
 from ..reporting.report import parse_pairs
 
 
@@ -66,12 +66,12 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
     return out
 
 
-def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None) -> Figure:
+def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None, title: str | None = None) -> Figure:
     """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline with
     its 95% CI (where the results have one), the paper's Δ as a black cross on the bar of the system whose
     label is the paper's row."""
     paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    fig = figure(title, figsize=(10, 4))
     left, right = fig.subplots(1, 2, sharex=True)
     width = 0.8 / max(len(results), 1)
     for k, (label, buckets) in enumerate(results.items()):
@@ -154,6 +154,6 @@ def add_arguments_plot_buckets(parser) -> None:
 def run_plot_buckets(args) -> None:
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
-    save_figure(plot_buckets(results, paper), args.out_png, args.out_svg)
+    save_figure(plot_buckets(results, paper, args.title), args.out_png, args.out_svg)
     write_table(text_cells(beside(bucket_table(results), paper)), args.title, args.note, args.out_md, args.out_html,
                 args.out_tex)

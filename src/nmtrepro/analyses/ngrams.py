@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from ..core.files import InputError
 from ..reporting.papers import beside, read_paper_numbers
-from ..reporting.render import save_figure, text_cells, write_table
+from ..reporting.render import figure, save_figure, text_cells, write_table
 from ..reporting.report import parse_system_pairs, read_score
 
 ORDERS = (1, 2, 3, 4)
@@ -29,9 +29,9 @@ def precision_gaps(system: dict, baseline: dict) -> dict[str, float]:
     return row
 
 
-def plot_gaps(table: pd.DataFrame) -> Figure:
+def plot_gaps(table: pd.DataFrame, title: str | None = None) -> Figure:
     """Gap per n-gram order, one bar group per system (paper D, Fig. 5)."""
-    fig = Figure(figsize=(6, 4), layout="constrained")
+    fig = figure(title, figsize=(6, 4))
     ax = fig.subplots()
     width = 0.8 / max(len(table), 1)
     for k, (label, row) in enumerate(table.iterrows()):
@@ -61,6 +61,6 @@ def run_plot_ngrams(args) -> None:
     for label, (system, base) in parse_system_pairs(args.system, "--system").items():
         rows[label] = precision_gaps(read_score(system, args.metric), read_score(base, args.metric))
     table = pd.DataFrame.from_dict(rows, orient="index")
-    save_figure(plot_gaps(table), args.out_png, args.out_svg)
+    save_figure(plot_gaps(table, args.title), args.out_png, args.out_svg)
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
     write_table(text_cells(beside(table, paper)), args.title, args.note, args.out_md, args.out_html, args.out_tex)

@@ -24,6 +24,7 @@ Beside the direction, each row says whether the paper's difference lies inside o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,7 @@ import pandas as pd
 from ..core.files import InputError
 from ..evaluation.multiplicity import holm
 from ..evaluation.significance import MeanDifference
-from .render import write_table
+from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
 from .report import format_p, read_significance, resampling
 
 ALPHA = 0.05
@@ -158,6 +159,65 @@ def claims_note(claims: list[Claim], correction: str) -> str:
     return " ".join([ours, multiplicity, meaning])
 
 
+# A verdict's label class (render.STYLE) by its first words.
+LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "not reproduced": "open", "not comparable": "none"}
+
+
+def verdict_label(text: str) -> Label:
+    return Label(text, next(kind for start, kind in LABEL_KINDS.items() if text.startswith(start)))
+
+
+def reading(table: pd.DataFrame) -> str:
+    """The page in one line: how many of its measured claims each verdict got."""
+    verdicts = table["verdict"]
+    measured = ~verdicts.str.startswith("not comparable")
+    counts = {word: int(verdicts[measured].str.startswith(word).sum())
+              for word in ("reproduced", "contradicted", "not reproduced")}
+    line = (f"{counts['reproduced']} of {int(measured.sum())} measured claims reproduced, "
+            f"{counts['contradicted']} contradicted, {counts['not reproduced']} not reproduced "
+            f"(this run cannot tell: our interval holds the claim's threshold)")
+    unmeasured = int((~measured).sum())
+    return line + (f"; {unmeasured} not comparable at this scale." if unmeasured else ".")
+
+
+def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = None):
+    """One row a claim, top to bottom in the page's order: our mean difference (dot) with its interval
+    (line) and each seed pair's difference (small grey dots), the paper's (diamond), zero and, for a
+    claim of no gain, its margin (dashed); the verdict's word at the right. A claim not comparable at
+    this scale shows the paper's difference alone."""
+    import textwrap
+
+    n = len(claims)
+    fig = figure(f"Δ BLEU: ours ({CONFIDENCE:.0%} CI, seed pairs) beside the paper's", scale,
+                 figsize=(9.5, 0.9 + 0.62 * n))
+    ax = fig.subplots()
+    ax.axvline(0, color="#444", linewidth=0.9, zorder=1)
+    for row, (claim, verdict_text) in enumerate(zip(claims, table["verdict"])):
+        y = n - 1 - row
+        if claim.margin is not None:
+            ax.plot([claim.margin] * 2, [y - 0.35, y + 0.35], "--", color="#777", linewidth=1, zorder=1)
+        if claim.comparable:
+            sig = read_significance(claim.significance, claim.metric)
+            test = MeanDifference.of(sig)
+            low, high = test.bounds(CONFIDENCE)
+            ax.plot([low, high], [y, y], color=PALETTE[0], linewidth=2.2, solid_capstyle="butt", zorder=2)
+            seeds = [entry["delta"] for entry in sig["seeds"]]
+            ax.scatter(seeds, [y - 0.18] * len(seeds), s=14, color="#8a8a8a", zorder=3)
+            ax.scatter([test.delta], [y], s=42, color=PALETTE[0], zorder=4)
+        ax.scatter([claim.paper_delta], [y], marker="D", s=40, color=PALETTE[3], zorder=5)
+        ax.annotate(verdict_text.split(" (")[0], (1.01, y), xycoords=("axes fraction", "data"), va="center",
+                    fontsize=8.5, color={"good": "#14532d", "bad": "#7f1d1d"}.get(verdict_label(verdict_text).kind, "#444"))
+    ax.set_yticks(range(n), ["\n".join(textwrap.wrap(c.text, 48)) for c in reversed(claims)], fontsize=8.5)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("Δ BLEU (system − baseline)")
+    handles = [ax.scatter([], [], s=42, color=PALETTE[0], label=f"ours: mean, {CONFIDENCE:.0%} CI"),
+               ax.scatter([], [], s=14, color="#8a8a8a", label="ours: each seed pair"),
+               ax.scatter([], [], marker="D", s=40, color=PALETTE[3], label="paper")]
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
+    return fig
+
+
 FORMAT = "PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
 
 
@@ -197,8 +257,10 @@ def add_arguments_claims(parser) -> None:
                         help="holm: Holm's correction over the page's claims (a paper's page); none: each "
                              "claim on its own (the primary claims, one a paper)")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
+    parser.add_argument("--scale", help="the configured scale, named on the plot")
     parser.add_argument("--out-md", required=True)
-    parser.add_argument("--out-html", required=True)
+    parser.add_argument("--out-html", required=True, help="the page, its forest plot inline")
+    parser.add_argument("--out-svg", required=True, help="the forest plot, which the Markdown page links")
 
 
 def run_claims(args) -> None:
@@ -208,6 +270,9 @@ def run_claims(args) -> None:
                             "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}")},
                          **{column: table[column].map(format_p) for column in ("p", "Holm p") if column in table})
     note = " ".join([claims_note(claims, args.correction), *args.note])
-    write_table(shown, args.title, note, args.out_md, args.out_html,
-                colalign=["right" if column in ("paper Δ", "ours Δ", CI, "p", "Holm p") else "left"
-                          for column in shown.columns])
+    plot = forest_plot(claims, table, args.scale)
+    save_figure(plot, None, args.out_svg)
+    write_table(shown.assign(verdict=shown["verdict"].map(verdict_label)), args.title, note, args.out_md,
+                args.out_html, colalign=["right" if column in ("paper Δ", "ours Δ", CI, "p", "Holm p") else "left"
+                                         for column in shown.columns],
+                reading=reading(table), svg=figure_svg(plot), svg_file=Path(args.out_svg).name)

@@ -1,10 +1,12 @@
-"""The one table writer (Markdown, HTML, LaTeX) and the one figure saver (PNG, SVG) of every table,
-analysis and plot.
+"""The one table writer (Markdown, HTML, LaTeX) and the one figure maker and saver (PNG, SVG) of every
+table, analysis and plot: one stylesheet for every HTML page, one house style for every figure.
 
 A caller turns its numbers into the cells a reader sees (`text_cells` for the analyses, the results
 table its own `_display`) and hands them over with a title and the note under the table; the writer
 only lays them out, so every table reaches the disk the same atomic way. A cell whose words carry
-emphasis is a `Marked`, which the writer spells in each format's own markup.
+emphasis is a `Marked`, a verdict a `Label`: the writer spells each in each format's own markup. In
+HTML the note folds away under the table (a reader wants the numbers first), a one-line `reading`
+stands above it, and a page may carry a figure inline (an SVG, so that the page stays one file).
 """
 from __future__ import annotations
 
@@ -27,6 +29,67 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
 # Paper D's Fig. 6 colours for an n-gram that k references hold (its red, for none, is left plain here).
 REFERENCE_COLOURS = {1: "#ffcc80", 2: "#fff59d", 3: "#90caf9", 4: "#a5d6a7"}  # orange, yellow, blue, green
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+# Every HTML page's stylesheet: the Snakemake report shows each page in a frame of its own.
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #222;
+       max-width: 80rem; margin: 1rem auto; padding: 0 1rem; line-height: 1.45; }
+h1 { font-size: 1.35rem; margin: .5rem 0 .75rem; } h2 { font-size: 1.15rem; }
+p.reading { font-size: 1.05rem; margin: .5rem 0 1rem; }
+table { border-collapse: collapse; font-size: .9rem; margin: .5rem 0 1rem; }
+th, td { border: 1px solid #c8c8c8; padding: .3rem .55rem; vertical-align: top; text-align: left; }
+th { background: #f1f3f5; position: sticky; top: 0; z-index: 1; }
+tbody tr:nth-child(even) td { background: #fafafa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.label { display: inline-block; padding: .05rem .5rem; border-radius: .75rem; font-weight: 600;
+         white-space: nowrap; border: 1px solid transparent; }
+.label.good { background: #d8ecdb; color: #14532d; border-color: #8cc59a; }
+.label.bad { background: #f9dcdc; color: #7f1d1d; border-color: #e19b9b; }
+.label.open { background: #eceff3; color: #374151; border-color: #c5cbd3; }
+.label.none { background: #fff; color: #555; border: 1px dashed #999; }
+figure { margin: .5rem 0 1rem; } figure svg { max-width: 100%; height: auto; }
+details { margin: .5rem 0 1rem; max-width: 60rem; } summary { cursor: pointer; font-weight: 600; }
+details p { font-size: .9rem; color: #333; }
+"""
+
+# The figures' colours, Okabe and Ito's colour-blind-safe eight (black last), in `C0`, `C1`, ... order.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+def figure(title: str | None = None, scale: str | None = None, **options):
+    """A matplotlib Figure in the house style (sizes, fonts, the palette above as `C0`..., a light
+    grid), constrained layout; `title` is its suptitle, with the scale the numbers come from. matplotlib
+    is imported here: the jobs that only read curves and tables skip its ~0.25 s."""
+    import matplotlib
+    from cycler import cycler
+    from matplotlib.figure import Figure
+
+    matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
+                                "legend.fontsize": 8.5, "xtick.labelsize": 9, "ytick.labelsize": 9,
+                                "axes.prop_cycle": cycler(color=PALETTE), "axes.grid": True, "grid.alpha": 0.3,
+                                "axes.spines.top": False, "axes.spines.right": False, "svg.fonttype": "none"})
+    fig = Figure(layout="constrained", **options)
+    if title or scale:
+        fig.suptitle(" ".join(filter(None, [title, f"(scale {scale})" if scale else None])), fontsize=11)
+    return fig
+
+
+@dataclass(frozen=True)
+class Label:
+    """A short verdict shown as a coloured label that carries its word (never colour alone): `kind` is
+    good, bad, open or none (a class of STYLE); Markdown and LaTeX print the word."""
+    text: str
+    kind: str
+
+    def markdown(self) -> str:  # as a plain text cell prints
+        return self.text
+
+    def html(self) -> str:
+        return f'<span class="label {self.kind}">{html.escape(self.text, quote=False)}</span>'
+
+    def tex(self) -> str:
+        return "".join(_TEX_SPECIAL.get(c, c) for c in self.text)
 
 
 @dataclass(frozen=True)
@@ -83,51 +146,85 @@ def add_table_arguments(parser, note_help: str = "line under the table") -> None
 
 def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
                 out_tex: str | None = None, *, colalign: list[str] | None = None, numparse: bool = False,
-                escape_tex: bool = True, fragment: bool = False) -> None:
+                escape_tex: bool = True, fragment: bool = False, reading: str = "",
+                svg: str | None = None, svg_file: str | None = None) -> None:
     """One table three ways: Markdown for reading, HTML for the Snakemake report, LaTeX for a paper.
 
-    `shown` is written as it is, without its index. Markdown: `colalign` per column ('left'/'right'),
-    and with `numparse` number cells are printed and aligned on the decimal point by tabulate (else
-    every cell is text, aligned left). `escape_tex` escapes LaTeX's special characters in the cells.
-    `Marked` cells are spelled in each format's markup, their text escaped in all three.
-    A `fragment` is a section to embed (second-level heading, no HTML page around it); otherwise
-    each file is a whole document with the title as its heading.
+    `shown` is written as it is, without its index. `colalign` per column ('left'/'right': numbers,
+    aligned on their digits in HTML too), and with `numparse` Markdown's number cells are printed and
+    aligned on the decimal point by tabulate (else every cell is text). `escape_tex` escapes LaTeX's
+    special characters in the cells. `Marked` and `Label` cells are spelled in each format's markup,
+    their text escaped in all three. `reading`: one line above the table, what it says at a glance.
+    `svg`: a figure's SVG text, drawn inline above the table in HTML (Markdown links `svg_file`, the
+    same figure on disk, when given). A `fragment` is a section to embed (second-level heading, no HTML
+    page around it); otherwise each file is a whole document with the title as its heading.
     """
     def md_cell(value):  # a '|' inside a cell would end the Markdown cell
-        value = value.markdown() if isinstance(value, Marked) else value
+        value = value.markdown() if isinstance(value, (Marked, Label)) else value
         return value.replace("|", "\\|") if isinstance(value, str) else value
-
-    def html_cell(value):  # escaped here rather than by pandas, which would escape a Marked cell's tags
-        if isinstance(value, Marked):
-            return value.html()
-        return html.escape(value, quote=False) if isinstance(value, str) else value
 
     body = shown.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
     heading = "##" if fragment else "#"
+    picture = f"![{title}]({svg_file})\n\n" if svg_file else ""
     with atomic_open(out_md) as handle:
-        handle.write(f"{heading} {title}\n\n{body}\n\n{note}\n")
-    table = (shown.map(html_cell).rename(columns=lambda name: html.escape(str(name), quote=False))
-             .to_html(index=False, border=0, escape=False))
+        handle.write(f"{heading} {title}\n\n{reading + chr(10) * 2 if reading else ''}{picture}{body}\n\n{note}\n")
+    parts = [f"<h{2 if fragment else 1}>{html.escape(title, quote=False)}</h{2 if fragment else 1}>"]
+    if reading:
+        parts.append(f'<p class="reading">{html.escape(reading, quote=False)}</p>')
+    if svg:
+        parts.append(f"<figure>{svg[svg.index('<svg'):]}</figure>")   # without the XML prologue
+    parts.append(html_table(shown, colalign))
+    if note:
+        parts.append(f"<details><summary>How these numbers were made</summary><p>{html.escape(note, quote=False)}"
+                     f"</p></details>")
     with atomic_open(out_html) as handle:
-        if fragment:  # text content: quotes need no escaping
-            title_, note_ = html.escape(title, quote=False), html.escape(note, quote=False)
-            handle.write(f"<h2>{title_}</h2>\n{table}\n<p>{note_}</p>\n")
-        else:
-            handle.write(f"<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                         f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n{table}\n"
-                         f"<p>{html.escape(note)}</p>\n</body>\n</html>\n")
+        handle.write(html_page(title, "\n".join(parts), fragment))
     if out_tex:
         with atomic_open(out_tex) as handle:
-            # pandas escapes only text cells, before a formatter: a Marked cell reaches its formatter whole.
-            marked = {name: lambda v: v.tex() if isinstance(v, Marked) else v
-                      for name in shown.columns if shown[name].map(lambda v: isinstance(v, Marked)).any()}
-            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=escape_tex, formatters=marked))
+            # pandas escapes only text cells, before a formatter: a styled cell reaches its formatter whole.
+            styled = {name: lambda v: v.tex() if isinstance(v, (Marked, Label)) else v
+                      for name in shown.columns if shown[name].map(lambda v: isinstance(v, (Marked, Label))).any()}
+            handle.write(shown.to_latex(index=False, caption=f"{title}. {note}", escape=escape_tex, formatters=styled))
 
 
-def save_figure(fig, out_png: str, out_svg: str | None = None) -> None:
-    """PNG for the report, SVG for print; the temporary names end in .tmp, so name the format."""
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+def html_table(shown: pd.DataFrame, colalign: list[str] | None = None) -> str:
+    """`shown` as an HTML table: text escaped, styled cells in their markup, right-aligned columns'
+    cells of class `num` (STYLE aligns their digits)."""
+    def cell(value) -> str:
+        if isinstance(value, (Marked, Label)):
+            return value.html()
+        return html.escape(value if isinstance(value, str) else str(value), quote=False)
+
+    numeric = [align == "right" for align in colalign] if colalign else [False] * len(shown.columns)
+    head = "".join(f"<th>{html.escape(str(name), quote=False)}</th>" for name in shown.columns)
+    rows = ["<tr>" + "".join(f'<td class="num">{cell(v)}</td>' if num else f"<td>{cell(v)}</td>"
+                             for v, num in zip(row, numeric)) + "</tr>" for row in shown.itertuples(index=False)]
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"
+
+
+def html_page(title: str, body: str, fragment: bool = False) -> str:
+    """A whole HTML document with STYLE around `body`; a fragment is `body` after STYLE alone."""
+    if fragment:
+        return f"<style>{STYLE}</style>\n{body}\n"
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def figure_svg(fig) -> str:
+    """The figure as SVG text, to draw inline in a page."""
+    import io
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    return buffer.getvalue()
+
+
+def save_figure(fig, out_png: str | None, out_svg: str | None = None) -> None:
+    """PNG for the report, SVG for print (either may be left out); the temporary names end in .tmp, so
+    name the format."""
+    if out_png:
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
     if out_svg:
         with atomic_path(out_svg) as tmp:
             fig.savefig(tmp, format="svg")

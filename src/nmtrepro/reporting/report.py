@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..core.files import InputError, read_json, require_file
 from .papers import read_paper_numbers
-from .render import save_figure, write_table
+from .render import figure, save_figure, write_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -230,6 +230,18 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     return shown.drop(columns="mark")
 
 
+def table_reading(table: pd.DataFrame) -> str:
+    """A results table in one line: the rows measured at this scale, and of those compared with a
+    baseline how many earn a significance mark (an improvement at the marks' level)."""
+    measured = table["ours"].notna()
+    compared = measured & table["vs baseline"].notna()
+    line = f"{int(measured.sum())} of {len(table)} rows measured at this scale"
+    if compared.any():
+        marked = int((table["mark"][compared] != "").sum())
+        line += f"; {marked} of the {int(compared.sum())} compared with their baseline improve on it significantly"
+    return line + "."
+
+
 def read_curve(path) -> pd.DataFrame:
     """A training curve TSV from `nmtrepro train`: log rows carry train_*, checkpoint rows valid_*."""
     curve = pd.read_csv(require_file(path), sep="\t")
@@ -239,13 +251,10 @@ def read_curve(path) -> pd.DataFrame:
     return curve
 
 
-def plot_curves(curves: dict[str, pd.DataFrame]) -> Figure:
+def plot_curves(curves: dict[str, pd.DataFrame], scale: str | None = None) -> Figure:
     """Train (left) and valid (right) loss vs step; solid = label-smoothed loss, dashed = nll."""
-    from matplotlib.figure import Figure  # here: the jobs that only read curves and tables skip ~0.25 s
-
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    fig = figure("Training curves (solid: label-smoothed loss, dashed: NLL)", scale, figsize=(10, 4))
     panels = fig.subplots(1, 2, sharex=True, sharey=True)
-    fig.suptitle("solid: label-smoothed loss, dashed: NLL", fontsize="medium")
     for colour, (experiment, curve) in enumerate(curves.items()):
         for ax, split in zip(panels, ("train", "valid")):
             for kind, style in (("loss", "-"), ("nll", "--")):
@@ -316,16 +325,18 @@ def run_table(args) -> None:
     shown = _display(table)
     numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p (one-sided)"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
-                colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False)
+                colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False,
+                reading=table_reading(table))
 
 
 def add_arguments_plot_curves(parser) -> None:
     parser.add_argument("--curve", action="append", required=True, metavar="EXPERIMENT=PATH",
                         help="an experiment's training curve TSV (repeat)")
+    parser.add_argument("--scale", help="the configured scale, named in the title")
     parser.add_argument("--out", required=True, help="PNG")
 
 
 def run_plot_curves(args) -> None:
     paths = parse_pairs(args.curve, "--curve")
-    fig = plot_curves({experiment: read_curve(path) for experiment, path in paths.items()})
+    fig = plot_curves({experiment: read_curve(path) for experiment, path in paths.items()}, args.scale)
     save_figure(fig, args.out)

@@ -58,7 +58,7 @@ rule plot_agreement:
         analysis=analyses_of("agreement") if CONTRASTIVE else "^$",
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
-        title=lambda w: ANALYSES[w.analysis]["title"],
+        title=lambda w: f"{ANALYSES[w.analysis]['title']} (scale {config['scale']})",
     shell:
         "nmtrepro plot-agreement {params.systems} --title {params.title:q} --out-png {output.png} "
         "--out-svg {output.svg} 2> {log}"

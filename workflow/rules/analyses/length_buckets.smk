@@ -38,7 +38,7 @@ rule plot_buckets:
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,
-        title=lambda w: ANALYSES[w.analysis]["title"],
+        title=lambda w: f"{ANALYSES[w.analysis]['title']} (scale {config['scale']})",
         note=note_arg,
     shell:
         "nmtrepro plot-buckets {params.systems} {params.numbers} --title {params.title:q} {params.note} "

@@ -16,7 +16,7 @@ rule plot_ngrams:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,
         metric=lambda w: ANALYSES[w.analysis]["metric"],
-        title=lambda w: ANALYSES[w.analysis]["title"],
+        title=lambda w: f"{ANALYSES[w.analysis]['title']} (scale {config['scale']})",
         note=note_arg,
     shell:
         "nmtrepro plot-ngrams {params.systems} {params.numbers} --metric {params.metric} "

@@ -1,0 +1,60 @@
+"""Screenshots of a generated Snakemake report as a reader sees it, in headless Chromium: the first
+screen, the Claims category with its central page open, and a results table (issue 62: look at what a
+person sees, not at the HTML). Needs Debian's `chromium` and the `playwright` package (PyPI; its own
+browsers are not needed: `--chromium` names the executable). Run from the repo root:
+
+    snakemake --config scale=tiny --report results/tiny/report.html
+    python bench/report_screens.py results/tiny/report.html --out docs/report
+    python bench/report_screens.py results/ci/report.html --out bench/out/screens --table A_table1
+
+Writes first_screen.png, claims.png and table.png (the page `--table` names, in the Tables category)
+into --out.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+# Chromium on a closed network: no background connections, no sandbox when run as root (the probe's flags).
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def open_result(page, category: str, label: str) -> None:
+    """Clicks the category in the report's menu, then the view button of the result whose row holds
+    `label`, and waits for its frame to load."""
+    page.get_by_role("link", name=category, exact=True).click()
+    page.locator("tr", has_text=label).first.locator("a, button").first.click()
+    page.wait_for_timeout(1500)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("report", help="the report's HTML file")
+    ap.add_argument("--out", default="bench/out/screens")
+    ap.add_argument("--claims", default="central", help="label text of the claims page to open")
+    ap.add_argument("--table", default="A_table1", help="label text of the results table to open")
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--width", type=int, default=1440)
+    ap.add_argument("--height", type=int, default=900)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=args.chromium, args=FLAGS)
+        page = browser.new_page(viewport={"width": args.width, "height": args.height})
+        page.goto(Path(args.report).resolve().as_uri())
+        page.wait_for_timeout(1500)
+        page.screenshot(path=out / "first_screen.png")
+        open_result(page, "Claims", args.claims)
+        page.screenshot(path=out / "claims.png")
+        open_result(page, "Tables", args.table)
+        page.screenshot(path=out / "table.png")
+        browser.close()
+    print(f"wrote {', '.join(str(out / name) for name in ('first_screen.png', 'claims.png', 'table.png'))}")
+
+
+if __name__ == "__main__":
+    main()
