@@ -407,3 +407,26 @@ def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_ve
     assert "helps" in svg and "a claim made at paper scale" in svg and "reproduced" in svg
 
     assert_balanced_html(text)
+
+
+def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp_path):
+    """Two scales' JSONs of the same claims: one row a (claim, scale), claims first, each scale's verdict
+    by its own test; a JSON of the old test at another scale is named in the reading, not read."""
+    specs = []
+    for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
+        path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
+        specs += ["--claim", f"{scale}=1.29=tok_bleu=yes={path}=+PR helps"]
+    (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
+    specs += ["--claim", f"gpu=1.29=tok_bleu=yes={tmp_path / 'old.json'}=+PR helps",
+              "--claim", "tiny=2.0=tok_bleu=no=-=NPMT helps"]
+    out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
+    assert cli.main(["across-scales", "--title", "Claims at every scale", "--correction", "none", *specs,
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    page = out["md"].read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| +PR") or line.startswith("| NPMT")]
+    assert [row.split("|")[2].strip() for row in rows] == ["ci", "tiny", "tiny"]
+    assert "not reproduced" in rows[0] and "| reproduced" in rows[1] and "not comparable" in rows[2]
+    assert "29.00" in rows[0] and "+0.20" in rows[0] and "+1.50" in rows[1]
+    assert "Not read, written by the test used before 2026-11-28" in page and "gpu: +PR helps" in page
+    assert "<figure><svg" in out["html"].read_text() and "+PR helps [tiny]" in out["svg"].read_text()
+    assert_balanced_html(out["html"].read_text())

@@ -594,6 +594,26 @@ def finished_run_of(work: Path, scale: str) -> dict[Path, bytes]:
     return files
 
 
+def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
+    """With another scale's tests in the checkout (a synthetic tiny tree of the central claims' JSONs),
+    the ci run adds each claims page across scales, its claims at ci beside those at tiny; without
+    them, none."""
+    work = repo_copy(tmp_path)
+    alone = snakemake(work, "-n", "tables")
+    assert alone.returncode == 0 and "across_scales" not in alone.stdout
+    config = repo_config()
+    tree = work / "results/tiny/analyse/significance"
+    tree.mkdir(parents=True)
+    for claim in (claim for claim in config["claims"].values() if claim.get("central")):
+        (tree / f"{claim['experiment']}.vs.{claim['baseline']}.json").write_text("{}")
+    run = snakemake(work, "-n", "-p", "tables")
+    assert run.returncode == 0, run.stderr[-3000:]
+    command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
+    assert command.count("--claim=ci=") == 4 and command.count("--claim=tiny=") == 4
+    assert "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json" in command
+    assert "results/ci/report/A_claims_across_scales.md" in run.stdout      # A's central claim is on its page
+
+
 def test_ci_workflow_end_to_end_with_report(tmp_path):
     work = repo_copy(tmp_path)  # the paper files as they are: each paper's target and claims page
     tiny = finished_run_of(work, "tiny")  # a finished default run beside it: the ci run leaves it as it was

@@ -110,17 +110,18 @@ rule plot_curves:
         "nmtrepro plot-curves {params.curves} --scale {config[scale]} --out {output} 2> {log}"
 
 
-def claim_args(names, input):
-    """--claim=PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON|-=TEXT per claim (nmtrepro claims):
-    a claim of no gain carries its margin; a claim not comparable at this scale is listed, unmeasured."""
+def claim_args(names, input, scale=""):
+    """--claim=[SCALE=]PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON|-=TEXT per claim (nmtrepro
+    claims; across-scales prefixes the scale): a claim of no gain carries its margin; a claim without a
+    JSON in `input` (not comparable at this scale) is listed, unmeasured."""
     args = []
     for name in names:
         claim = config["claims"][name]
-        comparable = at_scale(config, claim)
+        comparable = name in input.keys()
         margin = f"<{NO_GAIN_MARGINS[name]}" if claim["test"] == "non_superiority" else ""
         says = f":{claim['paper_says']}" if "paper_says" in claim else ""
-        args.append(f"--claim={claim['paper_delta']}{margin}{says}={claim['metric']}={'yes' if comparable else 'no'}="
-                    f"{input[name] if comparable else '-'}={claim['claim']}")
+        args.append(f"--claim={scale + '=' if scale else ''}{claim['paper_delta']}{margin}{says}={claim['metric']}="
+                    f"{'yes' if comparable else 'no'}={input[name] if comparable else '-'}={claim['claim']}")
     return shlex.join(args)
 
 
@@ -138,6 +139,66 @@ def claims_protocol(names):
 # Each paper's claims page, and the central claims of all four on one page, which the report opens with.
 CLAIMS_PAGES = {f"{paper}_claims": owned["claims"] for paper, owned in PAPERS.items() if owned["claims"]}
 CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
+
+
+def other_scales_significance(names):
+    """{scale: {claim: JSON}}: the significance JSONs of these claims that other scales' results trees in
+    this checkout hold (a claim where it is comparable at that scale), for the pages across scales."""
+    found = {}
+    for scale, spec in config["scales"].items():
+        study = spec.get("stands_for", scale)
+        files = {name: f"results/{scale}/analyse/significance/{config['claims'][name]['experiment']}.vs."
+                       f"{config['claims'][name]['baseline']}.json"
+                 for name in names if study in config["claims"][name].get("scales", [study])}
+        files = {name: path for name, path in files.items() if os.path.exists(path)}
+        if scale != config["scale"] and files:
+            found[scale] = files
+    return found
+
+
+# Beside each claims page, the same claims at every scale whose results are in this checkout (built where
+# another scale's are: `across_scales_pages`).
+ACROSS_PAGES = {f"{page}_across_scales": names for page, names in CLAIMS_PAGES.items()}
+
+
+def across_scales_pages(pages):
+    """The across-scales pages of these claims pages where another scale has results for them."""
+    return [f"{page}_across_scales" for page in pages if other_scales_significance(CLAIMS_PAGES[page])]
+
+
+rule across_scales:
+    input:
+        unpack(lambda w: claim_significance(ACROSS_PAGES[w.page])),
+        others=lambda w: [path for files in other_scales_significance(ACROSS_PAGES[w.page]).values()
+                          for path in files.values()],
+    output:
+        md=results("report/{page}.md"),
+        html=report(results("report/{page}.html"), caption="../report/across_scales.rst", category="Claims",
+                    labels=lambda w: {"claims": f"across scales: {claims_label(w.page.removesuffix('_across_scales'))}"}),
+        svg=results("report/{page}.svg"),
+    log:
+        results("logs/report/{page}.log"),
+    wildcard_constraints:
+        page="|".join(ACROSS_PAGES) or "^$",
+    params:
+        title=lambda w: f"{claims_title(w.page.removesuffix('_across_scales'))} at every scale in this checkout",
+        claims=lambda w, input: " ".join(
+            [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
+            + [claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
+               for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()]),
+        correction=lambda w: "none" if w.page.startswith("central_") else "holm",
+    shell:
+        "nmtrepro across-scales --title {params.title:q} {params.claims} --correction {params.correction} "
+        "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} 2> {log}"
+
+
+def names_in(files, names):
+    """These claims, in order, that `files` holds."""
+    return [name for name in names if name in files]
+
+
+def claims_title(page):
+    return "The central claims of papers A-D" if page == "central_claims" else f"Paper {page.removesuffix('_claims')}: claims"
 
 
 def claims_label(page):
@@ -159,9 +220,7 @@ rule claims:
     wildcard_constraints:
         page="|".join(CLAIMS_PAGES) or "^$",
     params:
-        title=lambda w: ("The central claims of papers A-D beside this run" if w.page == "central_claims"
-                         else f"Paper {w.page.removesuffix('_claims')}: claims beside this run")
-                        + f" (scale {config['scale']})",
+        title=lambda w: f"{claims_title(w.page)} beside this run (scale {config['scale']})",
         claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
         correction=lambda w: "none" if w.page == "central_claims" else "holm",  # the primary claims: one a paper
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
@@ -175,8 +234,8 @@ def report_files(tables, analyses, papers=()):
     """The report files of these tables and analyses (an analysis' kind says which it renders) and the
     claims pages of these papers (those with claims)."""
     files = expand(results("report/{table}.{ext}"), table=tables, ext=TABLE)
-    files += [results(f"report/{paper}_claims.{ext}") for paper in papers if PAPERS[paper]["claims"]
-              for ext in ("md", "html")]
+    pages = [f"{paper}_claims" for paper in papers if PAPERS[paper]["claims"]]
+    files += [results(f"report/{page}.{ext}") for page in pages + across_scales_pages(pages) for ext in ("md", "html")]
     return files + [results(f"report/{name}.{ext}") for name in analyses
                     for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
 
@@ -190,7 +249,8 @@ def central_outputs():
     """The central study: the central claims page, the tables and analyses its models fill, their curves."""
     if not CENTRAL["claims"]:
         return []
-    return (expand(results("report/{page}.{ext}"), page="central_claims", ext=("md", "html"))
+    return (expand(results("report/{page}.{ext}"), page=["central_claims", *across_scales_pages(["central_claims"])],
+                   ext=("md", "html"))
             + report_files(CENTRAL["tables"], CENTRAL["analyses"]) + [results("report/central_training_curves.png")])
 
 

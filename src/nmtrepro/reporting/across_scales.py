@@ -1,0 +1,112 @@
+"""`nmtrepro across-scales`: claims beside the same claims measured at other scales, one row a scale.
+
+A run's claims pages know only its own scale; a researcher who has run two (`tiny` on a laptop, `gpu`
+converged) wants to see how each answer moves with baseline strength and training. This page reads
+every scale whose results tree holds a claim's significance JSON (the rule finds them) and, per claim,
+sets one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its interval, the verdict
+by that scale's test and correction over the page's claims it holds (its own claims page's verdict
+where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
+draws a line a (claim, scale). A JSON of the test this project used before 2026-11-28 is named in the
+reading, not read.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..core.files import InputError
+from .claims import CI, CORRECTIONS, FORMAT, METRICS, Claim, build_claims, forest_plot, parse_claim, verdict_label
+from .render import figure_svg, save_figure, write_table
+from .report import format_p, read_significance
+
+COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "p", "verdict", "size"]
+
+
+def parse_scaled(spec: str) -> tuple[str, Claim]:
+    """SCALE=FORMAT: the scale whose results the claim's JSON holds, then a `nmtrepro claims` claim."""
+    scale, _, claim = spec.partition("=")
+    if not scale or not claim:
+        raise InputError(f"--claim wants SCALE={FORMAT}, got {spec!r}")
+    return scale, parse_claim(claim)
+
+
+def readable(claim: Claim) -> bool:
+    """Whether a comparable claim's JSON is of the current test (one of another scale may predate it)."""
+    try:
+        read_significance(claim.significance, claim.metric)
+    except InputError:
+        return False
+    return True
+
+
+def baseline_bleu(claim: Claim) -> float:
+    """The baseline's BLEU, the mean over the seed pairs of the claim's test."""
+    seeds = read_significance(claim.significance, claim.metric)["seeds"]
+    return float(np.mean([entry["baseline"] for entry in seeds]))
+
+
+def build_across(scaled: list[tuple[str, Claim]], correction: str) -> tuple[pd.DataFrame, list[Claim], list[str]]:
+    """The page's rows (claims in their first order, then scales in theirs), the claims behind them (for
+    the plot; each text names its scale) and the (scale, claim) pairs whose JSON predates the test.
+    Each scale's verdicts come from `build_claims` over that scale's readable claims: its own page's
+    test and correction."""
+    scales = list(dict.fromkeys(scale for scale, _ in scaled))
+    texts = list(dict.fromkeys(claim.text for _, claim in scaled))
+    stale = [f"{scale}: {claim.text}" for scale, claim in scaled if claim.comparable and not readable(claim)]
+    found = {}
+    for scale in scales:
+        claims = [claim for s, claim in scaled if s == scale and (not claim.comparable or readable(claim))]
+        if claims:
+            rows = build_claims(claims, correction)
+            found.update({(claim.text, scale): (claim, row) for claim, (_, row) in zip(claims, rows.iterrows())})
+    rows, shown = [], []
+    for text in texts:
+        for scale in scales:
+            if (text, scale) not in found:
+                continue
+            claim, row = found[text, scale]
+            rows.append({"claim": text, "scale": scale,
+                         "baseline BLEU": baseline_bleu(claim) if claim.comparable else float("nan"),
+                         **{column: row[column] for column in COLUMNS if column in row.index}})
+            shown.append(Claim(f"{text} [{scale}]", claim.paper_delta, claim.metric, claim.significance,
+                               claim.comparable, claim.paper_says, claim.margin))
+    return pd.DataFrame(rows, columns=COLUMNS), shown, stale
+
+
+def add_arguments_across_scales(parser) -> None:
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--claim", action="append", required=True, metavar=f"SCALE={FORMAT}",
+                        help="a claim as `nmtrepro claims` takes it, measured at SCALE (repeat: a claim per scale)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                        help="as the scales' claims pages: holm over each scale's claims, or none (the central page)")
+    parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
+    parser.add_argument("--out-md", required=True)
+    parser.add_argument("--out-html", required=True)
+    parser.add_argument("--out-svg", required=True)
+
+
+def run_across_scales(args) -> None:
+    scaled = [parse_scaled(spec) for spec in args.claim]
+    table, claims, stale = build_across(scaled, args.correction)
+    scales = list(dict.fromkeys(table["scale"]))
+    reading = (f"{len(dict.fromkeys(table['claim']))} claims at {len(scales)} scales ({', '.join(scales)}); "
+               + "; ".join(f"{scale}: {int(table[table['scale'] == scale]['verdict'].str.startswith('reproduced').sum())} "
+                           f"reproduced" for scale in scales) + ".")
+    if stale:
+        reading += (f" Not read, written by the test used before 2026-11-28 (snakemake --forcerun significance "
+                    f"--config scale=<scale>): {'; '.join(stale)}.")
+    shown = table.assign(**{"baseline BLEU": table["baseline BLEU"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
+                            "paper Δ": table["paper Δ"].map("{:+.2f}".format),
+                            "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}"),
+                            "p": table["p"].map(format_p), "verdict": table["verdict"].map(verdict_label)})
+    note = " ".join(["Each scale's verdicts: the claims pages' test and correction over the claims that scale "
+                     "holds (its own page's verdicts where it built that page whole); the "
+                     f"interval is {CI}; baseline BLEU: the mean over the seed pairs of the claim's test, in "
+                     f"the claim's metric ({', '.join(sorted(set(METRICS[c.metric] for c in claims)))}).",
+                     *args.note])
+    plot = forest_plot(claims, table, None)
+    save_figure(plot, None, args.out_svg)
+    write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, svg=figure_svg(plot),
+                svg_file=args.out_svg.rsplit("/", 1)[-1],
+                colalign=["right" if c in ("baseline BLEU", "paper Δ", "ours Δ", CI, "p") else "left"
+                          for c in shown.columns])
