@@ -21,8 +21,11 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 def open_result(page, category: str, label: str) -> None:
-    """Clicks the category in the report's menu, then the view button of the result whose row holds
-    `label`, and waits for its frame to load."""
+    """Clicks the category in the report's menu (through the Results crumb, where a category is open),
+    then the view button of the result whose row holds `label`, and waits for its frame to load."""
+    crumb = page.get_by_role("link", name="Results", exact=True)
+    if crumb.count():
+        crumb.first.click()
     page.get_by_role("link", name=category, exact=True).click()
     page.locator("tr", has_text=label).first.locator("a, button").first.click()
     page.wait_for_timeout(1500)
@@ -47,6 +50,7 @@ def main() -> None:
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
         page.goto(Path(args.report).resolve().as_uri())
         page.wait_for_timeout(1500)
+        page.evaluate("for (const e of document.querySelectorAll('*')) e.scrollTop = 0")   # the graph scrolls it
         page.screenshot(path=out / "first_screen.png")
         open_result(page, "Claims", args.claims)
         page.screenshot(path=out / "claims.png")

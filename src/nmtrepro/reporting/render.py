@@ -37,8 +37,9 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
        max-width: 80rem; margin: 1rem auto; padding: 0 1rem; line-height: 1.45; }
 h1 { font-size: 1.35rem; margin: .5rem 0 .75rem; } h2 { font-size: 1.15rem; }
 p.reading { font-size: 1.05rem; margin: .5rem 0 1rem; }
-table { border-collapse: collapse; font-size: .9rem; margin: .5rem 0 1rem; }
-th, td { border: 1px solid #c8c8c8; padding: .3rem .55rem; vertical-align: top; text-align: left; }
+table { border-collapse: collapse; font-size: .84rem; margin: .5rem 0 1rem; }
+th, td { border: 1px solid #c8c8c8; padding: .25rem .4rem; vertical-align: top; text-align: left; }
+td.long { overflow-wrap: anywhere; min-width: 8rem; }
 th { background: #f1f3f5; position: sticky; top: 0; z-index: 1; }
 tbody tr:nth-child(even) td { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -52,6 +53,8 @@ figure { margin: .5rem 0 1rem; } figure svg { max-width: 100%; height: auto; }
 details { margin: .5rem 0 1rem; max-width: 60rem; } summary { cursor: pointer; font-weight: 600; }
 details p { font-size: .9rem; color: #333; }
 """
+
+LONG_WORD = 20
 
 # The figures' colours, Okabe and Ito's colour-blind-safe eight (black last), in `C0`, `C1`, ... order.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -189,16 +192,24 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
 
 def html_table(shown: pd.DataFrame, colalign: list[str] | None = None) -> str:
     """`shown` as an HTML table: text escaped, styled cells in their markup, right-aligned columns'
-    cells of class `num` (STYLE aligns their digits)."""
+    cells of class `num` (STYLE aligns their digits), a cell with a word longer than LONG_WORD (a
+    sacreBLEU signature, a test set's path) of class `long`, which may break anywhere so that the table
+    fits a laptop's width."""
     def cell(value) -> str:
         if isinstance(value, (Marked, Label)):
             return value.html()
         return html.escape(value if isinstance(value, str) else str(value), quote=False)
 
+    def td(value, numeric: bool) -> str:
+        if numeric:
+            return f'<td class="num">{cell(value)}</td>'
+        long = isinstance(value, str) and max(map(len, value.split()), default=0) > LONG_WORD
+        return f'<td class="long">{cell(value)}</td>' if long else f"<td>{cell(value)}</td>"
+
     numeric = [align == "right" for align in colalign] if colalign else [False] * len(shown.columns)
     head = "".join(f"<th>{html.escape(str(name), quote=False)}</th>" for name in shown.columns)
-    rows = ["<tr>" + "".join(f'<td class="num">{cell(v)}</td>' if num else f"<td>{cell(v)}</td>"
-                             for v, num in zip(row, numeric)) + "</tr>" for row in shown.itertuples(index=False)]
+    rows = ["<tr>" + "".join(td(v, num) for v, num in zip(row, numeric)) + "</tr>"
+            for row in shown.itertuples(index=False)]
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"
 
 
