@@ -3,7 +3,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 from scipy.stats import norm
 
@@ -392,8 +391,6 @@ def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_ve
     """The HTML page: the one-line reading first, the forest plot inline (the SVG on disk too: the
     Markdown links it), each verdict a label that carries its word, the notes folded away; the page
     parses with every tag closed."""
-    import html.parser
-
     good, flat = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25), write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
     page = claims_page(tmp_path, f"1.29=tok_bleu=yes={good}=helps", f"0.5=tok_bleu=yes={flat}=also helps",
                        "2.0=tok_bleu=no=-=a claim made at paper scale")
