@@ -11,6 +11,8 @@ reading, not read.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -107,6 +109,6 @@ def run_across_scales(args) -> None:
     plot = forest_plot(claims, table, None)
     save_figure(plot, None, args.out_svg)
     write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, svg=figure_svg(plot),
-                svg_file=args.out_svg.rsplit("/", 1)[-1],
+                svg_file=Path(args.out_svg).name,
                 colalign=["right" if c in ("baseline BLEU", "paper Δ", "ours Δ", CI, "p") else "left"
                           for c in shown.columns])

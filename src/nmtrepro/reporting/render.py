@@ -54,7 +54,7 @@ details { margin: .5rem 0 1rem; max-width: 60rem; } summary { cursor: pointer; f
 details p { font-size: .9rem; color: #333; }
 """
 
-LONG_WORD = 20
+LONG_WORD = 20  # characters: a table cell with a longer word (a signature, a path) may break it anywhere
 
 # The figures' colours, Okabe and Ito's colour-blind-safe eight (black last), in `C0`, `C1`, ... order.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -167,11 +167,12 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
         return value.replace("|", "\\|") if isinstance(value, str) else value
 
     body = shown.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
-    heading = "##" if fragment else "#"
+    level = 2 if fragment else 1
+    lead = f"{reading}\n\n" if reading else ""
     picture = f"![{title}]({svg_file})\n\n" if svg_file else ""
     with atomic_open(out_md) as handle:
-        handle.write(f"{heading} {title}\n\n{reading + chr(10) * 2 if reading else ''}{picture}{body}\n\n{note}\n")
-    parts = [f"<h{2 if fragment else 1}>{html.escape(title, quote=False)}</h{2 if fragment else 1}>"]
+        handle.write(f"{'#' * level} {title}\n\n{lead}{picture}{body}\n\n{note}\n")
+    parts = [f"<h{level}>{html.escape(title, quote=False)}</h{level}>"]
     if reading:
         parts.append(f'<p class="reading">{html.escape(reading, quote=False)}</p>')
     if svg:
