@@ -683,7 +683,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "| ll_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
     assert "| npmt_" not in paper_c and not (results / "train/npmt_greedy_de_en").exists()
     assert not (results / "report/C_table2.md").exists()
-    assert (results / "report/C_claims.md").read_text().count("not comparable at this scale") == 6
+    assert (results / "report/C_claims.md").read_text().count("| not comparable at this scale") == 6
     central = (results / "report/central_claims.md").read_text()  # the four central claims, over two seeds at ci
     assert central.count("(seed 2)") == 4 and "+PR improves Transformer Base En-De" in central
     assert "started from the trained hao_base_en_de, then 20 updates" in central
