@@ -588,18 +588,17 @@ class NPMT(nn.Module):
             nll = surrogate + (nll - surrogate).detach()                     # the clean NLL's value
             return nll, nll
         seg = self.decoder.segment_logprobs(*rows).float()
-        log_lik, feasible = swan_log_likelihood(seg, src_lengths, tgt_lengths, L)
-        if not self.training and not torch.is_grad_enabled():              # validation
-            self.count_segments(seg, src_lengths, tgt_lengths)
+        if not self.training and not torch.is_grad_enabled():              # validation: no graph to keep
+            log_lik, feasible, posteriors = swan_posteriors(seg, src_lengths, tgt_lengths, L)
+            self.count_segments(posteriors, tgt_lengths.masked_fill(~feasible, 0).sum())
+        else:
+            log_lik, feasible = swan_log_likelihood(seg, src_lengths, tgt_lengths, L)
         nll = swan_loss(log_lik, feasible)
         return nll, nll
 
-    def count_segments(self, seg: torch.Tensor, src_lengths: torch.Tensor, tgt_lengths: torch.Tensor) -> None:
-        """Adds a validation batch's target tokens and expected non-empty segments (the posteriors of
-        the entries with k >= 1; one more pass of the DP, cheap beside the decoder) to
-        `valid_segments`, on the device."""
-        _, feasible, posteriors = swan_posteriors(seg, src_lengths, tgt_lengths, self.config.max_segment)
-        tokens = tgt_lengths.masked_fill(~feasible, 0).sum()
+    def count_segments(self, posteriors: torch.Tensor, tokens: torch.Tensor) -> None:
+        """Adds a validation batch's target tokens (of its feasible pairs) and expected non-empty
+        segments (the posteriors of the entries with k >= 1) to `valid_segments`, on the device."""
         sums = torch.stack([tokens.to(posteriors.dtype), posteriors[..., 1:].sum()]).double()
         if self.valid_segments is None or self.valid_segments.device != sums.device:
             self.valid_segments = torch.zeros_like(sums)

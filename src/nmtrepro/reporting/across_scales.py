@@ -54,10 +54,11 @@ def build_across(scaled: list[tuple[str, Claim]], correction: str) -> tuple[pd.D
     test and correction."""
     scales = list(dict.fromkeys(scale for scale, _ in scaled))
     texts = list(dict.fromkeys(claim.text for _, claim in scaled))
-    stale = [f"{scale}: {claim.text}" for scale, claim in scaled if claim.comparable and not readable(claim)]
+    fresh = [not claim.comparable or readable(claim) for _, claim in scaled]
+    stale = [f"{scale}: {claim.text}" for (scale, claim), ok in zip(scaled, fresh) if not ok]
     found = {}
     for scale in scales:
-        claims = [claim for s, claim in scaled if s == scale and (not claim.comparable or readable(claim))]
+        claims = [claim for (s, claim), ok in zip(scaled, fresh) if s == scale and ok]
         if claims:
             rows = build_claims(claims, correction)
             found.update({(claim.text, scale): (claim, row) for claim, (_, row) in zip(claims, rows.iterrows())})
