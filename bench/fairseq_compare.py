@@ -154,7 +154,8 @@ def fairseq_train_args(size: dict, train: dict) -> list:
             "--encoder-layers", size["encoder_layers"], "--decoder-embed-dim", d, "--decoder-ffn-embed-dim", ffn,
             "--decoder-attention-heads", heads, "--decoder-layers", size["decoder_layers"],
             *(["--encoder-normalize-before", "--decoder-normalize-before"] if size.get("pre_norm", True) else []),
-            "--dropout", size["dropout"], "--attention-dropout", "0", "--activation-dropout", "0",
+            "--dropout", size["dropout"], "--attention-dropout", size.get("attention_dropout", 0),
+            "--activation-dropout", size.get("activation_dropout", 0), "--clip-norm", train.get("clip_norm", 0),
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", train.get("label_smoothing", 0.1),
             "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9",
             "--lr", train["lr"], "--lr-scheduler", "inverse_sqrt", "--warmup-updates", train["warmup"],
@@ -253,7 +254,7 @@ def tiny_setup(args) -> None:
                       "decode_tokens_per_s": decoding["ours_cached"]["tokens_per_s"] / decoding["fairseq"]["tokens_per_s"],
                       "cached_over_uncached": decoding["ours_cached"]["sentences_per_s"] / decoding["ours_uncached"]["sentences_per_s"]}
 
-    print(f"\nTiny baseline vs fairseq-fixed 0.12.3.1: d={d}, ffn={ffn}, {heads} heads, "
+    print(f"\nTiny baseline vs fairseq-fixed 0.12.3.1: d={size['d_model']}, ffn={size['ffn']}, {size['heads']} heads, "
           f"{size['encoder_layers']}+{size['decoder_layers']} layers, max_tokens {train['max_tokens']}, "
           f"{args.threads} threads, fp32; training over updates {args.warmup_updates + 1}..{total}")
     print(f"{'':28}{'ours':>12}{'fairseq':>12}{'ours/fairseq':>14}")
