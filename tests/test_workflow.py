@@ -411,6 +411,8 @@ def test_the_default_run_at_tiny_is_the_central_study_and_tables_builds_every_ta
         "ll_reorder_greedy_de_en")}
     assert "results/tiny/report/central_claims.md" in texts[False] and "A_table1" not in texts[False]
     assert "results/tiny/report/A_table1.md" in texts[True] and "results/tiny/train/npmt" not in texts[True]
+    tests = set(re.findall(r"analyse/significance/(\w+)\.vs\.(\w+)\.json", texts[True]))
+    assert tests and all(system != baseline for system, baseline in tests)  # a baseline's own row is not tested
 
 
 def test_smoke_leaves_out_the_heads_sweep_that_paper_scale_builds():

@@ -5,7 +5,10 @@ def table_cells(wildcards):
 
 
 def cell_baseline(table, cell):
-    return cell.get("baseline", TABLES[table].get("baseline"))
+    """The cell's baseline (its own or the table's); none for the baseline's own row, which a paired
+    test against itself would only mark +0.00 and count among the compared."""
+    baseline = cell.get("baseline", TABLES[table].get("baseline"))
+    return None if baseline == cell["experiment"] else baseline
 
 
 def table_significance(wildcards):
