@@ -13,55 +13,21 @@ from __future__ import annotations
 import csv
 import functools
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from .core.files import InputError, require_file
+from .experiment import Experiment, batch_tokens
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
-# Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
-# them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
-ANNOTATIONS = {"spans": "parse", "pos": "pos"}
-# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
-# AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
-AUTO_MAX_TOKENS = 4096
 # Decoding options a scale or experiment may leave out (the segment-model ones are off).
 DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
                    "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    dataset: str            # dataset registry key
-    src_lang: str
-    tgt_lang: str
-    test: str               # test split decoded and scored
-    variant: str            # key of `models`
-    model: dict             # model spec: family + options, sizes resolved for the scale
-    train: dict             # training settings at the scale, with the model size's regime
-    average: dict           # checkpoint averaging, likewise
-    resources: dict         # what its training job asks of the executor, likewise
-    decode: dict            # decoding at the scale, with the experiment's own options over it
-    init: str | None = None  # the experiment whose averaged model this one starts from (`init_from`)
-    same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
-    seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
-    replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
-    priority: int = 0       # its model size's scheduling priority at the scale (`by_size.<size>.priority`)
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        """The source annotations the model reads beside the source, name -> the stage making them
-        (`ANNOTATIONS`: parser phrases "spans" from parse, POS tags "pos" from pos), as its family's
-        config declares in `extra_inputs`; {} for a model reading the tokens alone."""
-        from .models import configure
-
-        return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
 
 
 def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:
@@ -540,12 +506,6 @@ def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
         note += (" Seeds: " + "; ".join(f"{name} {', '.join(map(str, seeds))}" for name, seeds in seeded.items())
                  + " (a row is the mean over its seeds; the rest one seed).")
     return note
-
-
-def batch_tokens(train: dict) -> int:
-    """A training's `max_tokens` as a number: `auto`'s smallest size where it is auto (a batch of at
-    least that, at most half an update: training.memory)."""
-    return AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]
 
 
 def _recipe(resolved: dict[str, Experiment], name: str) -> str:

@@ -36,10 +36,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import batch_tokens, experiments, load, model_options, replicates, tables_at_scale, training_of, validate
+from .config import experiments, load, model_options, replicates, tables_at_scale, training_of, validate
 from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
+from .experiment import batch_tokens
 from .models.size import spec_parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/[^/]+/train/(?P<experiment>[^/]+)/final\.pt$")
