@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from .core.files import InputError, require_file
-from .experiment import Experiment, batch_tokens
+from .experiment import Experiment
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
@@ -482,43 +482,6 @@ def _shared_trainings(out: dict[str, Experiment]) -> None:
             out[name] = replace(e, same_as=first[key])
         else:
             first[key] = name
-
-
-def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
-    """How the rows of one table or claims page (experiments `names`) were trained at this scale, for the
-    note under it: from scratch with which recipe, or from which trained model for how many updates
-    more, grouped by recipe, and over which seeds."""
-    names = list(dict.fromkeys(names))
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(_recipe(resolved, name), []).append(name)
-    if len(groups) == 1:
-        body = f"every row {next(iter(groups))}"
-    else:
-        body = "; ".join(f"{how}: {', '.join(rows)}" for how, rows in groups.items())
-    note = f"Protocol (scale `{config['scale']}`): {body}."
-    if any(resolved[name].init for name in names):
-        note += (" A model started from a trained baseline (`init_from`, as paper B's) is read against that "
-                 "baseline continued as long as well (`*_continued`, the control).")
-    seeded = {name: [resolved[r].seed for r in replicates(resolved)[name]] for name in names}
-    seeded = {name: seeds for name, seeds in seeded.items() if len(seeds) > 1}
-    if seeded:
-        note += (" Seeds: " + "; ".join(f"{name} {', '.join(map(str, seeds))}" for name, seeds in seeded.items())
-                 + " (a row is the mean over its seeds; the rest one seed).")
-    return note
-
-
-def _recipe(resolved: dict[str, Experiment], name: str) -> str:
-    """One experiment's training in words: from scratch or from which model, how many updates of what."""
-    train = resolved[name].train
-    per_batch = batch_tokens(train)
-    batch = (f"one batch of up to {per_batch:,} tokens" if train["update_tokens"] <= per_batch
-             else f"at least {train['update_tokens']:,} target tokens")
-    recipe = f"{train['max_updates']:,} updates of {batch}"
-    init = resolved[name].init
-    if init is None:
-        return f"trained from scratch, {recipe}"
-    return f"started from the trained {resolved[init].replicate_of}, then {recipe} more"
 
 
 def _contains(variant: dict, source: dict, key: str) -> None:

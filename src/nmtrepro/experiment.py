@@ -44,6 +44,12 @@ class Experiment:
 
         return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
 
+    @property
+    def tokens_per_batch(self) -> int:
+        """Its training's batch in tokens (`batch_tokens`), for readers that get the record but may not
+        import this module (the report stage's protocol note)."""
+        return batch_tokens(self.train)
+
 
 def batch_tokens(train: dict) -> int:
     """A training's `max_tokens` as a number: `auto`'s smallest size where it is auto (a batch of at
