@@ -4,12 +4,13 @@ import os
 import shlex
 from pathlib import Path
 
-from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
-                             check_paper_cells, dataset_files, experiments, merge_papers, model_options, no_gain_margins,
-                             replicates, seed_pairs, tables_at_scale, training_of, validate, with_scale_data)
+from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_paper_cells, experiments, merge_papers,
+                             model_options, no_gain_margins, replicates, seed_pairs, tables_at_scale, training_of, validate,
+                             with_scale_data)
 from nmtrepro.core.files import InputError
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
+from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.protocol import protocol_note
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
