@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmtrepro.config import Experiment, central_study, experiments, load, replicates, training_of, validate
+from nmtrepro.config import central_study, experiments, load, replicates, training_of, validate
+from nmtrepro.experiment import Experiment
 
 
 def trainings(config: dict, resolved: dict[str, Experiment]) -> dict[str, int]:

@@ -9,7 +9,7 @@ from nmtrepro.models import build_model
 from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, ResidueCombiner, gather_index,
                                     gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
-from nmtrepro.plan import PAPER_A_VOCAB
+from nmtrepro.param_count import PAPER_A_VOCAB
 from nmtrepro.training.batching import collate, flat_spans, pad_spans
 from nmtrepro.training.criterion import model_loss
 
@@ -307,7 +307,7 @@ def test_batches_carry_spans_to_the_model(copy_corpus):
 
 
 def test_param_count_matches_paper_base_and_big():
-    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (see nmtrepro.plan).
+    # 88.1M and 264.1M: Neutron layers plus a target-vocabulary output bias (docs/papers.md, paper A's vocabulary).
     for size, paper in (({}, 88.1), ({"d_model": 1024, "ffn": 4096, "heads": 16}, 264.1)):
         counts = spec_parameter_counts({"family": "transformer", **PAPER_A_VOCAB, "output_bias": True, **size})
         assert round(counts["total"] / 1e6, 1) == paper

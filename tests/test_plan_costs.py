@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro.config import AUTO_MAX_TOKENS, experiments, load, training_of, validate
+from nmtrepro.config import experiments, load, training_of, validate
 from nmtrepro.core.files import InputError
+from nmtrepro.experiment import AUTO_MAX_TOKENS
 from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
 from nmtrepro.training import memory
 

@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from conftest import assert_balanced_html
-from nmtrepro.config import (central_study, check_analysis_kinds, check_dataset_files, check_paper_cells, dataset_files,
-                             experiments, load, merge_papers, no_gain_margins, protocol_note, replicates, seed_pairs,
-                             tables_at_scale, validate)
+from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
+                             seed_pairs, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
+from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.reporting.protocol import protocol_note
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

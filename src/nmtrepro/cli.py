@@ -51,7 +51,7 @@ COMMANDS = {
     "gather-parse": ("nmtrepro.data.parse", "concatenate the parse stage's line-range shards and merge their stats"),
     "gather-pos": ("nmtrepro.data.pos", "concatenate the pos stage's line-range shards and merge their stats"),
     "stanza-models": ("nmtrepro.data.stanza_models", "fetch and verify stanza's English models (the stanza parse backend)"),
-    "param-count": ("nmtrepro.plan", "parameter counts of the configured models at a scale (meta device)"),
+    "param-count": ("nmtrepro.param_count", "parameter counts of the configured models at a scale (meta device)"),
     "with-gpus": ("nmtrepro.core.gpus", "run a command on N GPUs of this machine that no other job holds"),
 }
 

@@ -2,66 +2,30 @@
 
 config.yaml holds the datasets, scales and shared models; each paper's models, experiments, tables
 and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The
-JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this module
-checks what a schema cannot: that names refer to things that exist (an experiment's model and task,
-a table's experiments, a size in the scale, a model option the family accepts), and the cross-checks
-between keys (analysis kinds and languages, checkpoints kept for averaging, dataset files on disk).
-Every error names the offending key path.
+JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; `experiments`
+checks what a schema cannot as it resolves (that names refer to things that exist, a model option the
+family accepts, the cross-checks between keys), with the checks of `nmtrepro.references`. Every error
+names the offending key path.
 """
 from __future__ import annotations
 
 import csv
-import functools
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from .core.files import InputError, require_file
+from .experiment import Experiment
+from .references import (_buildable, _check_languages, _claim_test, _comparable, _contains, _enough_checkpoints, _known,
+                         _known_scales)
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
-# Analyses whose systems must translate from (source, target) = these languages; None: any.
-ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
-# Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
-# them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
-ANNOTATIONS = {"spans": "parse", "pos": "pos"}
-# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
-# AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
-AUTO_MAX_TOKENS = 4096
 # Decoding options a scale or experiment may leave out (the segment-model ones are off).
 DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
                    "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    dataset: str            # dataset registry key
-    src_lang: str
-    tgt_lang: str
-    test: str               # test split decoded and scored
-    variant: str            # key of `models`
-    model: dict             # model spec: family + options, sizes resolved for the scale
-    train: dict             # training settings at the scale, with the model size's regime
-    average: dict           # checkpoint averaging, likewise
-    resources: dict         # what its training job asks of the executor, likewise
-    decode: dict            # decoding at the scale, with the experiment's own options over it
-    init: str | None = None  # the experiment whose averaged model this one starts from (`init_from`)
-    same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
-    seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
-    replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
-    priority: int = 0       # its model size's scheduling priority at the scale (`by_size.<size>.priority`)
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        """The source annotations the model reads beside the source, name -> the stage making them
-        (`ANNOTATIONS`: parser phrases "spans" from parse, POS tags "pos" from pos), as its family's
-        config declares in `extra_inputs`; {} for a model reading the tokens alone."""
-        from .models import configure
-
-        return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
 
 
 def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:
@@ -107,12 +71,6 @@ def merge_papers(config: dict, root: str | Path) -> dict[str, dict[str, list[str
                 target[name] = spec
             owned[path.stem][section] = list(entries)
     return owned
-
-
-def check_analysis_kinds(config: dict, kinds) -> None:
-    """Every analysis names a kind the workflow has rules for (one rule file per kind)."""
-    for name, spec in config.get("analyses", {}).items():
-        _known(spec["kind"], kinds, f"analyses.{name}.kind")
 
 
 def _with_defaults(validator_class):
@@ -168,11 +126,6 @@ def validate(config: dict, schema_path: str | Path) -> None:
         raise InputError(f"config does not match {Path(schema_path).name}:\n" + "\n".join(lines))
 
 
-def _known(value, known, key):
-    if value not in known:
-        raise InputError(f"config: {key} = {value!r} is not defined; known: {', '.join(sorted(known))}")
-
-
 def model_options(config: dict, variant: str, key: str) -> dict:
     """A model variant's options at the scale: its `by_scale` entry for the scale over the rest (paper D
     sizes its groups in heads, and tiny models have half of Base's), `size` expanded from the scale's
@@ -199,28 +152,6 @@ def model_options(config: dict, variant: str, key: str) -> dict:
                              f"it takes {', '.join(sorted(accepted))}")
     _buildable(variant, options)
     return options
-
-
-def _buildable(variant: str, options: dict) -> None:
-    """Build the model on the meta device (no memory), so that values its family refuses (a glance it
-    does not know, d_model not divisible by heads) fail the dry run, not the training job."""
-    try:
-        _meta_weights(json.dumps(options, sort_keys=True))
-    except ValueError as err:
-        raise InputError(f"config: models.{variant}: {err}") from None
-
-
-@functools.lru_cache(maxsize=None)
-def _meta_weights(options: str) -> dict:
-    """The state dict of the model that these options (JSON) build, on the meta device. Cached: seed
-    replicates, shared trainings and every dry run resolve the same few dozen models over and over, and a
-    build costs ~40 ms of Python."""
-    import torch
-
-    from .models import build_model
-
-    with torch.device("meta"):
-        return build_model({**json.loads(options), "src_vocab": 8, "tgt_vocab": 8}).state_dict()
 
 
 def experiments(config: dict) -> dict[str, Experiment]:
@@ -320,14 +251,6 @@ def at_scale(config: dict, spec: dict) -> bool:
     return study_scale(config) in spec.get("scales", [study_scale(config)])
 
 
-def _claim_test(claim: dict, key: str) -> None:
-    """A claim of a difference has a direction, the sign of its paper_delta (a claim of no gain is
-    test: non_superiority, its margin set by `no_gain_margins`)."""
-    if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
-        raise InputError(f"config: {key}.paper_delta: 0 gives a superiority test no direction; a claim of no "
-                         f"gain is test: non_superiority")
-
-
 def no_gain_margins(config: dict, owned: dict[str, dict]) -> dict[str, float]:
     """The margin of each claim of no gain (`test: non_superiority`), by one rule fixed before any result
     (docs/statistics.md): half the smallest gain that the same paper calls a help, i.e. the smallest
@@ -349,11 +272,6 @@ def no_gain_margins(config: dict, owned: dict[str, dict]) -> dict[str, float]:
                                      f"{paper} calls a help as its margin, and paper {paper} claims no gain")
                 margins[name] = round(min(gains) / 2, 4)
     return margins
-
-
-def _known_scales(config: dict, spec: dict, key: str) -> None:
-    for scale in spec.get("scales", []):
-        _known(scale, config["scales"], key)
 
 
 def tables_at_scale(config: dict) -> dict[str, dict]:
@@ -518,113 +436,6 @@ def _shared_trainings(out: dict[str, Experiment]) -> None:
             first[key] = name
 
 
-def protocol_note(config: dict, resolved: dict[str, Experiment], names) -> str:
-    """How the rows of one table or claims page (experiments `names`) were trained at this scale, for the
-    note under it: from scratch with which recipe, or from which trained model for how many updates
-    more, grouped by recipe, and over which seeds."""
-    names = list(dict.fromkeys(names))
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(_recipe(resolved, name), []).append(name)
-    if len(groups) == 1:
-        body = f"every row {next(iter(groups))}"
-    else:
-        body = "; ".join(f"{how}: {', '.join(rows)}" for how, rows in groups.items())
-    note = f"Protocol (scale `{config['scale']}`): {body}."
-    if any(resolved[name].init for name in names):
-        note += (" A model started from a trained baseline (`init_from`, as paper B's) is read against that "
-                 "baseline continued as long as well (`*_continued`, the control).")
-    seeded = {name: [resolved[r].seed for r in replicates(resolved)[name]] for name in names}
-    seeded = {name: seeds for name, seeds in seeded.items() if len(seeds) > 1}
-    if seeded:
-        note += (" Seeds: " + "; ".join(f"{name} {', '.join(map(str, seeds))}" for name, seeds in seeded.items())
-                 + " (a row is the mean over its seeds; the rest one seed).")
-    return note
-
-
-def batch_tokens(train: dict) -> int:
-    """A training's `max_tokens` as a number: `auto`'s smallest size where it is auto (a batch of at
-    least that, at most half an update: training.memory)."""
-    return AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]
-
-
-def _recipe(resolved: dict[str, Experiment], name: str) -> str:
-    """One experiment's training in words: from scratch or from which model, how many updates of what."""
-    train = resolved[name].train
-    per_batch = batch_tokens(train)
-    batch = (f"one batch of up to {per_batch:,} tokens" if train["update_tokens"] <= per_batch
-             else f"at least {train['update_tokens']:,} target tokens")
-    recipe = f"{train['max_updates']:,} updates of {batch}"
-    init = resolved[name].init
-    if init is None:
-        return f"trained from scratch, {recipe}"
-    return f"started from the trained {resolved[init].replicate_of}, then {recipe} more"
-
-
-def _contains(variant: dict, source: dict, key: str) -> None:
-    """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
-    from .models import warm_start_mismatch
-
-    own, theirs = (_meta_weights(json.dumps(options, sort_keys=True)) for options in (variant, source))
-    mismatch = warm_start_mismatch(own, theirs)
-    if mismatch:
-        raise InputError(f"config: {key}: the {variant['family']} model lacks or shapes differently a weight "
-                         f"of the model it starts from: its {mismatch} (another size?)")
-
-
-def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
-    """Probing tasks are English sentences, LingEval97 pairs English->German: refuse other systems."""
-    src, tgt = ANALYSIS_LANGUAGES.get(spec["kind"], (None, None))
-    for i, system in enumerate(spec["systems"]):
-        e = experiments[system["experiment"]]
-        if (src and e.src_lang != src) or (tgt and e.tgt_lang != tgt):
-            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
-                             f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
-                             f"{src or 'any'}->{tgt or 'any'}")
-
-
-def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
-    """Averaging reads the last `average.last` checkpoints, so training must keep that many."""
-    keep, last = experiment.train["keep_last"], experiment.average["last"]
-    if keep < last:
-        raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, "
-                         f"experiment {name}) is below its average.last = {last}: keep at least as many "
-                         "checkpoints as are averaged")
-
-
-def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:
-    """The files in the repository (embedded data) or in a `local_data` folder (licensed corpora) that
-    a dataset's splits read, in split order; downloads and recipe outputs are not among them, nor a
-    local corpus whose folder is not set (fetch then says how to set it)."""
-    return [path for _, path in _dataset_refs(config, dataset, root)]
-
-
-def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[str, Path]]:
-    """(key path, file) of each repository or local file a dataset's splits name."""
-    spec, out = config["datasets"][dataset], []
-    for split, sides in spec["splits"].items():
-        for side in ("src", "tgt", "refs"):  # refs: a test split's further references
-            if side not in sides:
-                continue
-            refs = [sides[side]] if isinstance(sides[side], str) else sides[side]
-            for ref in refs:
-                source, sep, inner = ref.partition(":")
-                key = f"datasets.{dataset}.splits.{split}.{side}"
-                if not sep:
-                    out.append((key, Path(root) / ref))
-                elif source in spec.get("local", []) and source in config.get("local_data", {}):
-                    out.append((key, Path(config["local_data"][source]).expanduser() / inner))
-    return out
-
-
-def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str | Path) -> None:
-    """Every repository or local file that the experiments' datasets read exists (paths relative to `root`)."""
-    for dataset in sorted({e.dataset for e in resolved.values()}):
-        for key, path in _dataset_refs(config, dataset, root):
-            if not path.is_file():
-                raise InputError(f"config: {key}: {path} does not exist")
-
-
 def check_paper_cells(config: dict, root: str | Path) -> None:
     """Every cell a table fills at this scale has its line, (row, column), in the table's paper numbers
     (`paper_numbers`, paths relative to `root`), so that a row added to a table without its paper line
@@ -637,12 +448,3 @@ def check_paper_cells(config: dict, root: str | Path) -> None:
             if (cell["row"], cell["column"]) not in known:
                 raise InputError(f"config: tables.{name}.cells[{i}]: ({cell['row']}, {cell['column']}) has no line in "
                                  f"{spec['paper_numbers']} (give the paper's number, or n/a where it only plots it)")
-
-
-def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:
-    """A baseline must exist and be scored on the same sentences, or a paired test means nothing."""
-    _known(baseline, experiments, key)
-    ours, theirs = experiments[experiment], experiments[baseline]
-    if (ours.dataset, ours.test) != (theirs.dataset, theirs.test):
-        raise InputError(f"config: {key} = {baseline!r} is tested on {theirs.dataset}/{theirs.test}, but "
-                         f"{experiment!r} on {ours.dataset}/{ours.test}: a baseline needs the same test set")

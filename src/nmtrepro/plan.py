@@ -13,17 +13,6 @@ parameter count (built on the meta device, so nothing is allocated) and the down
 archive sizes. The preprocessing jobs (prepare, and each shard of parse and pos) cost their lines times
 the config's per-line CPU seconds (`plan.cpu_seconds_per_line`, estimates), the lines counted from the
 repository's files or taken from `plan.lines`.
-
-`nmtrepro param-count` prints the parameter counts of every model variant in config.yaml at a scale.
-Paper A's vocabulary. Its totals, 88.1M (Base) and 264.1M (Big), fix the vocabulary only together
-with the output layer: with Neutron's layers the non-embedding parts are 44,097,536 and 176,275,456,
-so a tied, bias-free output layer needs 85,845..86,039 embedding rows for Base but 85,718..85,814
-for Big; no vocabulary gives both. Neutron's classifier has a bias of target-vocabulary size, and
-with it (`output_bias`) the two totals pin Vsrc + Vtgt between 85,700 and 85,785 and the target
-vocabulary to a window that narrows as the sum grows (Vtgt 30.5k..32.8k at 85,783, 38.2k..46.1k at
-85,770): the split itself is not identified. PAPER_A_VOCAB is one member with a plausible split
-(joint BPE 32k, English source larger than the 40k German target side); any member reproduces both
-totals to 0.1M.
 """
 from __future__ import annotations
 
@@ -36,10 +25,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import batch_tokens, experiments, load, model_options, replicates, tables_at_scale, training_of, validate
+from .config import experiments, load, replicates, tables_at_scale, training_of, validate
 from .core.files import InputError, count_lines, write_json
 from .data.download import load_manifest
 from .data.shards import shard_range
+from .experiment import batch_tokens
 from .models.size import spec_parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/[^/]+/train/(?P<experiment>[^/]+)/final\.pt$")
@@ -49,7 +39,6 @@ PREPROCESS_OUTPUT = re.compile(r"^results/[^/]+/(?:(?P<prepare>prepare)/(?P<data
                                r"|(?P<stage>parse|pos)/(?P<annotated>[^/]+)/shards/(?P<part>.+)\.(?P<shard>\d+)"
                                r"-of-(?P<shards>\d+)\.(?:spans|pos))$")
 WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments
-PAPER_A_VOCAB = {"src_vocab": 45_767, "tgt_vocab": 40_000}
 BASE_EN_DE = "base_en_de"  # the shared baseline, whose recipe's GPU time the plan states on its own
 
 
@@ -373,29 +362,3 @@ def run_plan(args) -> None:
     if args.out:
         write_json(args.out, {**result, "throughput": rates, "throughput_source": source,
                               "total_with_max_seeds_for_central": fewer or None})
-
-
-def variant_counts(config: dict, vocab: dict, extra: dict | None = None) -> dict[str, dict]:
-    """Counts for every model variant of `config` at its scale, with `extra` options added to each."""
-    return {name: spec_parameter_counts({**model_options(config, name, f"models.{name}"), **vocab, **(extra or {})})
-            for name in config["models"]}
-
-
-def add_arguments_param_count(parser) -> None:
-    parser.add_argument("--config", default="config.yaml")
-    parser.add_argument("--scale", default="paper", help="scale whose model sizes to use")
-    parser.add_argument("--src-vocab", type=int, default=PAPER_A_VOCAB["src_vocab"])
-    parser.add_argument("--tgt-vocab", type=int, default=PAPER_A_VOCAB["tgt_vocab"])
-    parser.add_argument("--output-bias", action="store_true",
-                        help="count a bias on the output layer, as Neutron (paper A's code) has")
-    parser.add_argument("--out", help="JSON file for the counts")
-
-
-def run_param_count(args) -> None:
-    config, _ = load(args.config, [f"scale={args.scale}"])
-    vocab = {"src_vocab": args.src_vocab, "tgt_vocab": args.tgt_vocab}
-    counts = variant_counts(config, vocab, {"output_bias": True} if args.output_bias else None)
-    for name, c in counts.items():
-        print(f"{name:28s} {c['total'] / 1e6:8.2f}M total {c['non_embedding'] / 1e6:8.2f}M non-embedding")
-    if args.out:
-        write_json(args.out, {"scale": args.scale, **vocab, "output_bias": args.output_bias, "models": counts})

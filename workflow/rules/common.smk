@@ -4,13 +4,14 @@ import os
 import shlex
 from pathlib import Path
 
-from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_analysis_kinds, check_dataset_files,
-                             check_paper_cells, dataset_files, experiments, merge_papers, model_options, no_gain_margins,
-                             protocol_note, replicates, seed_pairs, tables_at_scale, training_of, validate,
+from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_paper_cells, experiments, merge_papers,
+                             model_options, no_gain_margins, replicates, seed_pairs, tables_at_scale, training_of, validate,
                              with_scale_data)
 from nmtrepro.core.files import InputError
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
+from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.reporting.protocol import protocol_note
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
 ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("*.smk"))
@@ -195,7 +196,7 @@ def significance_file(experiment, baseline):
 
 
 def protocol(names):
-    """The note on how these experiments (a table's rows, a claims page's) were trained (config.py)."""
+    """The note on how these experiments (a table's rows, a claims page's) were trained (reporting/protocol.py)."""
     return protocol_note(config, EXPERIMENTS, names)
 
 

@@ -1,0 +1,57 @@
+"""An experiment resolved at a scale: the record that the rules, the plan and the config's checks read.
+
+`nmtrepro.config.experiments` makes one of each configured experiment (and of each of its seeds); its
+fields name the functions there that set them. The record is data: it imports no config, so the checks
+of the config (`nmtrepro.references`) can read it too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
+# them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
+ANNOTATIONS = {"spans": "parse", "pos": "pos"}
+# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
+# AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
+AUTO_MAX_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    dataset: str            # dataset registry key
+    src_lang: str
+    tgt_lang: str
+    test: str               # test split decoded and scored
+    variant: str            # key of `models`
+    model: dict             # model spec: family + options, sizes resolved for the scale
+    train: dict             # training settings at the scale, with the model size's regime
+    average: dict           # checkpoint averaging, likewise
+    resources: dict         # what its training job asks of the executor, likewise
+    decode: dict            # decoding at the scale, with the experiment's own options over it
+    init: str | None = None  # the experiment whose averaged model this one starts from (`init_from`)
+    same_as: str | None = None  # an earlier experiment with the very same training (`_shared_trainings`)
+    seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
+    replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
+    priority: int = 0       # its model size's scheduling priority at the scale (`by_size.<size>.priority`)
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """The source annotations the model reads beside the source, name -> the stage making them
+        (`ANNOTATIONS`: parser phrases "spans" from parse, POS tags "pos" from pos), as its family's
+        config declares in `extra_inputs`; {} for a model reading the tokens alone."""
+        from .models import configure
+
+        return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
+
+    @property
+    def tokens_per_batch(self) -> int:
+        """Its training's batch in tokens (`batch_tokens`), for readers that get the record but may not
+        import this module (the report stage's protocol note)."""
+        return batch_tokens(self.train)
+
+
+def batch_tokens(train: dict) -> int:
+    """A training's `max_tokens` as a number: `auto`'s smallest size where it is auto (a batch of at
+    least that, at most half an update: training.memory)."""
+    return AUTO_MAX_TOKENS if train["max_tokens"] == "auto" else train["max_tokens"]

@@ -1,0 +1,140 @@
+"""The config's references checked: every name must name something defined, and keys must agree.
+
+The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this module
+holds what a schema cannot check. `nmtrepro.config` calls it as it resolves the experiments: `_known` for
+each name it looks up (an experiment's model and task, a table's experiments, a size in the scale), and
+the cross-checks of what it resolved (a model its family builds, a warm start whose weights fit, a
+baseline tested on the same sentences, the languages an analysis needs, the checkpoints kept for
+averaging, a claim's direction). The workflow calls the rest after it (analysis kinds that have rules,
+dataset files on disk). Every error names the offending key path.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from .core.files import InputError
+from .experiment import Experiment
+
+# Analyses whose systems must translate from (source, target) = these languages; None: any.
+ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
+
+
+def check_analysis_kinds(config: dict, kinds) -> None:
+    """Every analysis names a kind the workflow has rules for (one rule file per kind)."""
+    for name, spec in config.get("analyses", {}).items():
+        _known(spec["kind"], kinds, f"analyses.{name}.kind")
+
+
+def _known(value, known, key):
+    if value not in known:
+        raise InputError(f"config: {key} = {value!r} is not defined; known: {', '.join(sorted(known))}")
+
+
+def _buildable(variant: str, options: dict) -> None:
+    """Build the model on the meta device (no memory), so that values its family refuses (a glance it
+    does not know, d_model not divisible by heads) fail the dry run, not the training job."""
+    try:
+        _meta_weights(json.dumps(options, sort_keys=True))
+    except ValueError as err:
+        raise InputError(f"config: models.{variant}: {err}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _meta_weights(options: str) -> dict:
+    """The state dict of the model that these options (JSON) build, on the meta device. Cached: seed
+    replicates, shared trainings and every dry run resolve the same few dozen models over and over, and a
+    build costs ~40 ms of Python."""
+    import torch
+
+    from .models import build_model
+
+    with torch.device("meta"):
+        return build_model({**json.loads(options), "src_vocab": 8, "tgt_vocab": 8}).state_dict()
+
+
+def _claim_test(claim: dict, key: str) -> None:
+    """A claim of a difference has a direction, the sign of its paper_delta (a claim of no gain is
+    test: non_superiority, its margin set by config's `no_gain_margins`)."""
+    if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
+        raise InputError(f"config: {key}.paper_delta: 0 gives a superiority test no direction; a claim of no "
+                         f"gain is test: non_superiority")
+
+
+def _known_scales(config: dict, spec: dict, key: str) -> None:
+    for scale in spec.get("scales", []):
+        _known(scale, config["scales"], key)
+
+
+def _contains(variant: dict, source: dict, key: str) -> None:
+    """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
+    from .models import warm_start_mismatch
+
+    own, theirs = (_meta_weights(json.dumps(options, sort_keys=True)) for options in (variant, source))
+    mismatch = warm_start_mismatch(own, theirs)
+    if mismatch:
+        raise InputError(f"config: {key}: the {variant['family']} model lacks or shapes differently a weight "
+                         f"of the model it starts from: its {mismatch} (another size?)")
+
+
+def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
+    """Probing tasks are English sentences, LingEval97 pairs English->German: refuse other systems."""
+    src, tgt = ANALYSIS_LANGUAGES.get(spec["kind"], (None, None))
+    for i, system in enumerate(spec["systems"]):
+        e = experiments[system["experiment"]]
+        if (src and e.src_lang != src) or (tgt and e.tgt_lang != tgt):
+            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
+                             f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
+                             f"{src or 'any'}->{tgt or 'any'}")
+
+
+def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
+    """Averaging reads the last `average.last` checkpoints, so training must keep that many."""
+    keep, last = experiment.train["keep_last"], experiment.average["last"]
+    if keep < last:
+        raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, "
+                         f"experiment {name}) is below its average.last = {last}: keep at least as many "
+                         "checkpoints as are averaged")
+
+
+def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:
+    """The files in the repository (embedded data) or in a `local_data` folder (licensed corpora) that
+    a dataset's splits read, in split order; downloads and recipe outputs are not among them, nor a
+    local corpus whose folder is not set (fetch then says how to set it)."""
+    return [path for _, path in _dataset_refs(config, dataset, root)]
+
+
+def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[str, Path]]:
+    """(key path, file) of each repository or local file a dataset's splits name."""
+    spec, out = config["datasets"][dataset], []
+    for split, sides in spec["splits"].items():
+        for side in ("src", "tgt", "refs"):  # refs: a test split's further references
+            if side not in sides:
+                continue
+            refs = [sides[side]] if isinstance(sides[side], str) else sides[side]
+            for ref in refs:
+                source, sep, inner = ref.partition(":")
+                key = f"datasets.{dataset}.splits.{split}.{side}"
+                if not sep:
+                    out.append((key, Path(root) / ref))
+                elif source in spec.get("local", []) and source in config.get("local_data", {}):
+                    out.append((key, Path(config["local_data"][source]).expanduser() / inner))
+    return out
+
+
+def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str | Path) -> None:
+    """Every repository or local file that the experiments' datasets read exists (paths relative to `root`)."""
+    for dataset in sorted({e.dataset for e in resolved.values()}):
+        for key, path in _dataset_refs(config, dataset, root):
+            if not path.is_file():
+                raise InputError(f"config: {key}: {path} does not exist")
+
+
+def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:
+    """A baseline must exist and be scored on the same sentences, or a paired test means nothing."""
+    _known(baseline, experiments, key)
+    ours, theirs = experiments[experiment], experiments[baseline]
+    if (ours.dataset, ours.test) != (theirs.dataset, theirs.test):
+        raise InputError(f"config: {key} = {baseline!r} is tested on {theirs.dataset}/{theirs.test}, but "
+                         f"{experiment!r} on {ours.dataset}/{ours.test}: a baseline needs the same test set")
