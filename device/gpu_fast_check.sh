@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 38's GPU check, one script: the steps below in order, each given what is left of SECONDS and
 # skipped (saying so) when less is left than it needs, its output kept in $WORK/<step>.log and its tail
-# printed. The tools' data, checkpoints and models go to $WORK (default bench/out/gpu_fast_check);
+# printed. The tools' data, checkpoints and models go to $WORK (default device/out/gpu_fast_check);
 # their JSON, TSV, text and log files are packed into $OUT/work.tgz at the end (a device call returns
 # at most 8 files). Run from the project's root; on the lent GPU machine carry .device-wheels
-# (wheelhouse.sh, device_spacy.sh, device_fairseq.sh), which bench/device_env.sh installs.
+# (wheelhouse.sh, device/pack_spacy.sh, device/pack_fairseq.sh), which device/env.sh installs.
 #
-#   bash bench/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, the default steps
-#   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
+#   bash device/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, the default steps
+#   DEVICE=cpu FAIRSEQ_PYTHON=... bash device/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
 # hold the first four in one call, the next three in a second):
@@ -63,9 +63,9 @@ budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
 steps=${*:-attention loss gru profile big families npmt graphs}
 start=$(date +%s)
-mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
+mkdir -p "${WORK:=device/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
-source bench/device_env.sh
+source device/env.sh
 NPMT_BEFORE=$(realpath -m "${NPMT_BEFORE:-.device-wheels/npmt-d568182/src}")
 DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
