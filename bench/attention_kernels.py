@@ -23,8 +23,9 @@ import warnings
 
 import torch
 import torch.nn.functional as F
-from timed_steps import median_microseconds
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from nmtrepro.training.profiling import median_microseconds
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}

@@ -6,14 +6,9 @@ sentence lengths drawn from a log-normal fitted by eye to WMT14 En-De BPE length
 subwords, long tail to 256). Prints the baseline Transformer and, when the `phrase` family is
 registered (nmtrepro.models.phrase), the same size with it (+PR).
 
-FLOPs are counted analytically per update (training = 3 x forward, i.e. 6 per weight per token):
-  linear layers: 6 * (encoder weights * real source tokens + decoder weights * real target tokens),
-                 the cross-attention's key and value weights at the source tokens, which they project
-  attention:     12 * d_model * sum over sentences of (L_enc * S^2 + L_dec * (T^2 + T * S))
-                 (QK^T and AV, full square for causal self-attention: that is what the kernels compute)
-  output layer:  6 * d_model * V * real target tokens (the loss projects real positions only)
-Embedding lookups, layer norms, softmax and the optimizer are not counted. MFU = FLOPs/s / peak, with
-the peak dense bf16 rate of the GPU (table below, or --peak-tflops).
+FLOPs are counted analytically per update (nmtrepro.training.flops.update_flops: matmul weights times
+tokens, attention, the output layer). MFU = FLOPs/s / peak, with the peak dense bf16 rate of the GPU
+(flops.PEAK_BF16_TFLOPS, or --peak-tflops).
 
 --paths compares ways of running the same step in one run (issue 38), each printed with its tok/s
 relative to the first: `eager` (the default, as above), `buckets` (eager, batches planned and padded
@@ -42,11 +37,11 @@ from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
 from nmtrepro.training.batching import bucket_length, pad_sequences, pad_to, token_batches
 from nmtrepro.training.fast import CompiledLoss
+from nmtrepro.training.flops import peak_tflops, update_flops
 from nmtrepro.training.train import LossOf
 
 REPO = Path(__file__).resolve().parents[1]
 PATHS = ("eager", "buckets", "compile")
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}
 
 
 def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: int, gen: torch.Generator,
@@ -70,31 +65,6 @@ def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: i
             batch = [pad_to(x, bucket_length(max(map(len, src + tgt)))) for x in batch]
         batches.append(tuple(batch))
     return batches, src_lens, tgt_lens
-
-
-def update_flops(model, spec: dict, src_lens: list[int], tgt_lens: list[int]) -> float:
-    """Analytic training FLOPs of one update (see the module docstring for what is counted)."""
-    d, vocab = spec["d_model"], spec["tgt_vocab"]
-    weights = {"source": 0, "target": 0}  # the tokens a weight multiplies
-    for name, p in model.named_parameters():
-        part = name.split(".")[0]
-        if p.dim() == 2 and part in ("encoder", "decoder"):  # matmul weights only (no biases, norms, embeddings)
-            # the cross-attention's keys and values project the encoder's output
-            weights["source" if part == "encoder" or "cross_attn.sublayer.kv_proj" in name else "target"] += p.numel()
-    linear = 6 * (weights["source"] * sum(src_lens) + weights["target"] * sum(tgt_lens))
-    attention = 12 * d * sum(spec["encoder_layers"] * s * s + spec["decoder_layers"] * (t * t + t * s)
-                             for s, t in zip(src_lens, tgt_lens))
-    output = 6 * d * vocab * sum(tgt_lens)
-    return linear + attention + output
-
-
-def peak_tflops(device: torch.device, given: float | None) -> float | None:
-    if given:
-        return given
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
 
 
 def measure(spec: dict, args, device: torch.device, path: str = "eager") -> dict:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -39,22 +38,18 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from data_memory import synthetic_lengths, write_side
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helpers beside this file)
-from timed_steps import head  # noqa: E402
-
-from nmtrepro.config import experiments, load, validate  # noqa: E402
-from nmtrepro.core.pos import UPOS  # noqa: E402
-from nmtrepro.core.vocab import Vocab, save_indexed  # noqa: E402
+from nmtrepro.config import experiments, load, validate
+from nmtrepro.core.files import InputError
+from nmtrepro.core.pos import UPOS
+from nmtrepro.core.vocab import Vocab, save_indexed
+from nmtrepro.training.profiling import head
+from nmtrepro.training.rates import log_rates
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "biarn", "rnn_encoder",
             "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
-STEP = re.compile(r"step \d+/\d+ .*?\| ([\d.]+) tgt tok/s .*$", re.M)
-WARM = re.compile(r"\| \d+ micro-batches on new shapes")
-PEAK = re.compile(r"\| peak ([\d.]+) GiB")
-AUTO = re.compile(r"max_tokens auto: (\d+) tokens")
 
 
 def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
@@ -143,22 +138,12 @@ def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str
 
 
 def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
-    steps = list(STEP.finditer(log))
-    if not steps:
-        raise RuntimeError(f"{exp.variant}: no step lines in its log")
-    speeds = [float(m.group(1)) for m in steps[1:] or steps]  # the first window holds the warm-up
-    steady = [float(m.group(1)) for m in steps[1:] if not WARM.search(m.group(0))]
-    peaks = [float(p) for m in steps for p in PEAK.findall(m.group(0))]
-    params = re.search(r"([\d,]+) parameters", log)
-    precision = re.search(r"parameters on \S+, (\w+)", log)
+    rates = log_rates(log)
     return {"variant": exp.variant, "family": exp.model["family"], "experiment": exp.name,
-            "params": params.group(1) if params else "?", "precision": precision.group(1) if precision else "?",
-            "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens,  # auto: what it found
+            "params": rates["params"], "precision": rates["precision"],
+            "max_tokens": rates["auto_max_tokens"] or max_tokens,  # auto: what it found
             "update_tokens": exp.train["update_tokens"],
-            "tgt_tok_s": round(sum(speeds) / len(speeds)),
-            "steady_tgt_tok_s": round(sum(steady) / len(steady)) if steady else None,
-            "steady_windows": f"{len(steady)}/{len(steps) - 1}",
-            "peak_gib": max(peaks) if peaks else None,
+            **{key: rates[key] for key in ("tgt_tok_s", "steady_tgt_tok_s", "steady_windows", "peak_gib")},
             "wall_s": round(seconds, 1)}
 
 
@@ -205,7 +190,7 @@ def main() -> None:
         try:
             log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
             rows.append({**dict(args.setting), **summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"])})
-        except RuntimeError as err:
+        except (RuntimeError, InputError) as err:  # a run that failed, or logged no step
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
         if (profiled := out / f"{variant}.steps.profile.txt").exists():

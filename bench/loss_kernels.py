@@ -21,9 +21,9 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timed_steps import median_microseconds
 
 from nmtrepro.training.criterion import label_smoothed_loss
+from nmtrepro.training.profiling import median_microseconds
 
 
 def by_ops(logits: torch.Tensor, target: torch.Tensor, epsilon: float, real: torch.Tensor):

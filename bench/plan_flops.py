@@ -7,13 +7,14 @@ their baselines) trained at the same model FLOP utilisation m, what do the four 
 what m do the issue's 150 H100-hours need?
 
 A job's FLOPs are its recipe's target tokens (the plan's `target_tokens`: `max_updates` x the update's
-tokens) times its model's training FLOPs a target token. Those are counted, not derived: torch's
+tokens) times its model's training FLOPs a target token. Those are counted, not derived
+(nmtrepro.training.flops): torch's
 FlopCounterMode over a forward and backward of the model at its paper size on the meta device (no
 memory, no arithmetic), so a family's extra parts (phrase builders, GRUs, convolutions) count as the
 kernels compute them. A sentence pair's FLOPs are a quadratic in its two lengths (attention's are);
 six probes of unpadded batches fit it, and the fit is summed over the synthetic WMT-like lengths of
 `data_memory.synthetic_lengths`. MFU here is those FLOPs over the card's dense bf16 peak; for the
-Transformer the fit is `gpu_throughput.update_flops`' analytic count (printed beside it).
+Transformer the fit is `flops.update_flops`' analytic count (printed beside it).
 
 Paper C's jobs (NPMT, the GRU seq2seq: sequential decoders, not FLOP-bound) keep the plan's measured
 rate (`--measured`, a column of config.yaml's `plan.speedup`).
@@ -29,67 +30,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from data_memory import synthetic_lengths  # noqa: E402
-from gpu_throughput import update_flops  # noqa: E402
 from nmtrepro.config import experiments, load  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402
 from nmtrepro.plan import BASE_EN_DE, dry_run_summary, parse_summary, plan, throughput  # noqa: E402
-from nmtrepro.training.criterion import model_loss  # noqa: E402
+from nmtrepro.training.flops import PEAK_BF16_TFLOPS, per_target_token, sentence_flops, update_flops  # noqa: E402
 
-PEAK_H100_BF16 = 989e12       # dense bf16 FLOP/s of an H100 SXM (an H200 has the same)
+PEAK_H100_BF16 = PEAK_BF16_TFLOPS["H100"] * 1e12
 MEASURED_ONLY = {"npmt", "gru_attention"}   # paper C: costed at the plan's measured rate
-PROBES = ((8, 8), (16, 32), (32, 16), (32, 32), (48, 24), (24, 64))   # (source, target) lengths
-PROBE_SENTENCES = 4
-
-
-def probe_batch(model, src_length: int, tgt_length: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """PROBE_SENTENCES unpadded sentence pairs of those lengths on the meta device, with the inputs the
-    family reads (parser phrases: spans of three tokens, and the batch's widest as a shape, as
-    batching.collate gives the compiled step; POS tags)."""
-    def tokens(length: int):
-        return torch.full((PROBE_SENTENCES, length), 5, dtype=torch.long, device="meta")
-    net_input = {"src": tokens(src_length)}
-    extra = model.config.extra_inputs
-    if "spans" in extra:
-        net_input["spans"] = torch.tensor([[(i, min(i + 3, src_length)) for i in range(0, src_length, 3)]]
-                                          * PROBE_SENTENCES, device="meta")
-        net_input["span_width"] = torch.zeros(PROBE_SENTENCES, 3, dtype=torch.bool, device="meta")  # its shape
-    if "pos" in extra:
-        net_input["pos"] = tokens(src_length)
-    return net_input, tokens(tgt_length), tokens(tgt_length)
-
-
-def terms(src, tgt) -> np.ndarray:
-    """The terms a sentence pair's training FLOPs are a sum of: 1, S, T, S^2, T^2, S T (attention's)."""
-    src, tgt = np.asarray(src, dtype=float), np.asarray(tgt, dtype=float)
-    return np.stack([np.ones_like(src), src, tgt, src * src, tgt * tgt, src * tgt], -1)
-
-
-def sentence_flops(spec: dict) -> np.ndarray:
-    """The coefficients of `terms` that give a sentence pair's training FLOPs under `spec`, fitted to
-    counts of a forward and backward at PROBES (exact where the model's FLOPs are of that form, as the
-    Transformer's are)."""
-    with torch.device("meta"):
-        model = build_model(spec).train()
-    counted = []
-    for src_length, tgt_length in PROBES:
-        net_input, prev, target = probe_batch(model, src_length, tgt_length)
-        with FlopCounterMode(display=False) as counter:
-            loss, _ = model_loss(model, net_input, prev, target, 0.1, static=True)  # no padding: the same count
-            loss.backward()
-        counted.append(counter.get_total_flops() / PROBE_SENTENCES)
-    return np.linalg.lstsq(terms(*zip(*PROBES)), np.array(counted), rcond=None)[0]
-
-
-def per_target_token(coefficients: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> float:
-    """FLOPs a target token over the sentence pairs of lengths (src, tgt)."""
-    return float((terms(src, tgt) @ coefficients).sum() / tgt.sum())
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
 goes to FILE: the share of its wall time the GPU was busy, the GPU's time by kind of kernel, the host's
 time in each part of the forward (`PARTS`), in the DP's and the normaliser's backward (`BACKWARD_PARTS`)
 and in the rest of the pass (backward, mostly), and the ops that took the most host and GPU time
-(timed_steps.summarise): what to make faster, measured before anyone optimises it.
+(nmtrepro.training.profiling.summarise): what to make faster, measured before anyone optimises it.
 """
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ import time
 import numpy as np
 import torch
 from padding import lengths
-from timed_steps import profiler, summarise
 
 from nmtrepro.core import runtime
 from nmtrepro.core.vocab import IndexedData, Vocab
 from nmtrepro.models import build_model, npmt
 from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import model_loss
+from nmtrepro.training.profiling import profiler, summarise
 
 
 def batch(length: int, tokens: int, vocab: int, seed: int = 0) -> tuple:
