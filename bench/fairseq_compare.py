@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from synthetic import write_dataset
 
 from nmtrepro.core.text import BPE
 from nmtrepro.core.vocab import IndexedData, Vocab
@@ -260,7 +261,7 @@ PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs
 def paper_setup(args) -> None:
     """A paper-size Transformer trained by ours and by fairseq on one device (issue 38's peer on a GPU).
 
-    Data: bench/gpu_train.py's synthetic prepared dataset (the paper's vocabulary, WMT-like lengths,
+    Data: bench/synthetic.py's prepared dataset (the paper's vocabulary, WMT-like lengths,
     random tokens), exported to text and binarized by fairseq-preprocess with our dictionaries, checked as
     in the tiny setup. Model and training: `--scale`'s `--size` and its train settings (the paper's
     post-norm Base: Adam, inverse-sqrt warmup, label smoothing 0.1), both tools at --max-tokens per
@@ -273,8 +274,6 @@ def paper_setup(args) -> None:
     target token of this training set (flops.update_flops) times tok/s, over the card's
     peak. `--profile N`: N more updates of each under torch's profiler (<tool>.steps.profile.txt).
     """
-    from gpu_train import write_dataset
-
     total = args.warmup_updates + args.updates
     runs_for = total + args.profile * TRIES  # a profiled window that met a new shape is profiled again
     config = yaml.safe_load(open("config.yaml"))

@@ -1,7 +1,7 @@
 """The fast path trains as the eager step does, on the device it will run on (issue 38).
 
 tests/test_fast.py checks it on the CPU in fp32; this runs each family's experiment through `nmtrepro
-train` (bench/gpu_train.py's runner and synthetic dataset) twice from the same seed and batches,
+train` (bench/gpu_train.py's runner, bench/synthetic.py's dataset) twice from the same seed and batches,
 `fast: off` and `--fast` (`compile`, or `graphs`: CUDA graphs, then both runs with `buckets: true`, so
 that their batches are the same), with every dropout of the model off, and compares the losses of every
 update and the final weights. `--update-tokens` above a micro-batch's tokens makes each update
@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 
 import torch
-from gpu_train import REPO, arguments, experiment_of_each_variant, train, write_datasets
+from gpu_train import REPO, arguments, experiment_of_each_variant, train
+from synthetic import write_datasets
 
 from nmtrepro.training.equality import compare
 

@@ -36,51 +36,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
-from data_memory import synthetic_lengths, write_side
+from synthetic import write_datasets
 
 from nmtrepro.config import experiments, load, validate
 from nmtrepro.core.files import InputError
-from nmtrepro.core.pos import UPOS
-from nmtrepro.core.vocab import Vocab, save_indexed
 from nmtrepro.training.profiling import head
 from nmtrepro.training.rates import log_rates
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "biarn", "rnn_encoder",
             "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
-
-
-def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
-    """A prepared dataset (dictionaries, train and valid .bin) with .spans and .pos beside it: phrases
-    of three pieces (the last one shorter) and random tags, one per BPE piece. `short`: paper C's
-    IWSLT14 preparation, words of talks (two thirds of WMT's lengths), at most 50 a sentence."""
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(pairs + short)
-    for side in ("src", "tgt"):
-        Vocab([f"w{i}" for i in range(vocab - 4)]).save(folder / f"dict.{side}.txt")
-    src, tgt = synthetic_lengths(pairs, rng)
-    if short:  # lengths count EOS
-        src, tgt = (np.clip(n * 2 // 3, 2, 51) for n in (src, tgt))
-    for side, lengths in (("src", src), ("tgt", tgt)):
-        write_side(folder / f"train.{side}.bin", lengths, vocab, np.uint16, rng)
-        save_indexed(folder / f"valid.{side}.bin", [[5] * int(n - 1) + [2] for n in lengths[:500]])
-    for split, lengths in (("train", src), ("valid", src[:500])):
-        with open(folder / f"{split}.spans", "w") as spans, open(folder / f"{split}.pos", "w") as pos:
-            for n in lengths.tolist():  # n counts EOS: spans tile 0..n, tags cover the n - 1 pieces
-                spans.write(" ".join(f"{a}-{min(a + 3, n)}" for a in range(0, n, 3)) + "\n")
-                pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
-
-
-def write_datasets(out: Path, pairs: int, vocab: int, iwslt_vocab: int) -> dict[bool, Path]:
-    """The WMT-like dataset (out/data) and paper C's IWSLT-like one (out/data_short), each written
-    unless already there; keyed by `short`, as an experiment picks one (`dataset.startswith("iwslt")`)."""
-    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
-    for short, folder in data.items():
-        if not folder.exists():
-            write_dataset(folder, pairs, iwslt_vocab if short else vocab, short)
-    return data
 
 
 def experiment_of_each_variant(scale: str) -> dict:

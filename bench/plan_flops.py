@@ -13,7 +13,7 @@ FlopCounterMode over a forward and backward of the model at its paper size on th
 memory, no arithmetic), so a family's extra parts (phrase builders, GRUs, convolutions) count as the
 kernels compute them. A sentence pair's FLOPs are a quadratic in its two lengths (attention's are);
 six probes of unpadded batches fit it, and the fit is summed over the synthetic WMT-like lengths of
-`data_memory.synthetic_lengths`. MFU here is those FLOPs over the card's dense bf16 peak; for the
+`synthetic.wmt_lengths`. MFU here is those FLOPs over the card's dense bf16 peak; for the
 Transformer the fit is `flops.update_flops`' analytic count (printed beside it).
 
 Paper C's jobs (NPMT, the GRU seq2seq: sequential decoders, not FLOP-bound) keep the plan's measured
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from data_memory import synthetic_lengths  # noqa: E402
+from synthetic import wmt_lengths  # noqa: E402
 from nmtrepro.config import experiments, load  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402
 from nmtrepro.plan import BASE_EN_DE, dry_run_summary, parse_summary, plan, throughput  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
     costed = plan(config, pending, downloads, rates, {}, speedup, [], owned)
     resolved = experiments(config)
     vocab = config["scales"]["paper"]["prepare"]["bpe_merges"]
-    src, tgt = synthetic_lengths(args.pairs, np.random.default_rng(0))
+    src, tgt = wmt_lengths(args.pairs, np.random.default_rng(0))
 
     counts, jobs = {}, {}
     for name, job in sorted(costed["jobs"].items()):
