@@ -120,6 +120,20 @@ def check_same_data(prepared: Path, preprocess_log: Path) -> None:
                 sys.exit(f"{preprocess_log}: {split}.{side} is {seen.get((side, split))}, ours {expected}")
 
 
+def binarize(prepared: Path, out: Path, python, threads: int, env: dict, test: bool = True) -> Path:
+    """out/fairseq-bin: our prepared splits (and, with `test`, the test set) exported to BPE'd text and
+    binarized by fairseq-preprocess with our own dictionaries, once; checked to hold our sentences."""
+    data_bin, splits = out / "fairseq-bin", ["train", "valid"] + ["test"] * test
+    if not (data_bin / f"{splits[-1]}.src-tgt.tgt.idx").exists():
+        export_text(prepared, out / "text", test)
+        sh(python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
+           *[arg for split in splits for arg in (f"--{split}pref", out / "text" / split)],
+           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
+           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
+    check_same_data(prepared, out / "fairseq-preprocess.log")
+    return data_bin
+
+
 def fairseq_train_args(size: dict, train: dict) -> list:
     """fairseq-train's flags for our Transformer of `size` trained as `train` says (one batch an update
     unless train["update_freq"]): the same model, optimizer, schedule, loss and batches, no validation."""
@@ -165,15 +179,7 @@ def tiny_setup(args) -> None:
     env = {**os.environ, **MALLOC, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()), os.environ.get("PYTHONPATH")]))}
 
-    # -- same data: our BPE'd sentences and dictionaries, binarized by fairseq ---------------------------
-    data_bin = out / "fairseq-bin"
-    if not (data_bin / "test.src-tgt.tgt.idx").exists():
-        export_text(prepared, out / "text")
-        sh(fairseq_bin / "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
-           "--trainpref", out / "text/train", "--validpref", out / "text/valid", "--testpref", out / "text/test",
-           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
-    check_same_data(prepared, out / "fairseq-preprocess.log")
+    data_bin = binarize(prepared, out, fairseq_bin / "python", args.threads, env)  # the same data
 
     # -- training: same model, batches, optimizer, schedule, threads -----------------------------------
     model = {"family": "transformer", **size}
@@ -289,18 +295,12 @@ def paper_setup(args) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()),
                                                                      os.environ.get("PYTHONPATH")]))}
     peer = not args.without_fairseq  # fairseq trains beside ours
-    fairseq_python, data_bin = args.fairseq_python, out / "fairseq-bin"
+    fairseq_python = args.fairseq_python
     if peer:
         if not fairseq_python:
             ensure_venv()
             fairseq_python = str(VENV.resolve() / "bin/python")
-        if not (data_bin / "valid.src-tgt.tgt.idx").exists():
-            export_text(prepared, out / "text", test=False)
-            sh(fairseq_python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
-               "--trainpref", out / "text/train", "--validpref", out / "text/valid",
-               "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-               "--destdir", data_bin, "--workers", str(args.threads), env=env, log=out / "fairseq-preprocess.log")
-        check_same_data(prepared, out / "fairseq-preprocess.log")
+        data_bin = binarize(prepared, out, fairseq_python, args.threads, env, test=False)
 
     src, tgt = (IndexedData(prepared / f"train.{side}.bin").sizes for side in ("src", "tgt"))
     batches = token_batches(src, tgt, train["max_tokens"], seed=1)
