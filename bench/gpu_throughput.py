@@ -1,19 +1,13 @@
 """GPU throughput: target tokens/s and model FLOP utilisation of paper-size training steps.
 
-Runs the training step of nmtrepro.training.train (forward, label-smoothed loss, backward, Adam) on synthetic
-batches: one update of ~25k target tokens of WMT-like sentence pairs (bench/synthetic.py) cut into
-max_tokens batches by nmtrepro.training.batching, as the trainer cuts them. Prints the baseline Transformer and, when the `phrase` family is
-registered (nmtrepro.models.phrase), the same size with it (+PR).
-
-FLOPs are counted analytically per update (nmtrepro.training.flops.update_flops: matmul weights times
-tokens, attention, the output layer). MFU = FLOPs/s / peak, with the peak dense bf16 rate of the GPU
-(flops.PEAK_BF16_TFLOPS, or --peak-tflops).
-
---paths compares ways of running the same step in one run (issue 38), each printed with its tok/s
-relative to the first: `eager` (the default, as above), `buckets` (eager, batches planned and padded
-to bucket lengths, as the trainer's `buckets: true`), `compile` (buckets, the loss compiled as the
-trainer's `fast: compile`, fused Adam). A bucketed path runs every timed update once untimed first,
-so that no bucket's graph is compiled on the clock; the compile time is printed apart.
+The training step of nmtrepro.training.train (forward, label-smoothed loss, backward, Adam) on updates of
+~25k target tokens of WMT-like sentence pairs (bench/synthetic.py), cut into max_tokens batches as the
+trainer cuts them; the baseline Transformer and, when the `phrase` family is registered, the same size
+with it (+PR). MFU: the analytic FLOPs (nmtrepro.training.flops) over the GPU's dense bf16 peak.
+`--paths` runs the step several ways in one run, each tok/s a ratio to the first: `eager`, `buckets`
+(batches planned and padded as the trainer's `buckets: true`), `compile` (buckets, the loss compiled as
+`fast: compile`, fused Adam). A bucketed path runs every timed update once untimed first, so that no
+bucket's graph compiles on the clock; the compile time is printed apart.
 
     python bench/gpu_throughput.py                               # paper base, CUDA, bf16
     python bench/gpu_throughput.py --paths eager,buckets,compile # the fast path against the eager step

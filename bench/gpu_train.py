@@ -1,29 +1,20 @@
 """Paper-size training of each model family through `nmtrepro train` under torchrun, on a GPU.
 
-`gpu_throughput.py` times the bare training step; this runs the real command a paper-scale Snakemake
-job runs (torchrun, the process groups, the bf16 autocast, the data path, validation, checkpoints and
-a resume) with each family's paper-scale experiment, its model and training settings as `config.yaml`
-resolves them, on a synthetic prepared dataset in the real binarized format: the paper's vocabulary
-size and WMT-like (or, for paper C's IWSLT experiments, shorter) sentence lengths, random tokens, and
-synthetic parser phrases and POS tags for the models that read them. Only the update count, a time
-limit per variant, the checkpoint interval and the log interval are the bench's own.
-
-Prints, per variant: parameters, precision, target tokens/s over the logged updates after the first
-window and over those of its windows in which no micro-batch compiled, warmed up or recorded a new
-shape (the log says so: fast.CompiledLoss.warm_calls), the pace of a long run, and the peak GPU memory
-the trainer logged. Writes every log and `gpu_train.json` to --out.
-With --resume, the first variant is then trained 10 updates further from its last checkpoint, which
-must say that it resumed.
+`gpu_throughput.py` times the bare step; this runs what a paper-scale Snakemake job runs (torchrun,
+process groups, bf16 autocast, the data path, validation, checkpoints, a resume) with each family's
+paper-scale experiment as `config.yaml` resolves it, on bench/synthetic.py's prepared datasets (the
+paper's vocabulary, WMT-like lengths or paper C's IWSLT-like ones, parser phrases and POS tags). Only
+the update count, a time limit per variant and the checkpoint and log intervals are the bench's own.
+Per variant it prints the rates of the trainer's log (nmtrepro.training.rates.log_rates: over the
+windows after the first, and the steady rate over those without new shapes) and the peak GPU memory;
+every log and `gpu_train.json` go to --out. With --resume the first variant trains 10 updates further
+from its last checkpoint, which must say that it resumed. `--setting KEY=VALUE` overrides a train
+setting of every variant (`fast=compile`, `buckets=true`); `--profile FIRST:COUNT` trains in one
+process under `timed_steps.py` and profiles updates FIRST+1..FIRST+COUNT (`<variant>.steps.profile.txt`).
 
     python bench/gpu_train.py                              # one GPU; the default variants, ~5 min on an H100
     python bench/gpu_train.py --device cpu --scale ci --updates 4 --pairs 400 --variant transformer_base
     python bench/gpu_train.py --setting fast=compile --max-tokens 12500 --minutes 4 --timeout 400
-
-`--setting KEY=VALUE` overrides a train setting of every variant (the value read as YAML), e.g. the fast
-path (`fast=compile`, `buckets=true`); the first logged window, which holds a compile, is not counted.
-`--profile FIRST:COUNT` trains in one process under `timed_steps.py` (no torchrun) and profiles updates
-FIRST+1..FIRST+COUNT: where the trainer's time goes, its own steps between the model's included
-(`<variant>.steps.profile.txt`).
 """
 from __future__ import annotations
 
