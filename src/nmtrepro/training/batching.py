@@ -6,7 +6,7 @@ shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the b
 
 With buckets (the `buckets` training setting), each side of a batch is padded to one of a few lengths
 (`bucket_length`), so that a training step meets a few shapes rather than one per padded length (the
-paper Base ran 1.22x faster so on an H200: bench/README.md); the planner then budgets the bucket of the
+paper Base ran 1.22x faster so on an H200: docs/measurements.md); the planner then budgets the bucket of the
 longer side, so a padded batch still holds at most max_tokens, and sorts by that bucket first, so that
 a batch's sentences share it and fill its rows. Padding is masked everywhere, so the loss does not
 change.
