@@ -4,7 +4,7 @@ kernel should the fast path's attention take (issue 38)?
 On an H200, attention took 17 % of the paper Base's GPU time an update, and more than half of that
 went to the memory-efficient kernels (cutlass's, built for sm80), which SDPA takes wherever a padding
 mask is given: encoder self-attention and cross-attention. Decoder self-attention is causal without a
-mask and takes flash (bench/README.md, 2026-11-27). cuDNN's attention, which the trainer turns off
+mask and takes flash (docs/measurements.md, 2026-11-27). cuDNN's attention, which the trainer turns off
 (`runtime.cuda_defaults`: it builds an execution plan for every new shape), could be had for the
 CUDA-graph step, whose shapes are a few dozen, each recorded once. This prints, for both kinds of
 attention call (`CASES`), each bucketed length and micro-batch size, what forward + backward costs a
@@ -23,8 +23,9 @@ import warnings
 
 import torch
 import torch.nn.functional as F
-from timed_steps import median_microseconds
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from nmtrepro.training.profiling import median_microseconds
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}

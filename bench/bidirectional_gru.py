@@ -21,11 +21,11 @@ import argparse
 import contextlib
 
 import torch
-from timed_steps import median_microseconds
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtrepro.models.layers import gru_direction, masked_mean, reversed_real, run_bidirectional
+from nmtrepro.training.profiling import median_microseconds
 
 
 def packed(gru: nn.GRU, x: torch.Tensor, pad: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:

@@ -1,23 +1,17 @@
 """Host memory of the training data at WMT14 En-Fr scale: resident memory per rank, and an epoch's batching time.
 
-Writes a synthetic prepared dataset of --pairs training pairs in the real binarized format (lengths
-drawn like WMT14 En-Fr after BPE: ~30 tokens a side on average, at most 256 + EOS, target/source
-ratio within 1.5) into a temporary folder, then starts --ranks processes at once, as torchrun would.
-Each builds the `Corpus`, plans one epoch's batches (`Corpus.batches`, seed 1), walks its share of
-them (every --ranks-th batch, counting target tokens as `Trainer.groups` does) and collates the first
---collate of those. Per rank it prints peak RSS, the anonymous (private) and file-backed (the mapped
-corpus, shared between ranks through the page cache) peaks, PSS at the end (shared pages divided
-between the processes mapping them), and the seconds each phase took.
-
-The code this replaced (each rank loaded all tokens into memory and sorted in Python) is measured on
-the same kind of corpus at --old-pairs (smaller: it needs far more memory and time), one rank at a
-time, from the package as committed at --old-commit (extracted with `git archive`), with its int32
-token files; the current code runs beside it on the same files. The old peak is extrapolated linearly
-to --pairs from the two smallest sizes (stated as such in the output). Everything goes into a
-temporary folder under --tmp, removed at the end. Run from the repository root:
+Writes a synthetic prepared dataset of --pairs training pairs in the real binarized format (bench/
+synthetic.py: lengths drawn like WMT14 En-Fr after BPE, ~30 tokens a side on average, at most 256 + EOS,
+target/source ratio within 1.5) into a temporary folder under --tmp, then starts --ranks processes at
+once, as torchrun would. Each builds the `Corpus`, plans one epoch's batches (`Corpus.batches`, seed 1),
+walks its share of them (every --ranks-th batch, counting target tokens as `Trainer.groups` does) and
+collates the first --collate of those. Per rank it prints peak RSS, the anonymous (private) and
+file-backed (the mapped corpus, shared between ranks through the page cache) peaks, PSS at the end
+(shared pages divided between the processes mapping them), and the seconds each phase took. Run from
+the repository root:
 
     python bench/data_memory.py                                  # 36M pairs, 4 ranks; ~5 GB of disk
-    python bench/data_memory.py --pairs 2000000 --old-pairs ''   # quick check
+    python bench/data_memory.py --pairs 2000000 --ranks 2        # quick check
 """
 from __future__ import annotations
 
@@ -32,52 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
+from synthetic import write_dataset
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-# The standard deviation of log(target / source words) on newstest2012+2013 En-De (6,003 pairs).
-RATIO_LOG_SD = 0.19
-
-
-def synthetic_lengths(pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(pairs,) source and target lengths with EOS: log-normal source pieces (mean ~29), target pieces a
-    log-normal ratio of them (median 1.1, French runs longer), both kept within prepare's filter (<= 256,
-    ratio <= 1.5). The ratio spreads as real WMT's does, which bucketed batching feels: a bucket bounds
-    both sides, so the wider the ratio, the more padding (bench/padding.py)."""
-    src = np.clip(np.rint(rng.lognormal(3.2, 0.6, pairs)), 1, 256)
-    def ratios(n: int) -> np.ndarray:
-        return np.exp(rng.normal(np.log(1.1), RATIO_LOG_SD, n))
-    ratio = ratios(pairs)
-    while (outside := (ratio < 1 / 1.5) | (ratio > 1.5)).any():  # prepare drops them: draw those again
-        ratio[outside] = ratios(int(outside.sum()))
-    tgt = np.clip(np.rint(src * ratio), 1, 256)
-    return src.astype(np.int64) + 1, tgt.astype(np.int64) + 1
-
-
-def write_side(path: Path, lengths: np.ndarray, vocab: int, dtype, rng: np.random.Generator) -> None:
-    """One side's .bin: random ids below `vocab`, each sentence ending in EOS (numpy throughout: 36M
-    sentences would take minutes one at a time)."""
-    from nmtrepro.core.vocab import save_flat
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    tokens = rng.integers(4, vocab, int(offsets[-1]), dtype=np.uint16).astype(dtype, copy=False)
-    tokens[offsets[1:] - 1] = 2  # EOS
-    save_flat(path, {"tokens": torch.from_numpy(tokens), "offsets": torch.from_numpy(offsets)})
-
-
-def write_corpus(folder: Path, pairs: int, vocab: int, dtype) -> float:
-    """A prepared dataset folder (dictionaries, train and valid splits); returns the train pairs' mean length."""
-    from nmtrepro.core.vocab import Vocab, save_indexed
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(pairs)
-    for side in ("src", "tgt"):
-        Vocab([f"w{i}" for i in range(vocab - 4)]).save(folder / f"dict.{side}.txt")
-    src, tgt = synthetic_lengths(pairs, rng)
-    for side, lengths in (("src", src), ("tgt", tgt)):
-        write_side(folder / f"train.{side}.bin", lengths, vocab, dtype, rng)
-        save_indexed(folder / f"valid.{side}.bin", [[5] * int(n - 1) + [2] for n in lengths[:1000]])
-    return float((src.mean() + tgt.mean()) / 2)
 
 
 def memory() -> dict[str, int]:
@@ -122,17 +73,10 @@ def worker(args) -> None:
     times["load_s"], start = time.perf_counter() - start, time.perf_counter()
     batches = corpus.batches("train", args.max_tokens, 1, 0)
     times["plan_s"], start = time.perf_counter() - start, time.perf_counter()
-    tgt_sizes = corpus.splits["train"][1].sizes
-    if hasattr(batches, "tgt_tokens"):   # as each version's Trainer.groups counts a batch's target tokens
-        def count(j):
-            return int(batches.tgt_tokens[j])
-    else:
-        def count(j):
-            return sum(tgt_sizes[i] for i in batches[j])
     tokens = collated = 0
     for j in range(args.rank, len(batches), args.world):
         indices = batches[j]
-        tokens += count(j)
+        tokens += int(batches.tgt_tokens[j])  # as Trainer.groups counts a batch's target tokens
         if collated < args.collate:
             corpus.collate("train", indices)
             collated += 1
@@ -151,9 +95,9 @@ def worker(args) -> None:
                       **{name: kib / 1024 for name, kib in mib.items()}, **times}))
 
 
-def run_ranks(data: Path, world: int, package: Path, args) -> list[dict]:
-    """Start `world` rank processes at once on `package`'s code; their JSON lines."""
-    env = {**os.environ, "PYTHONPATH": str(package), "OMP_NUM_THREADS": "1"}
+def run_ranks(data: Path, world: int, args) -> list[dict]:
+    """Start `world` rank processes at once; their JSON lines."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
     shutil.rmtree(data.parent / "sync", ignore_errors=True)
     (data.parent / "sync").mkdir()
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--data", str(data), "--rank", str(rank),
@@ -190,9 +134,6 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=4096, help="the paper scale's max_tokens")
     ap.add_argument("--collate", type=int, default=300, help="batches each rank collates")
     ap.add_argument("--vocab", type=int, default=32_000, help="symbols per side (ids up to this)")
-    ap.add_argument("--old-pairs", default="1000000,2000000",
-                    help="comma-separated corpus sizes for the replaced code ('' skips it)")
-    ap.add_argument("--old-commit", default="4d2d73d", help="a commit with the replaced data path")
     ap.add_argument("--tmp", default=tempfile.gettempdir(), help="where the temporary folder goes")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds a rank may take")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -202,45 +143,19 @@ def main() -> None:
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    sys.path.insert(0, str(SRC))
     work = Path(tempfile.mkdtemp(prefix="data_memory_", dir=args.tmp))
     try:
         start = time.perf_counter()
-        mean = write_corpus(work / "corpus", args.pairs, args.vocab, np.uint16)
+        write_dataset(work / "corpus", args.pairs, args.vocab, annotations=False)
         size = sum(f.stat().st_size for f in (work / "corpus").iterdir()) / 2 ** 30
-        print(f"{args.pairs:,} pairs, mean {mean:.1f} tokens a side, {size:.2f} GiB on disk, written in "
-              f"{time.perf_counter() - start:.0f} s; max_tokens {args.max_tokens}, {args.ranks} ranks at once")
+        print(f"{args.pairs:,} pairs, {size:.2f} GiB on disk, written in {time.perf_counter() - start:.0f} s; "
+              f"max_tokens {args.max_tokens}, {args.ranks} ranks at once")
         print("MiB: peak RSS; peak and final anonymous (private) and file-backed (mapped: the corpus and the\n"
               "libraries, shared between processes) RSS; PSS at the end, all ranks alive (shared pages split\n"
               "between their users). Seconds: building the Corpus, planning the epoch, walking the rank's batches.")
-        results = run_ranks(work / "corpus", args.ranks, SRC, args)
-        show(f"current code, {args.pairs:,} pairs", results)
-        summary = {"pairs": args.pairs, "ranks": args.ranks, "current": results, "old": {}}
-        shutil.rmtree(work / "corpus")
-        sizes = [int(n) for n in args.old_pairs.split(",") if n]
-        if sizes:
-            old = work / "old"
-            old.mkdir()
-            archive = subprocess.run(["git", "archive", args.old_commit, "src"], check=True,
-                                     capture_output=True, cwd=SRC.parent).stdout
-            subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-            for n in sizes:
-                write_corpus(work / f"old_{n}", n, args.vocab, np.int32)  # int32 tokens, as the old prepare wrote
-                then = run_ranks(work / f"old_{n}", 1, old / "src", args)
-                now = run_ranks(work / f"old_{n}", 1, SRC, args)
-                show(f"replaced code ({args.old_commit}), {n:,} pairs, int32 tokens, 1 rank", then)
-                show(f"current code on the same files, {n:,} pairs, 1 rank", now)
-                summary["old"][n] = {"old": then[0], "current": now[0]}
-                shutil.rmtree(work / f"old_{n}")
-        if len(sizes) >= 2:
-            (n0, n1) = sorted(sizes)[:2]
-            p0, p1 = (summary["old"][n]["old"]["peak_rss_mib"] for n in (n0, n1))
-            per_pair = (p1 - p0) / (n1 - n0) * 2 ** 20
-            estimate = (p0 + (args.pairs - n0) * per_pair / 2 ** 20) / 1024
-            print(f"replaced code: {per_pair:.0f} bytes of peak RSS per pair (from {n0:,} and {n1:,}); "
-                  f"extrapolated to {args.pairs:,} pairs: ~{estimate:.1f} GiB per rank, "
-                  f"~{estimate * args.ranks:.0f} GiB for {args.ranks} ranks (an extrapolation, not a measurement)")
-        print(json.dumps(summary))
+        results = run_ranks(work / "corpus", args.ranks, args)
+        show(f"{args.pairs:,} pairs", results)
+        print(json.dumps({"pairs": args.pairs, "ranks": args.ranks, "per_rank": results}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

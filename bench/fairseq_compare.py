@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -35,11 +34,15 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from synthetic import write_dataset
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_train, a bench helper beside this file
-
-from nmtrepro.core.text import BPE  # noqa: E402
-from nmtrepro.core.vocab import IndexedData, Vocab  # noqa: E402
+from nmtrepro.core.text import BPE
+from nmtrepro.core.vocab import IndexedData, Vocab
+from nmtrepro.models import build_model
+from nmtrepro.training.batching import token_batches
+from nmtrepro.training.flops import peak_tflops, update_flops
+from nmtrepro.training.profiling import TRIES, head
+from nmtrepro.training.rates import AUTO, kernel_bound, training_speed
 
 DATASET, SPLIT = "multi30k_en_de", "test_2016_flickr"
 VENV = Path("bench/.venv-fairseq")
@@ -117,32 +120,18 @@ def check_same_data(prepared: Path, preprocess_log: Path) -> None:
                 sys.exit(f"{preprocess_log}: {split}.{side} is {seen.get((side, split))}, ours {expected}")
 
 
-def training_speed(steps_file: Path, warmup: int, updates: int, chunk: int = 10) -> dict:
-    """Target tokens/s over updates warmup+1 .. warmup+updates, and the median and best of its runs of
-    `chunk` updates, and the steady rate: over the window's updates in which no micro-batch compiled,
-    warmed up or recorded a new shape (timed_steps.py), the pace of a long run once its shapes are all
-    recorded (a CUDA-graph step's rare shapes still arrive tens of updates in).
-
-    On a machine shared with other jobs the load changes within a run; the median and the fastest chunk
-    are less disturbed estimates of each tool's own speed than the whole window.
-    """
-    steps = json.loads(steps_file.read_text())
-    if len(steps) < warmup + updates:
-        sys.exit(f"{steps_file}: only {len(steps)} updates recorded, expected {warmup + updates}")
-
-    def speed(first: int, last: int) -> tuple[float, int, float]:  # updates first..last, 0-based, inclusive
-        tokens, seconds = sum(step[1] for step in steps[first: last + 1]), steps[last][0] - steps[first - 1][0]
-        return tokens / seconds, tokens, seconds
-
-    tok_s, tokens, seconds = speed(warmup, warmup + updates - 1)
-    chunks = [speed(i, min(i + chunk, warmup + updates) - 1)[0] for i in range(warmup, warmup + updates, chunk)]
-    warm = [step[4] if len(step) > 4 else 0 for step in steps]  # files of before the count: none
-    steady = [speed(i, i) for i in range(warmup, warmup + updates) if warm[i] == warm[i - 1]]
-    return {"train_tok_s": tok_s, "train_tokens": tokens, "train_s": seconds, "train_tok_s_median": statistics.median(chunks),
-            "steady_tok_s": sum(t for _, t, _ in steady) / sum(s for _, _, s in steady) if steady else None,
-            "steady_updates": len(steady),
-            "train_tok_s_best": max(chunks), "train_tok_s_chunks": chunks, "rss_mib_last": steps[warmup + updates - 1][2],
-            "tokens_per_update": tokens / updates, "gpu_peak_gib": steps[warmup + updates - 1][3]}
+def binarize(prepared: Path, out: Path, python, threads: int, env: dict, test: bool = True) -> Path:
+    """out/fairseq-bin: our prepared splits (and, with `test`, the test set) exported to BPE'd text and
+    binarized by fairseq-preprocess with our own dictionaries, once; checked to hold our sentences."""
+    data_bin, splits = out / "fairseq-bin", ["train", "valid"] + ["test"] * test
+    if not (data_bin / f"{splits[-1]}.src-tgt.tgt.idx").exists():
+        export_text(prepared, out / "text", test)
+        sh(python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
+           *[arg for split in splits for arg in (f"--{split}pref", out / "text" / split)],
+           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
+           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
+    check_same_data(prepared, out / "fairseq-preprocess.log")
+    return data_bin
 
 
 def fairseq_train_args(size: dict, train: dict) -> list:
@@ -190,15 +179,7 @@ def tiny_setup(args) -> None:
     env = {**os.environ, **MALLOC, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()), os.environ.get("PYTHONPATH")]))}
 
-    # -- same data: our BPE'd sentences and dictionaries, binarized by fairseq ---------------------------
-    data_bin = out / "fairseq-bin"
-    if not (data_bin / "test.src-tgt.tgt.idx").exists():
-        export_text(prepared, out / "text")
-        sh(fairseq_bin / "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
-           "--trainpref", out / "text/train", "--validpref", out / "text/valid", "--testpref", out / "text/test",
-           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
-    check_same_data(prepared, out / "fairseq-preprocess.log")
+    data_bin = binarize(prepared, out, fairseq_bin / "python", args.threads, env)  # the same data
 
     # -- training: same model, batches, optimizer, schedule, threads -----------------------------------
     model = {"family": "transformer", **size}
@@ -283,25 +264,10 @@ PATHS = {"eager": {}, "compile": {"fast": "compile"}, "graphs": {"fast": "graphs
          "graphs_cudnn": {"fast": "graphs", "buckets": True, "cudnn_attention": True}}
 
 
-def kernel_bound(profile_file: Path, steady_tok_s: float | None) -> dict:
-    """From a profile's numbers (timed_steps.Profile): its updates' GPU kernel time an update, the target
-    tok/s the step would reach if the GPU never waited on the host (tokens over kernel time), the share of
-    that the unprofiled steady rate reaches, and the GPU's time an update by kind of kernel. The busy share
-    under the profiler understates the GPU: tracing a CUDA graph's kernels slows its launch on the host."""
-    numbers = json.loads(profile_file.read_text())
-    count = numbers["last"] - numbers["first"] + 1
-    bound = numbers["tokens"] / numbers["busy_s"] if numbers["busy_s"] else None
-    kinds = sorted(numbers["kinds_s"].items(), key=lambda item: -item[1])
-    return {"updates": f"{numbers['first']}..{numbers['last']}", "kernel_ms": 1000 * numbers["busy_s"] / count,
-            "kernel_bound_tok_s": bound or 0.0,
-            "steady_share": steady_tok_s / bound if bound and steady_tok_s else None,
-            "kinds_ms": {kind: 1000 * seconds / count for kind, seconds in kinds}, "warm": numbers["warm"]}
-
-
 def paper_setup(args) -> None:
     """A paper-size Transformer trained by ours and by fairseq on one device (issue 38's peer on a GPU).
 
-    Data: bench/gpu_train.py's synthetic prepared dataset (the paper's vocabulary, WMT-like lengths,
+    Data: bench/synthetic.py's prepared dataset (the paper's vocabulary, WMT-like lengths,
     random tokens), exported to text and binarized by fairseq-preprocess with our dictionaries, checked as
     in the tiny setup. Model and training: `--scale`'s `--size` and its train settings (the paper's
     post-norm Base: Adam, inverse-sqrt warmup, label smoothing 0.1), both tools at --max-tokens per
@@ -311,16 +277,9 @@ def paper_setup(args) -> None:
     --bf16 means a TPU; the tensor cores run fp16 and bf16 at one rate). Ours runs once per --paths
     entry (eager, compile, graphs), fairseq once; each is timed over the same window of updates
     (timed_steps.py), and the first --warmup-updates hold the compile. MFU: the analytic FLOPs of a
-    target token of this training set (gpu_throughput.update_flops) times tok/s, over the card's
+    target token of this training set (flops.update_flops) times tok/s, over the card's
     peak. `--profile N`: N more updates of each under torch's profiler (<tool>.steps.profile.txt).
     """
-    from gpu_throughput import peak_tflops, update_flops
-    from gpu_train import AUTO, write_dataset
-    from timed_steps import TRIES, head
-
-    from nmtrepro.models import build_model
-    from nmtrepro.training.batching import token_batches
-
     total = args.warmup_updates + args.updates
     runs_for = total + args.profile * TRIES  # a profiled window that met a new shape is profiled again
     config = yaml.safe_load(open("config.yaml"))
@@ -336,18 +295,12 @@ def paper_setup(args) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path("src").resolve()),
                                                                      os.environ.get("PYTHONPATH")]))}
     peer = not args.without_fairseq  # fairseq trains beside ours
-    fairseq_python, data_bin = args.fairseq_python, out / "fairseq-bin"
+    fairseq_python = args.fairseq_python
     if peer:
         if not fairseq_python:
             ensure_venv()
             fairseq_python = str(VENV.resolve() / "bin/python")
-        if not (data_bin / "valid.src-tgt.tgt.idx").exists():
-            export_text(prepared, out / "text", test=False)
-            sh(fairseq_python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt",
-               "--trainpref", out / "text/train", "--validpref", out / "text/valid",
-               "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-               "--destdir", data_bin, "--workers", str(args.threads), env=env, log=out / "fairseq-preprocess.log")
-        check_same_data(prepared, out / "fairseq-preprocess.log")
+        data_bin = binarize(prepared, out, fairseq_python, args.threads, env, test=False)
 
     src, tgt = (IndexedData(prepared / f"train.{side}.bin").sizes for side in ("src", "tgt"))
     batches = token_batches(src, tgt, train["max_tokens"], seed=1)

@@ -18,7 +18,7 @@ system and fairseq as the baseline, seed i of one paired with seed i of the othe
 the pairing only orders them). Run from the repo root:
 
     nice -n 19 python bench/fairseq_quality.py                     # tiny, CPU, 1 thread a training
-    python bench/fairseq_quality.py --scale gpu --device cuda       # the next GPU check (bench/README.md)
+    python bench/fairseq_quality.py --scale gpu --device cuda       # on the GPU machine (device/README.md)
 
 It prints each seed's BLEU, the means, Δ (ours − fairseq) with its 95% CI and one-sided p's, each
 training's wall time, and the settings that could not be matched; everything goes to quality.json too.
@@ -36,13 +36,11 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # fairseq_compare, a bench helper beside this file
+from fairseq_compare import (DATASET, MALLOC, SPLIT, VENV, binarize, ensure_venv, fairseq_hypotheses,
+                             fairseq_train_args, sh)
 
-from fairseq_compare import (DATASET, MALLOC, SPLIT, VENV, check_same_data, ensure_venv, export_text,  # noqa: E402
-                             fairseq_hypotheses, fairseq_train_args, sh)
-
-from nmtrepro.core.text import detokenize  # noqa: E402
-from nmtrepro.evaluation.significance import compare  # noqa: E402
+from nmtrepro.core.text import detokenize
+from nmtrepro.evaluation.significance import compare
 
 EXPERIMENT, TGT_LANG = "base_en_de", "de"
 UNMATCHED = """\
@@ -132,14 +130,7 @@ def main() -> None:
     ensure_venv()
     threads = str(args.threads)
     env = {**os.environ, **MALLOC, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    data_bin = out / "fairseq-bin"
-    if not (data_bin / "test.src-tgt.tgt.idx").exists():
-        export_text(prepared, out / "text")
-        sh(VENV.resolve() / "bin/fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
-           "--trainpref", out / "text/train", "--validpref", out / "text/valid", "--testpref", out / "text/test",
-           "--srcdict", prepared / "dict.src.txt", "--tgtdict", prepared / "dict.tgt.txt",
-           "--destdir", data_bin, "--workers", threads, env=env, log=out / "fairseq-preprocess.log")
-    check_same_data(prepared, out / "fairseq-preprocess.log")
+    data_bin = binarize(prepared, out, VENV.resolve() / "bin/python", args.threads, env)
     device = ["--cpu"] if args.device == "cpu" else ["--fp16"]
     sentences = len(Path(f"{test}.src.bpe").read_text(encoding="utf-8").splitlines())
     theirs = [fairseq_run(seed, size, train, decode, last, sentences, data_bin, out, env, device)

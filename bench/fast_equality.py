@@ -1,18 +1,15 @@
 """The fast path trains as the eager step does, on the device it will run on (issue 38).
 
 tests/test_fast.py checks it on the CPU in fp32; this runs each family's experiment through `nmtrepro
-train` (bench/gpu_train.py's runner and synthetic dataset) twice from the same seed and batches,
+train` (bench/gpu_train.py's runner, bench/synthetic.py's dataset) twice from the same seed and batches,
 `fast: off` and `--fast` (`compile`, or `graphs`: CUDA graphs, then both runs with `buckets: true`, so
 that their batches are the same), with every dropout of the model off, and compares the losses of every
 update and the final weights. `--update-tokens` above a micro-batch's tokens makes each update
 accumulate several micro-batches' gradients, which CUDA graphs must not overwrite (training/fast.py).
-On a GPU in bf16 the two differ by rounding, and the rounding compounds over the updates: the bench
-prints the largest relative difference of the update losses and that of all the weights together
-(||fast - eager|| / ||eager||), and fails beyond the tolerance of the precision. The tensor that
-differs most is named too, for information only: a weight whose gradient is zero in exact arithmetic
-(a bias before a softmax, as in +PR's attentive pooling) gets rounding noise for a gradient on both
-paths, which Adam scales to full-size, unrelated steps. The trainer's own words on the fast path
-(compiled, or eager and why) are printed beside each family.
+It prints the largest relative difference of the update losses and that of all the weights together
+(nmtrepro.training.equality, which says why those two decide), and fails beyond the tolerance of the
+precision. The trainer's own words on the fast path (compiled, or eager and why) are printed beside
+each family.
 
 The model sizes are the scale's (default `ci`: small graphs, which compile in seconds; the mathematics
 does not depend on the width), the precision and device those given here:
@@ -24,48 +21,23 @@ does not depend on the width), the precision and device those given here:
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import json
-import math
 import re
 import sys
 from pathlib import Path
 
 import torch
+from gpu_train import REPO, arguments, experiment_of_each_variant, train
+from synthetic import write_datasets
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_train import REPO, arguments, experiment_of_each_variant, train, write_datasets  # noqa: E402  (bench helpers)
-
-from nmtrepro.training import checkpoint  # noqa: E402
+from nmtrepro.training.equality import compare
 
 # NPMT stays eager on the fast path (training/fast.py), so it is not here.
 VARIANTS = ["transformer_base", "phrase_max_attn_ta", "biarn", "fusing_diverse", "transformer_disan"]
 # Relative differences allowed after the updates (update losses, all the weights together), by precision.
 TOLERANCE = {"fp32": (1e-4, 1e-4), "bf16": (3e-2, 3e-2)}
 FAST_LINE = re.compile(r"fast path: .*$", re.M)
-
-
-def losses(curve: Path) -> dict[int, float]:
-    with open(curve) as handle:
-        return {int(row["step"]): float(row["train_loss"]) for row in csv.DictReader(handle, delimiter="\t")
-                if row.get("train_loss")}
-
-
-def compare(variant: str, runs: dict[str, Path]) -> dict:
-    """Largest relative differences between the eager and the fast run's update losses and weights."""
-    eager, fast = (losses(runs[path] / variant / "curve.tsv") for path in ("eager", "fast"))
-    if not eager or eager.keys() != fast.keys():
-        raise RuntimeError(f"{variant}: updates logged eager {sorted(eager)}, fast {sorted(fast)}")
-    loss = max(abs(fast[s] - eager[s]) / abs(eager[s]) for s in eager)
-    a, b = (checkpoint.load(runs[path] / variant / "final.pt")["model"] for path in ("eager", "fast"))
-    names = [name for name, value in a.items() if value.is_floating_point()]
-    diff = {name: (b[name].float() - a[name].float()).norm().item() for name in names}
-    size = {name: a[name].float().norm().item() for name in names}
-    worst = max(names, key=lambda name: diff[name] / max(size[name], 1e-12))
-    return {"updates": len(eager), "loss_rel": loss,
-            "weight_rel": math.sqrt(sum(d * d for d in diff.values()) / sum(n * n for n in size.values())),
-            "worst_tensor": f"{worst} {diff[worst] / max(size[worst], 1e-12):.1e}"}
 
 
 def main() -> None:
@@ -110,7 +82,8 @@ def main() -> None:
                 log, _ = train(exp, data[exp.dataset.startswith("iwslt")], folder, run_args, args.updates, path)
                 if path == "fast":
                     said = "; ".join(FAST_LINE.findall(log))
-            row = {"variant": variant, "family": exp.model["family"], **compare(variant, runs), "fast_path": said}
+            row = {"variant": variant, "family": exp.model["family"], "fast_path": said,
+                   **compare(runs["eager"] / variant, runs["fast"] / variant)}
             row["ok"] = row["loss_rel"] <= loss_tol and row["weight_rel"] <= weight_tol
         except RuntimeError as err:
             row = {"variant": variant, "family": exp.model["family"], "ok": False, "error": str(err)[-1500:]}

@@ -1,25 +1,13 @@
 """GPU throughput: target tokens/s and model FLOP utilisation of paper-size training steps.
 
-Runs the training step of nmtrepro.training.train (forward, label-smoothed loss, backward, Adam) on synthetic
-batches: one update of ~25k target tokens cut into max_tokens batches by nmtrepro.training.batching, with
-sentence lengths drawn from a log-normal fitted by eye to WMT14 En-De BPE lengths (median ~25
-subwords, long tail to 256). Prints the baseline Transformer and, when the `phrase` family is
-registered (nmtrepro.models.phrase), the same size with it (+PR).
-
-FLOPs are counted analytically per update (training = 3 x forward, i.e. 6 per weight per token):
-  linear layers: 6 * (encoder weights * real source tokens + decoder weights * real target tokens),
-                 the cross-attention's key and value weights at the source tokens, which they project
-  attention:     12 * d_model * sum over sentences of (L_enc * S^2 + L_dec * (T^2 + T * S))
-                 (QK^T and AV, full square for causal self-attention: that is what the kernels compute)
-  output layer:  6 * d_model * V * real target tokens (the loss projects real positions only)
-Embedding lookups, layer norms, softmax and the optimizer are not counted. MFU = FLOPs/s / peak, with
-the peak dense bf16 rate of the GPU (table below, or --peak-tflops).
-
---paths compares ways of running the same step in one run (issue 38), each printed with its tok/s
-relative to the first: `eager` (the default, as above), `buckets` (eager, batches planned and padded
-to bucket lengths, as the trainer's `buckets: true`), `compile` (buckets, the loss compiled as the
-trainer's `fast: compile`, fused Adam). A bucketed path runs every timed update once untimed first,
-so that no bucket's graph is compiled on the clock; the compile time is printed apart.
+The training step of nmtrepro.training.train (forward, label-smoothed loss, backward, Adam) on updates of
+~25k target tokens of WMT-like sentence pairs (bench/synthetic.py), cut into max_tokens batches as the
+trainer cuts them; the baseline Transformer and, when the `phrase` family is registered, the same size
+with it (+PR). MFU: the analytic FLOPs (nmtrepro.training.flops) over the GPU's dense bf16 peak.
+`--paths` runs the step several ways in one run, each tok/s a ratio to the first: `eager`, `buckets`
+(batches planned and padded as the trainer's `buckets: true`), `compile` (buckets, the loss compiled as
+`fast: compile`, fused Adam). A bucketed path runs every timed update once untimed first, so that no
+bucket's graph compiles on the clock; the compile time is printed apart.
 
     python bench/gpu_throughput.py                               # paper base, CUDA, bf16
     python bench/gpu_throughput.py --paths eager,buckets,compile # the fast path against the eager step
@@ -29,72 +17,37 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
+from synthetic import sentences, wmt_lengths
 
 from nmtrepro.core import runtime
-from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model
-from nmtrepro.training.batching import bucket_length, pad_sequences, pad_to, token_batches
+from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.fast import CompiledLoss
+from nmtrepro.training.flops import peak_tflops, update_flops
 from nmtrepro.training.train import LossOf
 
 REPO = Path(__file__).resolve().parents[1]
 PATHS = ("eager", "buckets", "compile")
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}
 
 
-def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, max_len: int, gen: torch.Generator,
-                     buckets: bool = False):
-    """Sentence pairs totalling ~update_tokens target tokens, cut into token batches: [(src, prev, tgt)];
-    `buckets`: planned and padded as the trainer's `buckets: true` does (batching.bucket_length)."""
-    src_lens, tgt_lens, total = [], [], 0
-    while total < update_tokens:
-        s = int(min(max_len, max(3, math.exp(3.2 + 0.6 * torch.randn(1, generator=gen).item()))))
-        t = int(min(max_len, max(3, s * (1.05 + 0.1 * torch.randn(1, generator=gen).item()))))
-        src_lens.append(s)
-        tgt_lens.append(t)
-        total += t
-    batches = []
-    for indices in token_batches(src_lens, tgt_lens, max_tokens, seed=1, buckets=buckets):
-        src = [torch.randint(4, vocab, (src_lens[i],), generator=gen) for i in indices]
-        tgt = [torch.randint(4, vocab, (tgt_lens[i],), generator=gen) for i in indices]
-        prev = [torch.cat([torch.tensor([Vocab.bos]), t[:-1]]) for t in tgt]
-        batch = [pad_sequences(src), pad_sequences(prev), pad_sequences(tgt)]
-        if buckets:
-            batch = [pad_to(x, bucket_length(max(map(len, src + tgt)))) for x in batch]
-        batches.append(tuple(batch))
-    return batches, src_lens, tgt_lens
-
-
-def update_flops(model, spec: dict, src_lens: list[int], tgt_lens: list[int]) -> float:
-    """Analytic training FLOPs of one update (see the module docstring for what is counted)."""
-    d, vocab = spec["d_model"], spec["tgt_vocab"]
-    weights = {"source": 0, "target": 0}  # the tokens a weight multiplies
-    for name, p in model.named_parameters():
-        part = name.split(".")[0]
-        if p.dim() == 2 and part in ("encoder", "decoder"):  # matmul weights only (no biases, norms, embeddings)
-            # the cross-attention's keys and values project the encoder's output
-            weights["source" if part == "encoder" or "cross_attn.sublayer.kv_proj" in name else "target"] += p.numel()
-    linear = 6 * (weights["source"] * sum(src_lens) + weights["target"] * sum(tgt_lens))
-    attention = 12 * d * sum(spec["encoder_layers"] * s * s + spec["decoder_layers"] * (t * t + t * s)
-                             for s, t in zip(src_lens, tgt_lens))
-    output = 6 * d * vocab * sum(tgt_lens)
-    return linear + attention + output
-
-
-def peak_tflops(device: torch.device, given: float | None) -> float | None:
-    if given:
-        return given
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+def synthetic_update(update_tokens: int, max_tokens: int, vocab: int, rng: np.random.Generator,
+                     buckets: bool = False) -> tuple[list, list[int], list[int]]:
+    """WMT-like sentence pairs (synthetic.wmt_lengths) totalling ~update_tokens target tokens, cut into the
+    trainer's batches (`token_batches`, `collate`; `buckets`: planned and padded as `buckets: true`):
+    the batches, and the pairs' source and target lengths."""
+    src_len, tgt_len = wmt_lengths(update_tokens, rng)  # each target has 2 tokens or more: enough pairs
+    pairs = int(np.searchsorted(np.cumsum(tgt_len), update_tokens)) + 1
+    src, tgt = (sentences(lengths[:pairs], vocab, rng) for lengths in (src_len, tgt_len))
+    batches = [collate(src, tgt, indices, bucketed=buckets)
+               for indices in token_batches(src.sizes, tgt.sizes, max_tokens, seed=1, buckets=buckets)]
+    return batches, src.sizes.tolist(), tgt.sizes.tolist()
 
 
 def measure(spec: dict, args, device: torch.device, path: str = "eager") -> dict:
@@ -108,16 +61,17 @@ def measure(spec: dict, args, device: torch.device, path: str = "eager") -> dict
         loss_of = CompiledLoss(loss_of)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                  fused=True if path == "compile" else None)
-    gen = torch.Generator().manual_seed(0)
-    updates = [synthetic_update(args.update_tokens, args.max_tokens, spec["tgt_vocab"], args.max_len, gen,
-                                buckets=path != "eager") for _ in range(args.steps + args.warmup_steps)]
+    rng = np.random.default_rng(0)
+    updates = [synthetic_update(args.update_tokens, args.max_tokens, spec["tgt_vocab"], rng, buckets=path != "eager")
+               for _ in range(args.steps + args.warmup_steps)]
     precision = runtime.resolve_precision(device, args.precision)
 
     def step(batches):
         optimizer.zero_grad(set_to_none=True)
-        for src, prev, tgt in batches:
+        for batch in batches:
+            batch = batch.to(device)
             with runtime.autocast(device, precision):
-                loss, _ = loss_of({"src": src.to(device)}, prev.to(device), tgt.to(device))
+                loss, _ = loss_of(batch.net_input, batch.prev, batch.target)
             loss.backward()
         optimizer.step()
 
@@ -151,7 +105,6 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=37000, help="joint BPE vocabulary (WMT14 En-De: ~37k)")
     ap.add_argument("--update-tokens", type=int, default=25000, help="target tokens per update")
     ap.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per forward/backward")
-    ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--steps", type=int, default=20, help="timed updates")
     ap.add_argument("--warmup-steps", type=int, default=3, help="untimed updates first")
     ap.add_argument("--cudnn-attention", action="store_true",

@@ -1,91 +1,43 @@
 """Paper-size training of each model family through `nmtrepro train` under torchrun, on a GPU.
 
-`gpu_throughput.py` times the bare training step; this runs the real command a paper-scale Snakemake
-job runs (torchrun, the process groups, the bf16 autocast, the data path, validation, checkpoints and
-a resume) with each family's paper-scale experiment, its model and training settings as `config.yaml`
-resolves them, on a synthetic prepared dataset in the real binarized format: the paper's vocabulary
-size and WMT-like (or, for paper C's IWSLT experiments, shorter) sentence lengths, random tokens, and
-synthetic parser phrases and POS tags for the models that read them. Only the update count, a time
-limit per variant, the checkpoint interval and the log interval are the bench's own.
-
-Prints, per variant: parameters, precision, target tokens/s over the logged updates after the first
-window and over those of its windows in which no micro-batch compiled, warmed up or recorded a new
-shape (the log says so: fast.CompiledLoss.warm_calls), the pace of a long run, and the peak GPU memory
-the trainer logged. Writes every log and `gpu_train.json` to --out.
-With --resume, the first variant is then trained 10 updates further from its last checkpoint, which
-must say that it resumed.
+`gpu_throughput.py` times the bare step; this runs what a paper-scale Snakemake job runs (torchrun,
+process groups, bf16 autocast, the data path, validation, checkpoints, a resume) with each family's
+paper-scale experiment as `config.yaml` resolves it, on bench/synthetic.py's prepared datasets (the
+paper's vocabulary, WMT-like lengths or paper C's IWSLT-like ones, parser phrases and POS tags). Only
+the update count, a time limit per variant and the checkpoint and log intervals are the bench's own.
+Per variant it prints the rates of the trainer's log (nmtrepro.training.rates.log_rates: over the
+windows after the first, and the steady rate over those without new shapes) and the peak GPU memory;
+every log and `gpu_train.json` go to --out. With --resume the first variant trains 10 updates further
+from its last checkpoint, which must say that it resumed. `--setting KEY=VALUE` overrides a train
+setting of every variant (`fast=compile`, `buckets=true`); `--profile FIRST:COUNT` trains in one
+process under `timed_steps.py` and profiles updates FIRST+1..FIRST+COUNT (`<variant>.steps.profile.txt`).
 
     python bench/gpu_train.py                              # one GPU; the default variants, ~5 min on an H100
     python bench/gpu_train.py --device cpu --scale ci --updates 4 --pairs 400 --variant transformer_base
     python bench/gpu_train.py --setting fast=compile --max-tokens 12500 --minutes 4 --timeout 400
-
-`--setting KEY=VALUE` overrides a train setting of every variant (the value read as YAML), e.g. the fast
-path (`fast=compile`, `buckets=true`); the first logged window, which holds a compile, is not counted.
-`--profile FIRST:COUNT` trains in one process under `timed_steps.py` (no torchrun) and profiles updates
-FIRST+1..FIRST+COUNT: where the trainer's time goes, its own steps between the model's included
-(`<variant>.steps.profile.txt`).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
+from synthetic import write_datasets
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_memory import synthetic_lengths, write_side  # noqa: E402  (bench helpers beside this file)
-from timed_steps import head  # noqa: E402
-
-from nmtrepro.config import experiments, load, validate  # noqa: E402
-from nmtrepro.core.pos import UPOS  # noqa: E402
-from nmtrepro.core.vocab import Vocab, save_indexed  # noqa: E402
+from nmtrepro.config import experiments, load, validate
+from nmtrepro.core.files import InputError
+from nmtrepro.training.profiling import head
+from nmtrepro.training.rates import log_rates
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ["transformer_base", "transformer_big", "phrase_max_attn_ta_parse", "biarn", "rnn_encoder",
             "transformer_disan", "gru_attention_ll", "npmt", "fusing_diverse", "linguistic_features"]
-STEP = re.compile(r"step \d+/\d+ .*?\| ([\d.]+) tgt tok/s .*$", re.M)
-WARM = re.compile(r"\| \d+ micro-batches on new shapes")
-PEAK = re.compile(r"\| peak ([\d.]+) GiB")
-AUTO = re.compile(r"max_tokens auto: (\d+) tokens")
-
-
-def write_dataset(folder: Path, pairs: int, vocab: int, short: bool) -> None:
-    """A prepared dataset (dictionaries, train and valid .bin) with .spans and .pos beside it: phrases
-    of three pieces (the last one shorter) and random tags, one per BPE piece. `short`: paper C's
-    IWSLT14 preparation, words of talks (two thirds of WMT's lengths), at most 50 a sentence."""
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(pairs + short)
-    for side in ("src", "tgt"):
-        Vocab([f"w{i}" for i in range(vocab - 4)]).save(folder / f"dict.{side}.txt")
-    src, tgt = synthetic_lengths(pairs, rng)
-    if short:  # lengths count EOS
-        src, tgt = (np.clip(n * 2 // 3, 2, 51) for n in (src, tgt))
-    for side, lengths in (("src", src), ("tgt", tgt)):
-        write_side(folder / f"train.{side}.bin", lengths, vocab, np.uint16, rng)
-        save_indexed(folder / f"valid.{side}.bin", [[5] * int(n - 1) + [2] for n in lengths[:500]])
-    for split, lengths in (("train", src), ("valid", src[:500])):
-        with open(folder / f"{split}.spans", "w") as spans, open(folder / f"{split}.pos", "w") as pos:
-            for n in lengths.tolist():  # n counts EOS: spans tile 0..n, tags cover the n - 1 pieces
-                spans.write(" ".join(f"{a}-{min(a + 3, n)}" for a in range(0, n, 3)) + "\n")
-                pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
-
-
-def write_datasets(out: Path, pairs: int, vocab: int, iwslt_vocab: int) -> dict[bool, Path]:
-    """The WMT-like dataset (out/data) and paper C's IWSLT-like one (out/data_short), each written
-    unless already there; keyed by `short`, as an experiment picks one (`dataset.startswith("iwslt")`)."""
-    data = {short: out / ("data_short" if short else "data") for short in (False, True)}
-    for short, folder in data.items():
-        if not folder.exists():
-            write_dataset(folder, pairs, iwslt_vocab if short else vocab, short)
-    return data
 
 
 def experiment_of_each_variant(scale: str) -> dict:
@@ -143,22 +95,12 @@ def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str
 
 
 def summary(exp, log: str, seconds: float, max_tokens: int) -> dict:
-    steps = list(STEP.finditer(log))
-    if not steps:
-        raise RuntimeError(f"{exp.variant}: no step lines in its log")
-    speeds = [float(m.group(1)) for m in steps[1:] or steps]  # the first window holds the warm-up
-    steady = [float(m.group(1)) for m in steps[1:] if not WARM.search(m.group(0))]
-    peaks = [float(p) for m in steps for p in PEAK.findall(m.group(0))]
-    params = re.search(r"([\d,]+) parameters", log)
-    precision = re.search(r"parameters on \S+, (\w+)", log)
+    rates = log_rates(log)
     return {"variant": exp.variant, "family": exp.model["family"], "experiment": exp.name,
-            "params": params.group(1) if params else "?", "precision": precision.group(1) if precision else "?",
-            "max_tokens": int(auto.group(1)) if (auto := AUTO.search(log)) else max_tokens,  # auto: what it found
+            "params": rates["params"], "precision": rates["precision"],
+            "max_tokens": rates["auto_max_tokens"] or max_tokens,  # auto: what it found
             "update_tokens": exp.train["update_tokens"],
-            "tgt_tok_s": round(sum(speeds) / len(speeds)),
-            "steady_tgt_tok_s": round(sum(steady) / len(steady)) if steady else None,
-            "steady_windows": f"{len(steady)}/{len(steps) - 1}",
-            "peak_gib": max(peaks) if peaks else None,
+            **{key: rates[key] for key in ("tgt_tok_s", "steady_tgt_tok_s", "steady_windows", "peak_gib")},
             "wall_s": round(seconds, 1)}
 
 
@@ -205,7 +147,7 @@ def main() -> None:
         try:
             log, seconds = train(exp, data[exp.dataset.startswith("iwslt")], out, args, args.updates, "train")
             rows.append({**dict(args.setting), **summary(exp, log, seconds, args.max_tokens or exp.train["max_tokens"])})
-        except RuntimeError as err:
+        except (RuntimeError, InputError) as err:  # a run that failed, or logged no step
             rows.append({"variant": variant, "family": exp.model["family"], "error": str(err)[-2000:]})
         print(json.dumps(rows[-1]), flush=True)
         if (profiled := out / f"{variant}.steps.profile.txt").exists():

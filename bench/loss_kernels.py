@@ -4,7 +4,7 @@ keeps for backward (issue 38).
 
 On an H200 the compiled step of the paper Base spent 10 % of its GPU time in the two kernels inductor
 made of log_softmax, gather and mean and their backward (480 and 319 microseconds a 4,096-token
-micro-batch, bench/README.md, 2026-11-27), where a pass over the micro-batch's bf16 logits takes ~65:
+micro-batch, docs/measurements.md, 2026-11-27), where a pass over the micro-batch's bf16 logits takes ~65:
 its graphs reduce the logits a third time for the mean and, in backward, scatter the gold tokens'
 gradient into a (rows, V) buffer of its own. This times forward + backward of both forms on (rows, V)
 logits with a padding mask, as the fast path gives them (every position projected, the padding masked:
@@ -21,9 +21,9 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timed_steps import median_microseconds
 
 from nmtrepro.training.criterion import label_smoothed_loss
+from nmtrepro.training.profiling import median_microseconds
 
 
 def by_ops(logits: torch.Tensor, target: torch.Tensor, epsilon: float, real: torch.Tensor):

@@ -6,90 +6,46 @@ Transformer-family job of the plan (paper A's phrases, paper B's recurrences, pa
 their baselines) trained at the same model FLOP utilisation m, what do the four papers cost, and
 what m do the issue's 150 H100-hours need?
 
-A job's FLOPs are its recipe's target tokens (the plan's `target_tokens`: `max_updates` x the update's
-tokens) times its model's training FLOPs a target token. Those are counted, not derived: torch's
-FlopCounterMode over a forward and backward of the model at its paper size on the meta device (no
-memory, no arithmetic), so a family's extra parts (phrase builders, GRUs, convolutions) count as the
-kernels compute them. A sentence pair's FLOPs are a quadratic in its two lengths (attention's are);
-six probes of unpadded batches fit it, and the fit is summed over the synthetic WMT-like lengths of
-`data_memory.synthetic_lengths`. MFU here is those FLOPs over the card's dense bf16 peak; for the
-Transformer the fit is `gpu_throughput.update_flops`' analytic count (printed beside it).
+The jobs are `nmtrepro plan --config scale=paper`'s (its JSON: each job's `target_tokens`, `max_updates`
+x the update's tokens, and the papers' jobs). A job's FLOPs are those tokens times its model's training
+FLOPs a target token, counted, not derived (nmtrepro.training.flops: torch's count of a forward and
+backward at paper size on the meta device, so a family's extra parts count as the kernels compute
+them), fitted over a few probes and summed over bench/synthetic.py's WMT-like lengths. MFU here is
+those FLOPs over the card's dense bf16 peak; for the Transformer the fit is `flops.update_flops`'
+analytic count (printed beside it).
 
 Paper C's jobs (NPMT, the GRU seq2seq: sequential decoders, not FLOP-bound) keep the plan's measured
 rate (`--measured`, a column of config.yaml's `plan.speedup`).
 
-    python bench/plan_flops.py --mfu 0.16 0.30 0.37     # ~3 min: Snakemake's dry run, then the counts
+    python bench/plan_flops.py --mfu 0.16 0.30 0.37     # ~4 min: Snakemake's dry runs, then the counts
 """
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from synthetic import wmt_lengths
+
+from nmtrepro.config import experiments, load
+from nmtrepro.models import build_model
+from nmtrepro.training.flops import PEAK_BF16_TFLOPS, per_target_token, sentence_flops, update_flops
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "bench"))
-
-from data_memory import synthetic_lengths  # noqa: E402
-from gpu_throughput import update_flops  # noqa: E402
-from nmtrepro.config import experiments, load  # noqa: E402
-from nmtrepro.models import build_model  # noqa: E402
-from nmtrepro.plan import BASE_EN_DE, dry_run_summary, parse_summary, plan, throughput  # noqa: E402
-from nmtrepro.training.criterion import model_loss  # noqa: E402
-
-PEAK_H100_BF16 = 989e12       # dense bf16 FLOP/s of an H100 SXM (an H200 has the same)
 MEASURED_ONLY = {"npmt", "gru_attention"}   # paper C: costed at the plan's measured rate
-PROBES = ((8, 8), (16, 32), (32, 16), (32, 32), (48, 24), (24, 64))   # (source, target) lengths
-PROBE_SENTENCES = 4
 
 
-def probe_batch(model, src_length: int, tgt_length: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """PROBE_SENTENCES unpadded sentence pairs of those lengths on the meta device, with the inputs the
-    family reads (parser phrases: spans of three tokens, and the batch's widest as a shape, as
-    batching.collate gives the compiled step; POS tags)."""
-    def tokens(length: int):
-        return torch.full((PROBE_SENTENCES, length), 5, dtype=torch.long, device="meta")
-    net_input = {"src": tokens(src_length)}
-    extra = model.config.extra_inputs
-    if "spans" in extra:
-        net_input["spans"] = torch.tensor([[(i, min(i + 3, src_length)) for i in range(0, src_length, 3)]]
-                                          * PROBE_SENTENCES, device="meta")
-        net_input["span_width"] = torch.zeros(PROBE_SENTENCES, 3, dtype=torch.bool, device="meta")  # its shape
-    if "pos" in extra:
-        net_input["pos"] = tokens(src_length)
-    return net_input, tokens(tgt_length), tokens(tgt_length)
-
-
-def terms(src, tgt) -> np.ndarray:
-    """The terms a sentence pair's training FLOPs are a sum of: 1, S, T, S^2, T^2, S T (attention's)."""
-    src, tgt = np.asarray(src, dtype=float), np.asarray(tgt, dtype=float)
-    return np.stack([np.ones_like(src), src, tgt, src * src, tgt * tgt, src * tgt], -1)
-
-
-def sentence_flops(spec: dict) -> np.ndarray:
-    """The coefficients of `terms` that give a sentence pair's training FLOPs under `spec`, fitted to
-    counts of a forward and backward at PROBES (exact where the model's FLOPs are of that form, as the
-    Transformer's are)."""
-    with torch.device("meta"):
-        model = build_model(spec).train()
-    counted = []
-    for src_length, tgt_length in PROBES:
-        net_input, prev, target = probe_batch(model, src_length, tgt_length)
-        with FlopCounterMode(display=False) as counter:
-            loss, _ = model_loss(model, net_input, prev, target, 0.1, static=True)  # no padding: the same count
-            loss.backward()
-        counted.append(counter.get_total_flops() / PROBE_SENTENCES)
-    return np.linalg.lstsq(terms(*zip(*PROBES)), np.array(counted), rcond=None)[0]
-
-
-def per_target_token(coefficients: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> float:
-    """FLOPs a target token over the sentence pairs of lengths (src, tgt)."""
-    return float((terms(src, tgt) @ coefficients).sum() / tgt.sum())
+def paper_plan() -> dict:
+    """`nmtrepro plan --config scale=paper`'s JSON, costed from the config's rates (no measured file)."""
+    with tempfile.TemporaryDirectory() as work:
+        subprocess.run([sys.executable, "-m", "nmtrepro.cli", "plan", "--config", "scale=paper", "--bench", "",
+                        "--out", f"{work}/plan.json"], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        return json.loads(Path(work, "plan.json").read_text())
 
 
 def main() -> None:
@@ -99,22 +55,20 @@ def main() -> None:
     ap.add_argument("--target-hours", type=float, default=150.0, help="the budget whose MFU to solve for")
     ap.add_argument("--measured", default="H200 (bf16, fast path)",
                     help="plan.speedup column whose rates paper C's jobs keep")
-    ap.add_argument("--peak", type=float, default=PEAK_H100_BF16, help="the card's dense FLOP/s")
+    ap.add_argument("--peak", type=float, default=PEAK_BF16_TFLOPS["H100"] * 1e12, help="the card's dense FLOP/s")
+    ap.add_argument("--base", default="base_en_de", help="the experiment the others are compared with")
     ap.add_argument("--pairs", type=int, default=200_000, help="synthetic sentence pairs for the lengths")
     ap.add_argument("--out", help="JSON file for every job's count and hours")
     args = ap.parse_args()
 
-    overrides = ["scale=paper"]
-    config, owned = load(REPO / "config.yaml", overrides)
-    pending, downloads = parse_summary(dry_run_summary(str(REPO / "Snakefile"), overrides))
-    rates, _, speedup = throughput(config, None)
-    if args.measured not in speedup:
+    config, _ = load(REPO / "config.yaml", ["scale=paper"])
+    if args.measured not in config["plan"].get("speedup", {}):
         sys.exit(f"plan_flops: --measured {args.measured!r} is not a column of config.yaml's plan.speedup "
-                 f"({', '.join(speedup)})")
-    costed = plan(config, pending, downloads, rates, {}, speedup, [], owned)
+                 f"({', '.join(config['plan'].get('speedup', {}))})")
+    costed = paper_plan()
     resolved = experiments(config)
     vocab = config["scales"]["paper"]["prepare"]["bpe_merges"]
-    src, tgt = synthetic_lengths(args.pairs, np.random.default_rng(0))
+    src, tgt = wmt_lengths(args.pairs, np.random.default_rng(0))
 
     counts, jobs = {}, {}
     for name, job in sorted(costed["jobs"].items()):
@@ -133,22 +87,22 @@ def main() -> None:
         return sum(jobs[n]["measured_hours"] if jobs[n]["flops_per_token"] is None
                    else jobs[n]["tokens"] * jobs[n]["flops_per_token"] / (mfu * args.peak) / 3600 for n in names)
 
-    base = jobs[BASE_EN_DE]["flops_per_token"]
-    base_spec = {**resolved[BASE_EN_DE].model, "src_vocab": vocab, "tgt_vocab": vocab}
+    base = jobs[args.base]["flops_per_token"]
+    base_spec = {**resolved[args.base].model, "src_vocab": vocab, "tgt_vocab": vocab}
     with torch.device("meta"):
         analytic = update_flops(build_model(base_spec), base_spec, src.tolist(), tgt.tolist()) / tgt.sum()
     print(f"# paper scale, {len(jobs)} training jobs; FLOPs counted on the meta device over {args.pairs:,} "
           f"synthetic WMT-like pairs, vocabulary {vocab:,}; Base {base / 1e6:.0f} MFLOP a target token "
-          f"(gpu_throughput's analytic count: {analytic / 1e6:.0f}); peak {args.peak / 1e12:.0f} TFLOP/s")
+          f"(the analytic count: {analytic / 1e6:.0f}); peak {args.peak / 1e12:.0f} TFLOP/s")
     print("variant\tMFLOP/target token\tx Base\tBase's tok/s share at equal MFU")
     by_variant = {j["variant"]: j["flops_per_token"] for j in jobs.values() if j["flops_per_token"]}
     for variant, f in sorted(by_variant.items(), key=lambda item: item[1]):
         print(f"{variant}\t{f / 1e6:.0f}\t{f / base:.2f}\t{base / f:.0%}")
     papers = {paper: entry["experiments"] for paper, entry in costed["papers"].items()}
-    print("\nMFU\t" + "\t".join(papers) + "\ttotal H100-hours\tbase_en_de hours")
+    print("\nMFU\t" + "\t".join(papers) + f"\ttotal H100-hours\t{args.base} hours")
     for mfu in args.mfu:
         print(f"{mfu:.0%}\t" + "\t".join(f"{hours(n, mfu):.1f}" for n in papers.values())
-              + f"\t{hours(jobs, mfu):.1f}\t{hours([BASE_EN_DE], mfu):.2f}")
+              + f"\t{hours(jobs, mfu):.1f}\t{hours([args.base], mfu):.2f}")
     fixed = sum(j["measured_hours"] for j in jobs.values() if j["flops_per_token"] is None)
     flops = sum(j["tokens"] * j["flops_per_token"] for j in jobs.values() if j["flops_per_token"])
     need = flops / ((args.target_hours - fixed) * 3600 * args.peak)

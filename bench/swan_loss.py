@@ -19,7 +19,7 @@ ratio NPMT / seq2seq, and NPMT's target tokens a second. Run from the repo root:
 goes to FILE: the share of its wall time the GPU was busy, the GPU's time by kind of kernel, the host's
 time in each part of the forward (`PARTS`), in the DP's and the normaliser's backward (`BACKWARD_PARTS`)
 and in the rest of the pass (backward, mostly), and the ops that took the most host and GPU time
-(timed_steps.summarise): what to make faster, measured before anyone optimises it.
+(nmtrepro.training.profiling.summarise): what to make faster, measured before anyone optimises it.
 """
 from __future__ import annotations
 
@@ -29,24 +29,20 @@ import functools
 import time
 
 import numpy as np
+import synthetic
 import torch
-from padding import lengths
-from timed_steps import profiler, summarise
 
 from nmtrepro.core import runtime
-from nmtrepro.core.vocab import IndexedData, Vocab
+from nmtrepro.core.vocab import Vocab
 from nmtrepro.models import build_model, npmt
 from nmtrepro.training.batching import collate, token_batches
 from nmtrepro.training.criterion import model_loss
+from nmtrepro.training.profiling import profiler, summarise
 
 
-def batch(length: int, tokens: int, vocab: int, seed: int = 0) -> tuple:
-    gen = torch.Generator().manual_seed(seed)
-    rows = max(1, tokens // length)
-    src = torch.randint(4, vocab, (rows, length), generator=gen)
-    tgt = torch.randint(4, vocab, (rows, length), generator=gen)
-    src[:, -1] = tgt[:, -1] = Vocab.eos
-    prev = torch.cat([torch.full((rows, 1), Vocab.bos), tgt[:, :-1]], dim=1)
+def batch(length: int, tokens: int, vocab: int) -> tuple:
+    """One batch of `tokens` target tokens in sentences of `length`, source as long as target."""
+    src, prev, tgt = synthetic.batch(max(1, tokens // length), length, vocab, torch.Generator().manual_seed(0))
     return {"src": src}, prev, tgt
 
 
@@ -54,11 +50,10 @@ def corpus_batches(src_file: str, tgt_file: str, tokens: int, vocab: int, count:
     """`count` batches spread over the trainer's token batches (`token_batches`, `collate`: at most
     `tokens` padded tokens a side) of a corpus's sentence lengths (words + EOS, paper C's 1-50 words
     kept), random token ids; the padding, which SWAN's work depends on, is the real batches'."""
-    src_len, tgt_len = lengths([src_file], 1.0), lengths([tgt_file], 1.0)
+    src_len, tgt_len = synthetic.corpus_lengths(src_file), synthetic.corpus_lengths(tgt_file)
     keep = (src_len > 1) & (src_len <= 51) & (tgt_len > 1) & (tgt_len <= 51)
     rng = np.random.default_rng(0)
-    src, tgt = (IndexedData.of([*rng.integers(4, vocab, n - 1), Vocab.eos] for n in side[keep])
-                for side in (src_len, tgt_len))
+    src, tgt = (synthetic.sentences(side[keep], vocab, rng) for side in (src_len, tgt_len))
     plan = token_batches(src.sizes, tgt.sizes, tokens, seed=0)
     picked = [collate(src, tgt, plan[i]) for i in range(0, len(plan), max(1, len(plan) // count))[:count]]
     return [(batch.net_input, batch.prev, batch.target) for batch in picked]

@@ -26,6 +26,7 @@ import argparse
 import sys
 import time
 
+import synthetic
 import torch
 
 from nmtrepro.config import load, model_options
@@ -37,19 +38,15 @@ from nmtrepro.training.criterion import model_loss
 
 
 def synthetic_batches(n: int, max_tokens: int, vocab: int, seed: int = 0) -> list[tuple]:
-    """(src, prev, target, pos) batches of random tokens and source POS tags (paper D's syntax group
-    reads them), sentences 8..40 tokens, one length per batch."""
+    """(src, prev, target, pos) batches of random tokens (synthetic.batch) and source POS tags (paper D's
+    syntax group reads them), sentences 8..40 tokens, one length per batch."""
     gen = torch.Generator().manual_seed(seed)
     batches = []
     for _ in range(n):
         length = int(torch.randint(8, 41, (1,), generator=gen))
         rows = max(1, max_tokens // length)
-        src = torch.randint(4, vocab, (rows, length), generator=gen)
-        tgt = torch.randint(4, vocab, (rows, length), generator=gen)
-        src[:, -1] = tgt[:, -1] = Vocab.eos
-        prev = torch.cat([torch.full((rows, 1), Vocab.bos), tgt[:, :-1]], dim=1)
-        pos = torch.randint(len(SPECIALS), len(POS_VOCAB), (rows, length), generator=gen)
-        batches.append((src, prev, tgt, pos))
+        src, prev, tgt = synthetic.batch(rows, length, vocab, gen)
+        batches.append((src, prev, tgt, torch.randint(len(SPECIALS), len(POS_VOCAB), (rows, length), generator=gen)))
     return batches
 
 

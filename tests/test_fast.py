@@ -204,7 +204,7 @@ def test_the_compiled_step_trains_as_the_eager_one_and_their_checkpoints_resume_
 @NEEDS_CC
 def test_the_phrase_model_compiles_whole_and_computes_the_eager_loss(tmp_path):
     """+PR's n-gram phrases take their width from the batch's shape, not from the data: on an H200 its
-    compiled step broke in two at the longest span's `.item()` (bench/README.md). Batches of two widths
+    compiled step broke in two at the longest span's `.item()` (docs/measurements.md). Batches of two widths
     (phrases of 3 and of 4 or more tokens) run without a graph break and as the eager loss. The graph
     is traced as the trainer's (forward and backward, dynamic shapes) but not turned into code: inductor
     took 155 s on 2 cores with a cold cache; the test above runs it, and bench/fast_equality.py runs +PR's."""

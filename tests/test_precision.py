@@ -103,7 +103,7 @@ def test_the_loss_scale_resumes_with_the_run(copy_corpus, tmp_path):
 
 def test_gpu_defaults_turn_cudnn_attention_off_and_tf32_on():
     """cuDNN's attention plans every new padded length anew: 9k instead of 53k target tokens/s for
-    Base on an H100 (bench/README.md). Flags are global: restored afterwards."""
+    Base on an H100 (docs/measurements.md). Flags are global: restored afterwards."""
     saved = (torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.matmul.allow_tf32,
              torch.backends.cudnn.allow_tf32)
     try:

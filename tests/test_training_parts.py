@@ -1,4 +1,3 @@
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -7,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import TINY, write_copy_corpus
+from nmtrepro.core.files import read_lines
 from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.models import build_model
 from nmtrepro.models.layers import recording_heads
@@ -35,12 +35,12 @@ def test_label_smoothing_zero_is_plain_nll():
 
 
 def smoothed_loss_by_autograd(logits, target, epsilon, real):
-    """The loss as torch's own ops write it, differentiated by autograd (bench/loss_kernels.py's `by_ops`,
-    the trainer's before SmoothedCrossEntropy): what its hand-written backward must match."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import loss_kernels
-
-    return loss_kernels.by_ops(logits, target, epsilon, real)
+    """torch's own label-smoothed cross-entropy, in fp32 at least, differentiated by autograd: what the
+    hand-written backward of SmoothedCrossEntropy must match."""
+    flat = logits.to(torch.promote_types(logits.dtype, torch.float32)).flatten(0, -2)
+    loss, nll = (F.cross_entropy(flat, target.flatten(), label_smoothing=smoothing, reduction="none").view(target.shape)
+                 for smoothing in (epsilon, 0.0))
+    return loss.where(real, 0.0).sum(), nll.where(real, 0.0).sum()
 
 
 def smoothed_loss_gradients(loss_fn, logits, target, real, epsilon=0.1, weights=(0.7, 1.3)):
@@ -205,12 +205,10 @@ def test_bucketed_batches_of_wmt_lengths_are_mostly_real_tokens():
     """The planner sorts by the longer side's bucket before the lengths, so that a batch's sentences share
     it: on newstest2012's lengths (words x 1.3 for BPE) at 4,096 tokens in fixed shapes, sorting by
     target length first left 37 % of the padded target positions and 35 % of the source's padding
-    (bench/padding.py, whose reader this takes); now about a fifth."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import padding
-
-    src, tgt = (padding.side(np.minimum(padding.lengths([str(ROOT / "data" / "wmt" / f"newstest2012-{name}.txt.gz")],
-                                                        1.3), 256)) for name in ("src.en", "ref.de"))
+    (docs/measurements.md, "Padding"); now about a fifth."""
+    src, tgt = (IndexedData.of([5] * min(int(len(line.split()) * 1.3), 255) + [Vocab.eos]
+                               for line in read_lines(ROOT / "data" / "wmt" / f"newstest2012-{name}.txt.gz"))
+                for name in ("src.en", "ref.de"))
     padded = np.zeros(2)
     for indices in token_batches(src.sizes, tgt.sizes, 4096, seed=0, buckets=True):
         batch = collate(src, tgt, indices, bucketed=True, fixed=4096)

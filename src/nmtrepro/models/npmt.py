@@ -153,7 +153,7 @@ def compute_dtype(x: torch.Tensor) -> torch.dtype:
 def normaliser_chunk_bytes(device: torch.device) -> int:
     """The fp32 logits a chunk of SWAN's normaliser holds: on a GPU, rows enough for full-speed matmuls
     and few launches (11k at paper C's 22,822 words); on a CPU, whose speed the chunk size left unchanged
-    from 16 MiB to 1 GiB (bench/README.md), little memory."""
+    from 16 MiB to 1 GiB (docs/measurements.md), little memory."""
     return 1 << 30 if device.type == "cuda" else 16 << 20
 
 
@@ -197,7 +197,7 @@ class LinearLogProbs(torch.autograd.Function):
     SWAN needs, for every (source position, target start, segment step), the log-probability of `$` and
     of the segment's next token: two columns of a softmax over the vocabulary. As a Linear then a
     log-softmax, autograd kept the (N, V) logits or softmax of all 7 steps for backward, the bulk of
-    NPMT's 29.4 GiB on paper C's 800-token batches (bench/README.md), and each of them crossed memory
+    NPMT's 29.4 GiB on paper C's 800-token batches (docs/measurements.md), and each of them crossed memory
     some ten times in fp32; and scoring the two tokens apart from the normaliser took ~20 kernels and
     ~8 graph nodes each, a step. Here forward keeps x, the columns and the (N,) log-normaliser; backward
     recomputes each chunk's logits, turns them into their gradient and multiplies out the chunk's dx,
@@ -257,7 +257,7 @@ def segment_rows(src_lengths: np.ndarray, tgt_lengths: np.ndarray, S: int, T: in
     positions before it can have written j tokens (j <= t L), the positions from it on can write the
     rest (|y| - j <= (|x| - t) L) and it has a token to write (j < |y|). On IWSLT14's test set in
     800-token batches 62 % of the (b, t, j) of a padded batch are, 51 % in 3,000-token batches
-    (bench/README.md): the rest was scored over the whole vocabulary for nothing.
+    (docs/measurements.md): the rest was scored over the whole vocabulary for nothing.
 
     It runs on the host, from the lengths (B,) there: which rows exist sets the sizes of what the
     decoder computes next, and read from the GPU (`nonzero`, the counts) it made the host wait for the

@@ -6,7 +6,7 @@ shuffled per epoch from (seed, epoch) alone, so a resumed run sees exactly the b
 
 With buckets (the `buckets` training setting), each side of a batch is padded to one of a few lengths
 (`bucket_length`), so that a training step meets a few shapes rather than one per padded length (the
-paper Base ran 1.22x faster so on an H200: bench/README.md); the planner then budgets the bucket of the
+paper Base ran 1.22x faster so on an H200: docs/measurements.md); the planner then budgets the bucket of the
 longer side, so a padded batch still holds at most max_tokens, and sorts by that bucket first, so that
 a batch's sentences share it and fill its rows. Padding is masked everywhere, so the loss does not
 change.
@@ -80,7 +80,7 @@ def bucket_length(length):
     Buckets twice as coarse (multiples of 8, then of a quarter) left 11 % of the padded target
     positions of the paper scale's 4,096-token micro-batches empty on WMT-like lengths, these leave
     5 %, and the step's kernels run on padded positions. They cost shapes: 172 where the coarser made
-    62 on 300k synthetic pairs (bench/README.md, `padding.py`), each warmed up once and recorded once as
+    62 on 300k synthetic pairs (docs/measurements.md, "Padding"), each warmed up once and recorded once as
     a CUDA graph: a few hundred slower micro-batches in a paper run's 700,000."""
     above = np.frexp(np.maximum(np.asarray(length) - 1, 1))[1]      # ceil(log2(length)) for length >= 2
     step = 2 ** np.maximum(2, above - 4)
@@ -121,7 +121,7 @@ def token_batches(src_sizes: Sequence[int], tgt_sizes: Sequence[int] | None, max
     `bucket_length` of its longer side, collate(..., bucketed=True) pads each side to its bucket, and
     that bucket is the first sort key: sorted by target length first, a batch's longest source, often
     a bucket above its targets', cut its rows, and 37 % of its padded target positions were padding on
-    WMT newstest lengths at 4,096 tokens, 16 % now (bench/padding.py).
+    WMT newstest lengths at 4,096 tokens, 16 % now (docs/measurements.md, "Padding").
     """
     src = np.asarray(src_sizes)    # IndexedData.sizes stay int32, no copy
     tgt = src if tgt_sizes is None else np.asarray(tgt_sizes)

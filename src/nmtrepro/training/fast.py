@@ -127,7 +127,7 @@ class GradientSums:
     when .grad is None (pytorch/pytorch#169545), so .grad must not keep the graph's output past its
     micro-batch. Buffers held as .grad, which autograd adds each backward into, would cost a kernel a
     parameter a micro-batch outside the graphs: 152 in the Base, two thirds of the ops a micro-batch
-    ran outside its compiled graph (bench/host_ops.py). Instead a micro-batch's backward hands its
+    ran outside its compiled graph (docs/measurements.md, "Host ops"). Instead a micro-batch's backward hands its
     gradients back (`torch.autograd.grad`: no .grad written, no AccumulateGrad node run, 152 of them in
     the Base) and one foreach add (a kernel or two on a GPU) sums them into the buffers before the next
     replay can overwrite them. Under DDP the backward that all-reduces (the update's last) adds into

@@ -1,9 +1,9 @@
 # Sourced by the device checks (gpu_study.sh, gpu_alone.sh): on the lent GPU machine, whose image lacks
 # snakemake and spaCy, install the carried .device-wheels (../shared/device/wheelhouse.sh, then
-# bench/device_spacy.sh and, for bench/fairseq_compare.py, bench/device_fairseq.sh) into /tmp/site and
+# device/pack_spacy.sh and, for bench/fairseq_compare.py, device/pack_fairseq.sh) into /tmp/site and
 # put it and a `nmtrepro` launcher first; elsewhere nothing.
 # A later call on the same warm machine finds /tmp/site installed and uses it as it is, carried wheels or
-# not: a study started by an earlier call (bench/gpu_study.sh) may still be importing from it.
+# not: a study started by an earlier call (device/gpu_study.sh) may still be importing from it.
 if [ -x /tmp/site/bin/nmtrepro ] || { [ -d .device-wheels ] && ! python3 -c "import snakemake" 2> /dev/null; }; then
     if [ ! -x /tmp/site/bin/nmtrepro ]; then
         python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .device-wheels/*.whl || exit 1

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 38's GPU check, one script: the steps below in order, each given what is left of SECONDS and
 # skipped (saying so) when less is left than it needs, its output kept in $WORK/<step>.log and its tail
-# printed. The tools' data, checkpoints and models go to $WORK (default bench/out/gpu_fast_check);
+# printed. The tools' data, checkpoints and models go to $WORK (default device/out/gpu_fast_check);
 # their JSON, TSV, text and log files are packed into $OUT/work.tgz at the end (a device call returns
 # at most 8 files). Run from the project's root; on the lent GPU machine carry .device-wheels
-# (wheelhouse.sh, device_spacy.sh, device_fairseq.sh), which bench/device_env.sh installs.
+# (wheelhouse.sh, device/pack_spacy.sh, device/pack_fairseq.sh), which device/env.sh installs.
 #
-#   bash bench/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, the default steps
-#   DEVICE=cpu FAIRSEQ_PYTHON=... bash bench/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
+#   bash device/gpu_fast_check.sh [SECONDS] [STEP...]        # default 560 s, the default steps
+#   DEVICE=cpu FAIRSEQ_PYTHON=... bash device/gpu_fast_check.sh 900   # its CPU rehearsal (small sizes, fp32)
 #
 # The default steps, in the order of what issue 38 still needs measured (a session's 15 device minutes
 # hold the first four in one call, the next three in a second):
@@ -44,7 +44,7 @@
 #   graphs    eager against `fast: graphs` (the paper scale's path), each update accumulating several
 #             micro-batches, which CUDA graphs must not overwrite, for the RNN encoder, the family not
 #             yet compared on a GPU (bench/fast_equality.py --fast graphs; ~3 min)
-# Run on 2026-11-27 (bench/README.md), so not among the defaults:
+# Run on 2026-11-27 (docs/measurements.md), so not among the defaults:
 #   auto      `nmtrepro train` of the paper Base with CUDA graphs and `max_tokens: auto`: the size found,
 #             its steady tok/s (bench/gpu_train.py; ~2.5 min); the profile step now times auto beside 4,096
 #   fairseq   the paper Base under ours (eager, compiled, CUDA graphs) and fairseq on one GPU, same data
@@ -52,8 +52,6 @@
 #   equality  eager against `fast: compile`, bf16, dropout off, `ci` sizes, five families
 #             (bench/fast_equality.py; ~1.5 min a family)
 # Run when named:
-#   hostops   the ops and launches a Base-shaped `fast: graphs` micro-batch still issues outside its
-#             graphs (bench/host_ops.py; ~2.5 min, the first compile cold)
 #   cudnn     the paper Base on `fast: graphs` with and without cuDNN's attention kernels (the train
 #             setting cudnn_attention), 4,096-token micro-batches, the same 40 updates after 80: their
 #             steady rates side by side (bench/fairseq_compare.py --without-fairseq; ~4 min, the cuDNN
@@ -63,9 +61,9 @@ budget=${1:-560}
 shift $(( $# > 0 ? 1 : 0 ))
 steps=${*:-attention loss gru profile big families npmt graphs}
 start=$(date +%s)
-mkdir -p "${WORK:=bench/out/gpu_fast_check}" "${OUT:=$WORK}"
+mkdir -p "${WORK:=device/out/gpu_fast_check}" "${OUT:=$WORK}"
 WORK=$(cd "$WORK" && pwd) OUT=$(cd "$OUT" && pwd)
-source bench/device_env.sh
+source device/env.sh
 NPMT_BEFORE=$(realpath -m "${NPMT_BEFORE:-.device-wheels/npmt-d568182/src}")
 DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at sizes a CPU runs in minutes
@@ -78,7 +76,6 @@ if [ "$DEVICE" = cpu ]; then   # the rehearsal: every command as on the GPU, at 
     auto=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     big=(--device cpu --scale ci --updates 4 --pairs 400 --minutes 1)
     npmt=(--device cpu --scale ci --updates 3 --pairs 200 --minutes 1 --vocab 2000 --max-tokens 300 --profile 1:1)
-    hostops=(--device cpu --updates 2)
     swan=(--d-model 32 --vocab 2000 --tokens 300 --batches 2 --repeats 1)
     attention=(--device cpu --tokens 512 --lengths 16 32 --repeats 2)
     loss=(--device cpu --rows 256 --vocab 2000 --repeats 2)
@@ -98,7 +95,6 @@ else
     auto=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
     big=(--updates 120 --minutes 3 --timeout 320 --log-every 1)
     npmt=(--updates 40 --minutes 1 --timeout 150 --profile 30:2)
-    hostops=(--device cuda --d-model 512 --max-tokens 4096 --update-tokens 25000)
     swan=(--device cuda --precision bf16 --d-model 256 --decoder-layers 2 --vocab 22822 --tokens 800 --batches 8)
     attention=(--device cuda)
     loss=(--device cuda)
@@ -138,7 +134,6 @@ for step in $steps; do
         equality) run equality 120 python3 bench/fast_equality.py --out "$WORK/fast_equality" "${equality[@]}" ;;
         graphs)   run graphs 60 python3 bench/fast_equality.py --out "$WORK/fast_equality_graphs" --fast graphs \
                       --max-tokens 500 --update-tokens 1500 "${graphs[@]}" ;;
-        hostops)  run hostops 150 python3 bench/host_ops.py "${hostops[@]}" ;;
         big)      run big 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_big" --variant transformer_big "${big[@]}" ;;
         npmt)     if [ -d "$NPMT_BEFORE" ]; then
                       run swan_before 30 env PYTHONPATH="$NPMT_BEFORE:${PYTHONPATH:-}" python3 bench/swan_loss.py "${swan[@]}"
@@ -147,7 +142,7 @@ for step in $steps; do
                   fi
                   run swan_after 40 python3 bench/swan_loss.py "${swan[@]}" --profile "$WORK/npmt.profile.txt"
                   run npmt 80 python3 bench/gpu_train.py --out "$WORK/gpu_train_npmt" --variant npmt "${npmt[@]}" ;;
-        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, cudnn, attention, loss, gru, npmt, families, big, fairseq, equality, hostops)"; exit 2 ;;
+        *)        echo "gpu_fast_check: unknown step $step (graphs, auto, profile, cudnn, attention, loss, gru, npmt, families, big, fairseq, equality)"; exit 2 ;;
     esac
 done
 if [ "$WORK" != "$OUT" ]; then  # one archive: a device call returns at most 8 files

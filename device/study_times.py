@@ -1,8 +1,8 @@
 """Where a workflow run's time went: each training's updates, seconds and target tokens/s (from its
 curve.tsv), and each experiment's test BLEU, read from results/<scale>/ after a run at that scale.
 
-    python bench/study_times.py                    # results/tiny/ of the checkout
-    python bench/study_times.py --results path/to/results
+    python device/study_times.py                    # results/tiny/ of the checkout
+    python device/study_times.py --results path/to/results
 """
 from __future__ import annotations
 

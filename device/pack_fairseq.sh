@@ -5,8 +5,8 @@
 # example data (images, audio, notebooks) left out: 54 MB -> 11 MB -> one .tar.xz of about 1 MB beside
 # ../shared/device/wheelhouse.sh's wheels. torchaudio, which fairseq declares, is on the image; its
 # translation code never imports it.
-# Usage, from the project's root:   bench/device_fairseq.sh [DIR]   (default .device-wheels)
-# bench/device_env.sh unpacks it into /tmp/site there.
+# Usage, from the project's root:   device/pack_fairseq.sh [DIR]   (default .device-wheels)
+# device/env.sh unpacks it into /tmp/site there.
 set -euo pipefail
 DIR=${1:-.device-wheels}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

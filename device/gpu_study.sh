@@ -5,21 +5,21 @@
 # machine stays warm, watches it on. Once it has ended: the report, each training's time, the pages
 # named in PRINT. Nothing is stopped or restarted between calls, so the wall time is one run's.
 #
-#   bash bench/gpu_study.sh start 570    # first call (carry .device-wheels): returns by 570 s
-#   bash bench/gpu_study.sh wait 200     # next call: returns by 200 s; AFTER="cmd" runs in time left
-#   TARGET=paper_C PRINT="results/gpu/report/C_table1.md results/gpu/report/C_claims.md" bash bench/gpu_study.sh start 570
+#   bash device/gpu_study.sh start 570    # first call (carry .device-wheels): returns by 570 s
+#   bash device/gpu_study.sh wait 200     # next call: returns by 200 s; AFTER="cmd" runs in time left
+#   TARGET=paper_C PRINT="results/gpu/report/C_table1.md results/gpu/report/C_claims.md" bash device/gpu_study.sh start 570
 #
-# On a CPU, as a test of this script (allow_cpu set with it):  STUDY_CONFIG=tests/gpu-few-updates.yaml bash bench/gpu_study.sh start 600
+# On a CPU, as a test of this script (allow_cpu set with it):  STUDY_CONFIG=tests/gpu-few-updates.yaml bash device/gpu_study.sh start 600
 # TARGET: the Snakemake targets (default: none, the central study). $OUT gets the logs and results.tgz
 # (logs, curves, reports, hypotheses; no model files).
 set -u
 cd "$(dirname "$0")/.."
 mode=$1 until=$2
-OUT=${OUT:-bench/out/gpu_study}
-state=bench/out/gpu_study_state    # ignored by git, so it stays on the warm machine between calls
+OUT=${OUT:-device/out/gpu_study}
+state=device/out/gpu_study_state    # ignored by git, so it stays on the warm machine between calls
 begin=$(date +%s)
 mkdir -p "$OUT" "$state"
-source bench/device_env.sh
+source device/env.sh
 extra=() config=(scale=gpu)
 [ -n "${STUDY_CONFIG:-}" ] && extra=(--configfile "$STUDY_CONFIG") config+=(allow_cpu=true)
 read -r -a target <<< "${TARGET:-}"
@@ -38,7 +38,7 @@ fi
 while [ ! -f "$state/end" ] && [ $(( $(date +%s) - begin )) -lt $(( until - 25 )) ]; do sleep 3; done
 started=$(cat "$state/start")
 cp "$state/study.log" "$state/dmon.txt" "$OUT/" 2> /dev/null
-python3 bench/study_times.py --results results/gpu
+python3 device/study_times.py --results results/gpu
 if [ ! -f "$state/end" ]; then
     echo "study still running after $(( $(date +%s) - started )) s: $(grep -E 'steps \(' "$state/study.log" | tail -n 1)"
     exit 0

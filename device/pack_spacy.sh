@@ -3,8 +3,8 @@
 # paper D's POS with spaCy): the pinned wheels for CPython 3.12, unpacked, their shared libraries
 # stripped of debug symbols (180 MB -> 50 MB) and packed as one .tar.xz of about 24 MB, so that it fits
 # beside the checkout and ../shared/device/wheelhouse.sh's wheels in the 64 MiB a device call carries.
-# Usage, from the project's root after wheelhouse.sh:   bench/device_spacy.sh [DIR]   (default .device-wheels)
-# bench/device_env.sh unpacks it into /tmp/site there.
+# Usage, from the project's root after wheelhouse.sh:   device/pack_spacy.sh [DIR]   (default .device-wheels)
+# device/env.sh unpacks it into /tmp/site there.
 set -euo pipefail
 DIR=${1:-.device-wheels}
 pins=$(grep -iE '^(spacy|thinc|blis|cymem|preshed|murmurhash|srsly|wasabi|weasel|catalogue|confection|spacy-legacy|spacy-loggers|cloudpathlib)==' envs/requirements.txt)
