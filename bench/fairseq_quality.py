@@ -11,7 +11,7 @@ fairseq (fairseq-fixed 0.12.3.1 in bench/.venv-fairseq, made when absent as fair
 same BPE'd Multi30k En-De sentences binarized with our dictionaries (checked token for token), the
 scale's Base size (pre-norm, tied decoder embeddings) and train settings (updates, max_tokens, lr and
 inverse-sqrt warmup, label smoothing, dropout, Adam betas and eps, clipping), `--seed` 1..3, the last
-`average.last` interval checkpoints averaged (fairseq's scripts/average_checkpoints.py), then
+`average.last` interval checkpoints averaged (fairseq's rule, `AVERAGE`), then
 fairseq-generate with the scale's beam, length penalty and length limits; its BPE-free tokenized output
 is Moses-detokenized as ours is. Both are scored by `nmtrepro significance`'s test with ours as the
 system and fairseq as the baseline, seed i of one paired with seed i of the other (independent runs:
@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,39 +74,56 @@ def our_runs(scale: str, seeds: int, threads: int) -> list[dict]:
     return runs
 
 
+# fairseq's scripts/average_checkpoints.py is not in its wheel; this is its rule, run in fairseq's Python
+# (the checkpoints pickle its classes): the mean of the last N interval checkpoints' weights, the newest
+# one's other fields kept.
+AVERAGE = """
+import re, sys, torch
+folder, last, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+from pathlib import Path
+paths = sorted(Path(folder).glob("checkpoint_*_*.pt"), key=lambda p: int(re.findall(r"_(\\d+)\\.pt$", p.name)[0]))[-last:]
+states = [torch.load(p, map_location="cpu", weights_only=False) for p in paths]
+averaged = states[-1]
+averaged["model"] = {k: sum(s["model"][k].double() for s in states).div(len(states)).to(v.dtype)
+                     for k, v in states[-1]["model"].items()}
+torch.save(averaged, out)
+print("averaged", *[p.name for p in paths])
+"""
+
+
 def fairseq_run(seed: int, size: dict, train: dict, decode: dict, last: int, sentences: int, data_bin: Path,
-                out: Path, env: dict, device: list[str]) -> dict:
-    """Train, average and decode fairseq's Transformer with `seed`; skipped where its hypotheses exist."""
+                out: Path, python: str, env: dict, device: list[str]) -> dict:
+    """Train, average and decode fairseq's Transformer with `seed`; skipped where its hypotheses exist,
+    resumed (fairseq reads its checkpoint_last.pt) where a run stopped."""
     run = out / f"fairseq_seed{seed}"
     hyp, hyp_tok, timing = run / "hyp", run / "hyp.tok", run / "timing.json"
     if hyp.exists() and timing.exists():
         return {"name": run.name, "hyp": str(hyp), "hyp_tok": str(hyp_tok), **json.loads(timing.read_text())}
-    bin_dir = VENV.resolve() / "bin"
-    subprocess.run(["rm", "-rf", run], check=True)
-    run.mkdir(parents=True)
+    resumed = (run / "checkpoints/checkpoint_last.pt").exists()
+    run.mkdir(parents=True, exist_ok=True)
     args = fairseq_train_args(size, train)
     args[args.index("--seed") + 1] = seed
     start = time.time()
-    sh(bin_dir / "fairseq-train", data_bin, *args, *device, "--num-workers", "0", "--save-interval-updates", train["save_every"], "--keep-interval-updates", last,
+    sh(python, "-m", "fairseq_cli.train", data_bin, *args, *device, "--num-workers", "0",
+       "--save-interval-updates", train["save_every"], "--keep-interval-updates", last,
        "--save-dir", run / "checkpoints", env=env, log=run / "train.log")
     train_s = time.time() - start
     # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
     fairseq_env = {**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
-    sh(bin_dir / "python", "-m", "fairseq.scripts.average_checkpoints", "--inputs", run / "checkpoints",
-       "--num-update-checkpoints", last, "--output", run / "averaged.pt", env=fairseq_env, log=run / "average.log")
+    sh(python, "-c", AVERAGE, run / "checkpoints", last, run / "averaged.pt", env=fairseq_env, log=run / "average.log")
     search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
               "--max-len-b", decode["max_len_b"], "--max-tokens", decode["max_tokens"]]
     start = time.time()
-    sh(bin_dir / "fairseq-generate", data_bin, "--path", run / "averaged.pt", "--gen-subset", "test", *search,
-       *device, "--num-workers", "0", "--required-batch-size-multiple", "1", "--remove-bpe",
+    sh(python, "-m", "fairseq_cli.generate", data_bin, "--path", run / "averaged.pt", "--gen-subset", "test",
+       *search, *device, "--num-workers", "0", "--required-batch-size-multiple", "1", "--remove-bpe",
        env=fairseq_env, log=run / "generate.log")
     decode_s = time.time() - start
-    generate_log = (run / "generate.log").read_text()
-    tokenized = fairseq_hypotheses(generate_log, sentences)
+    tokenized = fairseq_hypotheses((run / "generate.log").read_text(), sentences)
     hyp_tok.write_text("".join(line + "\n" for line in tokenized), encoding="utf-8")
     hyp.write_text("".join(line + "\n" for line in detokenize(tokenized, TGT_LANG)), encoding="utf-8")
-    timing.write_text(json.dumps({"train_s": train_s, "decode_s": decode_s}))
-    return {"name": run.name, "hyp": str(hyp), "hyp_tok": str(hyp_tok), "train_s": train_s, "decode_s": decode_s}
+    times = {"train_s": train_s, "decode_s": decode_s, "resumed": resumed}
+    timing.write_text(json.dumps(times))
+    return {"name": run.name, "hyp": str(hyp), "hyp_tok": str(hyp_tok), **times}
 
 
 def main() -> None:
@@ -118,6 +134,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--samples", type=int, default=10_000, help="bootstrap resamples")
     ap.add_argument("--out", help="default bench/out/fairseq_quality_<scale>")
+    ap.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, made "
+                    "when absent; on the GPU machine python3 with device/pack_fairseq.sh's folder on PYTHONPATH)")
     args = ap.parse_args()
     scale = yaml.safe_load(open("config.yaml"))["scales"][args.scale]
     size, train, decode, last = scale["sizes"]["base"], scale["train"], scale["decode"], scale["average"]["last"]
@@ -127,13 +145,15 @@ def main() -> None:
     prepared, test = Path(f"results/{args.scale}/prepare/{DATASET}"), f"results/{args.scale}/prepare/{DATASET}/test/{SPLIT}"
 
     ours = our_runs(args.scale, args.seeds, args.threads)
-    ensure_venv()
+    if not args.fairseq_python:
+        ensure_venv()
+    python = args.fairseq_python or str(VENV.resolve() / "bin/python")
     threads = str(args.threads)
     env = {**os.environ, **MALLOC, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    data_bin = binarize(prepared, out, VENV.resolve() / "bin/python", args.threads, env)
+    data_bin = binarize(prepared, out, python, args.threads, env)
     device = ["--cpu"] if args.device == "cpu" else ["--fp16"]
     sentences = len(Path(f"{test}.src.bpe").read_text(encoding="utf-8").splitlines())
-    theirs = [fairseq_run(seed, size, train, decode, last, sentences, data_bin, out, env, device)
+    theirs = [fairseq_run(seed, size, train, decode, last, sentences, data_bin, out, python, env, device)
               for seed in range(1, args.seeds + 1)]
 
     result = compare(ours, theirs, [f"{test}.ref"], [f"{test}.ref.tok"], args.samples, list(range(1, args.seeds + 1)))
@@ -150,7 +170,7 @@ def main() -> None:
     print(f"\n{'wall time (s)':20}{'train':>8}{'decode':>8}")
     for run in ours + theirs:
         train_s = f"{run['train_s']:8.0f}" if run["train_s"] is not None else f"{'?':>8}"
-        print(f"  {run['name']:18}{train_s}{run['decode_s']:8.1f}")
+        print(f"  {run['name']:18}{train_s}{run['decode_s']:8.1f}" + ("  (resumed: this sitting's time)" if run.get("resumed") else ""))
     print("(ours: the workflow's jobs, `threads` each, beside whatever else ran; fairseq: this bench's, "
           f"{threads} thread(s) each)\n{UNMATCHED}")
     (out / "quality.json").write_text(json.dumps({"ours": ours, "fairseq": theirs, "test": result}, indent=1))
