@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 from .core.files import InputError, require_file
+from .training.settings import AUTO_START as AUTO_MAX_TOKENS, Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
@@ -27,9 +28,6 @@ ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
 # them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
-# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
-# AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
-AUTO_MAX_TOKENS = 4096
 # Decoding options a scale or experiment may leave out (the segment-model ones are off).
 DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
                    "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
@@ -265,6 +263,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                replicate_of=exp["replicate_of"], priority=priority)
         _enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)
+    _check_trainings(config, out)
     _shared_trainings(out)
     for table, spec in config["tables"].items():
         _known_scales(config, spec, f"tables.{table}.scales")
@@ -590,6 +589,17 @@ def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None
         raise InputError(f"config: scales.{config['scale']}.train.keep_last = {keep} (by_size included, "
                          f"experiment {name}) is below its average.last = {last}: keep at least as many "
                          "checkpoints as are averaged")
+
+
+def _check_trainings(config: dict, resolved: dict[str, Experiment]) -> None:
+    """Every scale's train settings, and each experiment's at this scale (its size's, regime's and
+    continuation's keys over them), read as the trainer reads them (training.settings): a bad value or
+    combination fails the dry run, not the training job after preprocessing."""
+    for scale, spec in config["scales"].items():
+        Settings.from_dict(spec["train"], f"config: scales.{scale}.train.")
+    for name, experiment in resolved.items():
+        Settings.from_dict(experiment.train, f"config: experiments.{name} (scales.{config['scale']}.train with its "
+                                             "size's, regime's and continuation's keys over it): train setting ")
 
 
 def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:

@@ -14,7 +14,7 @@ all the parameters) on either path. `buckets: true` (fewer distinct lengths, les
 with it; parser phrases need it to compile whole (their batches then carry the longest phrase's
 bucket as a shape: batching.collate).
 
-`fast` is a setting a rerun may change (train.RERUN_FREE): it changes how a step runs, not what it
+`fast` is a setting a rerun may change (settings.RERUN_FREE): it changes how a step runs, not what it
 computes, so a checkpoint of either path resumes on the other. Like a change of device, it draws
 other dropout masks (inductor generates its own random numbers), and the float sums run in another
 order; with dropout off the two paths agree to fp32 rounding (tests/test_fast.py).
@@ -48,23 +48,12 @@ from collections import Counter
 import torch
 from torch._dynamo.utils import counters
 
-from ..core.files import InputError
-
 log = logging.getLogger("nmtrepro.training.fast")
-MODES = ("off", "compile", "graphs")
 # Families whose step stays eager, and why.
 EAGER_FAMILIES = {
     "npmt": "SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
             "segment lengths; compiling it would recompile for nearly every batch",
 }
-
-
-def check_setting(mode: str, buckets: bool) -> None:
-    """Fail clearly on a `fast` setting that cannot run."""
-    if mode not in MODES:
-        raise InputError(f"train setting fast = {mode!r}; known: {list(MODES)}")
-    if mode == "graphs" and not buckets:
-        raise InputError("train setting fast = 'graphs' replays a few fixed shapes: it needs buckets: true")
 
 
 class CompiledLoss(torch.nn.Module):

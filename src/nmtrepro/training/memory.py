@@ -43,8 +43,8 @@ import numpy as np
 import torch
 
 from .batching import bucket_length
+from .settings import AUTO_START
 
-AUTO_START = 4096   # the papers' micro-batch: the smallest size auto picks, and all it takes off a GPU
 AUTO_ROUND = 256    # sizes are a multiple of this
 AUTO_MARGIN = 0.9   # of the free memory: what allocator fragmentation and other kernels' workspaces take
 

@@ -5,8 +5,8 @@ A run is a pure function of (data, model spec, settings, the weights it warm-sta
 come from (seed, epoch), dropout from a saved RNG state, so killing a job and running it again gives
 the same weights as an uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before
 exiting, so a pre-empted cluster job resumes when it is run again. A run resumes only checkpoints of
-the same run (model, settings but RERUN_FREE, warm-start weights); others are moved aside into a
-stale-<n> folder and training starts afresh.
+the same run (model, settings but settings.RERUN_FREE, warm-start weights); others are moved aside
+into a stale-<n> folder and training starts afresh.
 
 An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
 of them in a row stop the job with an error, leaving the last good checkpoint in place. A micro-batch
@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -43,62 +43,17 @@ from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
-from .fast import CompiledLoss, GradientSums, check_setting, fast_loss
+from .fast import CompiledLoss, GradientSums, fast_loss
 from .batching import collate, flat_spans, token_batches
 from .criterion import model_loss
 from .schedule import SCHEDULES
+from .settings import RERUN_FREE, Settings
 
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
-# Settings a rerun may change and still resume: where and how fast it runs (threads, device, the fast
-# path, attention's kernels; threads and kernels change the float summation order, so the weights then
-# match an uninterrupted run only closely; device and fast also draw other dropout masks) and
-# how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
-# on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
-# the weights or the checkpoints kept, so a run with another value is another run.
-RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast", "cudnn_attention")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
-
-
-@dataclass
-class Settings:
-    """Training settings (config `scales.<scale>.train`); defaults are paper A's."""
-    max_updates: int = 100_000
-    max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
-    max_tokens: int | str = 4096    # padded tokens per forward/backward batch; auto: what the GPU holds (memory.py)
-    update_tokens: int = 25_000     # accumulate batches until they hold at least this many target tokens
-    lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
-    warmup: int = 8000
-    schedule: str = "inverse_sqrt"  # after warmup: inverse_sqrt | constant (schedule.py)
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0          # 0: no clipping
-    save_every: int = 1500
-    keep_last: int = 5
-    log_every: int = 100
-    seed: int = 1
-    threads: int = 0                # 0: torch's default
-    precision: str = "fp32"         # fp32 | bf16 (autocast)
-    buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
-    fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic | graphs: and
-                                    # replayed as CUDA graphs over fixed shapes, needs buckets (fast.py)
-    cudnn_attention: bool = False   # GPU: SDPA may take cuDNN's attention kernels (runtime.cuda_defaults)
-    device: str = "auto"
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "Settings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
-        if values.get("schedule", cls.schedule) not in SCHEDULES:
-            raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
-        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
-        max_tokens = values.get("max_tokens", cls.max_tokens)
-        if max_tokens != "auto" and not (isinstance(max_tokens, int) and max_tokens > 0):
-            raise InputError(f"train setting max_tokens = {max_tokens!r}: a positive number of tokens, or auto")
-        return cls(**values)
 
 
 class Corpus:
@@ -691,7 +646,7 @@ class Trainer:
 def add_arguments_train(parser) -> None:
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/<scale>/prepare/NAME)")
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
-    parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
+    parser.add_argument("--settings", default="{}", help="training settings as JSON (see training/settings.py)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
     parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
     parser.add_argument("--pos-dir", help="folder of train/valid .pos source POS tags (models that read POS)")
