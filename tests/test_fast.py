@@ -18,7 +18,8 @@ from nmtrepro.training import checkpoint
 from nmtrepro.training.batching import collate
 from nmtrepro.training.criterion import model_loss
 from nmtrepro.training.fast import CompiledLoss
-from nmtrepro.training.train import RERUN_FREE, Corpus, LossOf, Settings, Trainer
+from nmtrepro.training.settings import RERUN_FREE
+from nmtrepro.training.train import Corpus, LossOf, Settings, Trainer
 
 NEEDS_CC = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                               reason="inductor needs a C compiler")

@@ -10,6 +10,7 @@ import torch
 
 from conftest import TINY
 from nmtrepro.core.files import InputError
+from nmtrepro.core.runtime import Distributed
 from nmtrepro.training import memory
 from nmtrepro.training.train import Corpus, Settings, Trainer
 
@@ -168,6 +169,26 @@ def test_fit_tokens_shrinks_where_the_line_promised_too_much():
     found = memory.fit_tokens(curved, 6e9, cap=100_000)
     assert curved(found) <= 6e9 and found > 2 * memory.AUTO_START and len(probed) > 3
     assert memory.fit_tokens(lambda tokens: None if tokens > 5000 else tokens, 1e12, cap=100_000) == 4096
+
+
+def test_max_tokens_auto_fills_a_gpus_free_memory_less_adams_with_probes_of_the_longest_sentences(monkeypatch):
+    """auto_max_tokens on a GPU simulated on the CPU (its memory figures given): every probe is a micro-batch of
+    the longest sentences of its size, and the size found fills 90% of the free memory less Adam's moments."""
+    peak = [0]
+    for name, value in (("mem_get_info", lambda device: (10 * 2 ** 30, 16 * 2 ** 30)), ("empty_cache", lambda: None),
+                        ("memory_allocated", lambda device: 0), ("reset_peak_memory_stats", lambda device: None),
+                        ("max_memory_allocated", lambda device: peak[0]), ("get_device_name", lambda device: "GPU")):
+        monkeypatch.setattr(torch.cuda, name, value)
+    lengths, probed = np.arange(1, 201), []
+
+    def probe(sentences, tokens):
+        probed.append((tokens, sentences))
+        peak[0] = 10 ** 5 * tokens                                       # bytes
+    model = torch.nn.Linear(1000, 1000)                                  # 1,001,000 parameters: 8 MB of Adam
+    found = memory.auto_max_tokens(probe, lengths, False, model, torch.device("cuda"), 10 ** 6, Distributed())
+    assert found == int((0.9 * 10 * 2 ** 30 - 8 * 1_001_000) / 10 ** 5) // 256 * 256 == 96_512
+    assert [tokens for tokens, _ in probed] == [4096, 8192, found]
+    assert all(sentences == memory.probe_sentences(lengths, tokens, False) for tokens, sentences in probed)
 
 
 def test_max_tokens_auto_is_found_once_and_kept_by_the_checkpoints(copy_corpus, tmp_path, caplog, monkeypatch):

@@ -509,6 +509,7 @@ def test_local_corpus_files_count_as_dataset_files(tmp_path):
     (lambda c: c["models"]["phrase_max"].update(glance="median"), "models.phrase_max: glance must be"),
     (lambda c: c["datasets"]["multi30k_en_de"]["splits"]["valid"].update(tgt="data/multi30k/vall.de.gz"),
      "datasets.multi30k_en_de.splits.valid.tgt"),
+    (lambda c: c["scales"]["ci"]["train"].update(fast="graphs"), "scales.ci.train.fast = 'graphs': replays a few"),
 ])
 def test_bad_values_fail_the_dry_run_naming_the_key(tmp_path, edit, message):
     config = repo_config()

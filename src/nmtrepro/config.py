@@ -21,6 +21,7 @@ from .core.files import InputError, require_file
 from .experiment import Experiment
 from .references import (_buildable, _check_languages, _claim_test, _comparable, _contains, _enough_checkpoints, _known,
                          _known_scales)
+from .training.settings import Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 # Decoding options a scale or experiment may leave out (the segment-model ones are off).
@@ -196,6 +197,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                replicate_of=exp["replicate_of"], priority=priority)
         _enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)
+    _check_trainings(config, out)
     _shared_trainings(out)
     for table, spec in config["tables"].items():
         _known_scales(config, spec, f"tables.{table}.scales")
@@ -434,6 +436,17 @@ def _shared_trainings(out: dict[str, Experiment]) -> None:
             out[name] = replace(e, same_as=first[key])
         else:
             first[key] = name
+
+
+def _check_trainings(config: dict, resolved: dict[str, Experiment]) -> None:
+    """Every scale's train settings, and each experiment's at this scale (its size's, regime's and
+    continuation's keys over them), read as the trainer reads them (training.settings): a bad value or
+    combination fails the dry run, not the training job after preprocessing."""
+    for scale, spec in config["scales"].items():
+        Settings.from_dict(spec["train"], f"config: scales.{scale}.train.")
+    for name, experiment in resolved.items():
+        Settings.from_dict(experiment.train, f"config: experiments.{name} (scales.{config['scale']}.train with its "
+                                             "size's, regime's and continuation's keys over it): train setting ")
 
 
 def check_paper_cells(config: dict, root: str | Path) -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .training.settings import AUTO_START as AUTO_MAX_TOKENS
+
 # Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
 # them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
 ANNOTATIONS = {"spans": "parse", "pos": "pos"}
-# A training's `max_tokens: auto` starts from the papers' micro-batch, and takes it off a GPU: training.memory's
-# AUTO_START, repeated here because the workflow's modules do not import torch (tests/test_plan_costs.py).
-AUTO_MAX_TOKENS = 4096
 
 
 @dataclass(frozen=True)

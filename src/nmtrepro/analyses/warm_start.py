@@ -31,7 +31,8 @@ from ..models import build_model
 from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs
 from ..training import checkpoint
-from ..training.train import Corpus, valid_loss
+from ..training.corpus import Corpus
+from ..training.criterion import valid_loss
 
 log = logging.getLogger("nmtrepro.analyses.warm_start")
 

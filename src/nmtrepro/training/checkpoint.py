@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import pickle
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from ..core.files import InputError, atomic_open
 from ..models import build_model, warm_start_mismatch
+from .settings import RERUN_FREE, Settings
 
 log = logging.getLogger("nmtrepro.training.checkpoint")
 NAME = re.compile(r"checkpoint_(\d+)\.pt$")
@@ -88,6 +90,34 @@ def set_aside(directory: str | Path) -> Path:
     for _, path in resumable(directory):
         path.rename(folder / path.name)
     return folder
+
+
+def newest(directory: str | Path) -> tuple[dict | None, Path | None]:
+    """The newest checkpoint in `directory` that loads, and its path; (None, None) if there is none.
+    An unreadable one (truncated by a crash outside atomic_open) is passed over with a warning."""
+    for _, path in reversed(resumable(directory)):
+        try:
+            return load(path), path
+        except InputError as err:
+            log.warning("%s; trying the checkpoint before it", err)
+    return None, None
+
+
+def changes(blob: dict, spec: dict, init: dict | None, settings: Settings) -> list[str]:
+    """What differs between the run that saved the checkpoint `blob` and the run of model `spec`,
+    warm-start weights `init` and `settings` ("key: old -> new"): a run resumes only its own
+    checkpoints, whatever settings.RERUN_FREE holds aside."""
+    found = [f"model: {blob['model_spec']} -> {spec}"] if blob["model_spec"] != spec else []
+    old_init, new_init = blob.get("init") or {}, init or {}
+    if old_init.get("sha256") != new_init.get("sha256"):
+        found.append(f"warm start: {old_init.get('path')} -> {new_init.get('path')} (other weights)")
+    # A checkpoint from before a setting existed ran with that setting's default.
+    old, new = {**asdict(Settings()), **blob["settings"]}, asdict(settings)
+    found += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
+              if key not in RERUN_FREE and old.get(key) != value]
+    if blob["step"] > settings.max_updates:
+        found.append(f"max_updates: {settings.max_updates} is below the checkpoint's step {blob['step']}")
+    return found
 
 
 def load(path: str | Path, mmap: bool = False) -> dict:

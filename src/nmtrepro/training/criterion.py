@@ -1,16 +1,21 @@
 """Label-smoothed cross-entropy (Szegedy et al. 2016), computed at real target positions only, plus
 the disagreement term of models that ask for it (paper D's DisReg baseline); or a family's own
-sequence loss (paper C's NPMT).
+sequence loss (paper C's NPMT). `LossOf` is the module the trainer runs it as; `valid_loss` its
+value over a corpus's valid split, per target token.
 
 Only non-pad positions are projected to the vocabulary: the output layer and softmax are most of a
 small model's step, and padding is often a fifth of a batch.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
+from ..core import runtime
 from ..models.layers import encoder_attentions, recording_heads
+from .corpus import Corpus
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -114,3 +119,31 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float, static: boo
         agreement = torch.stack([output_agreement(out, pad, sentences) for calls in recorded for out in calls]).mean()
         loss = loss + weight * agreement
     return loss, nll
+
+
+class LossOf(torch.nn.Module):
+    """The training loss of `model` as a module's forward, (net_input, prev, target) -> (summed loss,
+    summed NLL), so that DistributedDataParallel sees (and syncs) it and torch.compile compiles it whole
+    (fast.py)."""
+
+    def __init__(self, model: torch.nn.Module, label_smoothing: float):
+        super().__init__()
+        self.model, self.label_smoothing = model, label_smoothing
+        self.static = False  # the compiled step's loss (fast.py, `model_loss`)
+
+    def forward(self, net_input, prev, target):
+        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
+
+
+def valid_loss(model: torch.nn.Module, corpus: Corpus, max_tokens: int, label_smoothing: float, device,
+               precision: str = "fp32") -> tuple[float, float]:
+    """(loss, NLL) in bits a target token of `model` as it is (eval mode for the numbers a training
+    logs) over the corpus's valid split."""
+    sums, tokens = torch.zeros(2, dtype=torch.float64, device=device), 0  # loss, nll
+    with torch.no_grad(), runtime.autocast(device, precision):
+        for indices in corpus.batches("valid", max_tokens):
+            batch = corpus.collate("valid", indices).to(device)
+            sums += torch.stack(model_loss(model, batch.net_input, batch.prev, batch.target, label_smoothing)).double()
+            tokens += batch.tgt_tokens
+    loss, nll = sums.tolist()
+    return loss / tokens / math.log(2), nll / tokens / math.log(2)

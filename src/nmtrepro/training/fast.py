@@ -14,7 +14,7 @@ all the parameters) on either path. `buckets: true` (fewer distinct lengths, les
 with it; parser phrases need it to compile whole (their batches then carry the longest phrase's
 bucket as a shape: batching.collate).
 
-`fast` is a setting a rerun may change (train.RERUN_FREE): it changes how a step runs, not what it
+`fast` is a setting a rerun may change (settings.RERUN_FREE): it changes how a step runs, not what it
 computes, so a checkpoint of either path resumes on the other. Like a change of device, it draws
 other dropout masks (inductor generates its own random numbers), and the float sums run in another
 order; with dropout off the two paths agree to fp32 rounding (tests/test_fast.py).
@@ -48,10 +48,9 @@ from collections import Counter
 import torch
 from torch._dynamo.utils import counters
 
-from ..core.files import InputError
+from .criterion import LossOf
 
 log = logging.getLogger("nmtrepro.training.fast")
-MODES = ("off", "compile", "graphs")
 # Families whose step stays eager, and why.
 EAGER_FAMILIES = {
     "npmt": "SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
@@ -59,16 +58,37 @@ EAGER_FAMILIES = {
 }
 
 
-def check_setting(mode: str, buckets: bool) -> None:
-    """Fail clearly on a `fast` setting that cannot run."""
-    if mode not in MODES:
-        raise InputError(f"train setting fast = {mode!r}; known: {list(MODES)}")
-    if mode == "graphs" and not buckets:
-        raise InputError("train setting fast = 'graphs' replays a few fixed shapes: it needs buckets: true")
+class FastPath:
+    """The training step as the trainer runs it (setting `fast`), one object whatever the path: `loss`,
+    the loss module it calls, eager or compiled (`fast_loss`); `gradients`, where an update's
+    micro-batches sum their gradients (`Gradients`, or `GradientSums` under CUDA graphs); the shape a
+    batch is padded to (`fixed`); and the log's note on micro-batches at new shapes (`warm_note`)."""
+
+    def __init__(self, loss: LossOf, family: str | None, mode: str, buckets: bool, device: torch.device):
+        self.loss = fast_loss(loss, family, mode, device, buckets)
+        self.compiled = self.loss if isinstance(self.loss, CompiledLoss) else None
+        self.graphs = mode == "graphs" and self.compiled is not None  # batches padded to fixed shapes
+        self.gradients = GradientSums(loss.model) if self.graphs else Gradients(loss.model)
+        self.warm_logged = 0  # the compiled loss's warm_calls at the last log line
+
+    def fixed(self, max_tokens: int) -> int | None:
+        """The padded tokens a training micro-batch of at most `max_tokens` is padded to (batching.collate's
+        `fixed`): all of them under `graphs`, whose replays take fixed shapes (a CPU pads alike), else
+        None (its own lengths)."""
+        return max_tokens if self.graphs else None
+
+    def warm_note(self) -> str:
+        """For the log line: the micro-batches since the last one that compiled, warmed up or recorded a
+        new shape (CompiledLoss.warm_calls), when there were any: the tok/s of such a window is below the
+        run's pace."""
+        if self.compiled is None or self.compiled.warm_calls == self.warm_logged:
+            return ""
+        warm, self.warm_logged = self.compiled.warm_calls - self.warm_logged, self.compiled.warm_calls
+        return f" | {warm} micro-batches on new shapes ({len(self.compiled.shapes)} shapes so far)"
 
 
 class CompiledLoss(torch.nn.Module):
-    """A LossOf module (train.py) compiled once for every shape: each dimension of its inputs dynamic.
+    """A LossOf module (criterion.py) compiled once for every shape: each dimension of its inputs dynamic.
     Called as the LossOf is: (net_input, prev, target) -> (loss, nll) sums. `backend`: inductor, the
     trainer's; a test of the graph alone (its breaks, its dynamic shapes) may take "aot_eager", which
     traces forward and backward as inductor does but generates no code (seconds, not minutes, on a CPU).
@@ -120,7 +140,27 @@ class CompiledLoss(torch.nn.Module):
                          "compiled graphs", summary)
 
 
-class GradientSums:
+class Gradients:
+    """An update's gradient sums where autograd keeps them (the eager and the compiled step): every
+    backward adds into each parameter's .grad, which DDP reduces in the update's last backward."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def start(self) -> None:
+        """No .grad: an update (or its retry after running out of memory) begins."""
+        for p in self.params:
+            p.grad = None
+
+    def backward(self, loss: torch.Tensor, reduced: bool) -> None:
+        """Add the gradient of `loss` to the sums (`reduced`: DDP all-reduces them in this backward)."""
+        loss.backward()
+
+    def finish(self) -> None:
+        """The optimizer's view of the summed gradients: .grad holds them already."""
+
+
+class GradientSums(Gradients):
     """`fast: graphs`: the update's gradient sums, in buffers of their own.
 
     A replay overwrites its outputs, and autograd adopts a backward's gradient as a parameter's .grad
@@ -135,20 +175,19 @@ class GradientSums:
     `.backward()`: it must be the sum. After the update's last backward every .grad is its buffer."""
 
     def __init__(self, model: torch.nn.Module):
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        super().__init__(model)
         self.sums = [torch.zeros_like(p) for p in self.params]
 
     def start(self) -> None:
         """Zero sums, no .grad: an update (or its retry after running out of memory) begins."""
         torch._foreach_zero_(self.sums)
-        for p in self.params:
-            p.grad = None
+        super().start()
 
     def backward(self, loss: torch.Tensor, reduced: bool) -> None:
         """Add the gradient of `loss` to the sums. `reduced`: DDP all-reduces this backward's .grad,
         which must then hold the sums."""
         if reduced:
-            self.attach()
+            self.finish()
             loss.backward()
             return
         grads = torch.autograd.grad(loss, self.params, allow_unused=True)
@@ -156,7 +195,7 @@ class GradientSums:
         if pairs:
             torch._foreach_add_([s for s, _ in pairs], [g for _, g in pairs])
 
-    def attach(self) -> None:
+    def finish(self) -> None:
         """Every .grad its buffer: the optimizer's view of the summed gradients."""
         for p, s in zip(self.params, self.sums):
             p.grad = s

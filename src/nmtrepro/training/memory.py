@@ -3,8 +3,8 @@ the card holds (issue 38).
 
 A micro-batch whose forward or backward runs out of memory is retried as its two halves (by sentences),
 recursively down to one sentence; a sentence that still does not fit is skipped with a warning. Both
-are counted in the training log, as fairseq counts its OOMs. The trainer (train.py) decides what the
-failed attempt leaves behind:
+are counted in the training log, as fairseq counts its OOMs (`give_way`, which the trainer calls). What
+the failed attempt leaves behind decides what follows:
 
 - in a forward, nothing: no gradient was touched, so the halves run next and the update goes on;
 - in a backward, perhaps part of the micro-batch's gradient, already added into the sums of the
@@ -37,14 +37,17 @@ position in them, depend on it.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from ..core.runtime import Distributed
 from .batching import bucket_length
+from .settings import AUTO_START
 
-AUTO_START = 4096   # the papers' micro-batch: the smallest size auto picks, and all it takes off a GPU
+log = logging.getLogger("nmtrepro.training.memory")
 AUTO_ROUND = 256    # sizes are a multiple of this
 AUTO_MARGIN = 0.9   # of the free memory: what allocator fragmentation and other kernels' workspaces take
 
@@ -71,6 +74,76 @@ def halves(indices: list[int]) -> list[list[int]]:
 
 class UnrecoverableOutOfMemory(RuntimeError):
     """Out of memory where the ranks of a data-parallel job cannot retry in lock-step."""
+
+
+def give_way(plan: list[list[int]], i: int, oom: list[int], phase: str, step: int, device: torch.device,
+             rank: int = 0, world: int = 1) -> bool:
+    """The policy for the micro-batch `plan[i]` (sentence indices), whose `phase` ("forward" or
+    "backward") ran out of memory after update `step`: its halves take its place in `plan`, or nothing
+    when it is one sentence, counted in `oom` (micro-batches split, sentences skipped) and logged.
+    Returns whether the update must run its plan again from zero gradients: after a backward (the
+    module docstring says why). Under DDP (`world` ranks) the last micro-batch of a rank's update is
+    the one whose backward all-reduces: UnrecoverableOutOfMemory."""
+    if world > 1 and i == len(plan) - 1:
+        raise UnrecoverableOutOfMemory(
+            f"rank {rank}: out of memory in the {phase} of the micro-batch that all-reduces the "
+            f"gradients after step {step}: the {world} ranks cannot retry it in lock-step. Run "
+            "again to resume from the newest checkpoint (lower max_tokens if it recurs)")
+    release(device)
+    failing = plan[i]
+    plan[i:i + 1] = halves(failing)
+    if len(failing) > 1:
+        oom[0] += 1
+        log.warning("after step %d: out of memory in the %s of a micro-batch of %d sentences: retrying it "
+                    "as two halves", step, phase, len(failing))
+    else:
+        oom[1] += 1
+        log.warning("after step %d: out of memory in the %s of a single sentence (#%d): skipped",
+                    step, phase, failing[0])
+    return phase == "backward"
+
+
+def auto_max_tokens(probe: Callable[[list[int], int], None], lengths: np.ndarray, buckets: bool,
+                    model: torch.nn.Module, device: torch.device, cap: int, dist: Distributed) -> int:
+    """max_tokens auto: the micro-batch (padded tokens, at most `cap`) whose peak memory fits the GPU's
+    free memory beside Adam's state (`fit_tokens`), the smallest any rank of `dist` found, so that every
+    rank plans the same batches; AUTO_START off a GPU. `probe(sentences, tokens)` runs one forward and
+    backward of `model` over those sentences as a training micro-batch of `tokens` padded tokens, and
+    leaves the gradients and the random state as they were; the sentences are `probe_sentences` of
+    `lengths` (each sentence's longer side)."""
+    if device.type != "cuda":
+        log.info("max_tokens auto: %d tokens a micro-batch (no GPU memory to size from on %s)", AUTO_START,
+                 device.type)
+        return AUTO_START
+    release(device)
+    free, total = torch.cuda.mem_get_info(device)
+    adam = 2 * sum(p.numel() * 4 for p in model.parameters())  # its two fp32 moments, made at step 1
+    budget = AUTO_MARGIN * free - adam
+    tokens = fit_tokens(lambda size: _peak_bytes(probe, probe_sentences(lengths, size, buckets), size, device),
+                        budget, cap)
+    if dist.world > 1:
+        found = torch.tensor([tokens], device=device)
+        torch.distributed.all_reduce(found, op=torch.distributed.ReduceOp.MIN, group=dist.device)
+        tokens = int(found.item())
+    log.info("max_tokens auto: %d tokens a micro-batch, within %.1f of the %.1f GiB free on %s (of %.1f GiB)",
+             tokens, budget / 2 ** 30, free / 2 ** 30, torch.cuda.get_device_name(device), total / 2 ** 30)
+    return tokens
+
+
+def _peak_bytes(probe: Callable[[list[int], int], None], sentences: list[int], tokens: int,
+                device: torch.device) -> int | None:
+    """The peak memory of `probe(sentences, tokens)`, in bytes above what is allocated now; None when it
+    ran out of memory."""
+    release(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    try:
+        probe(sentences, tokens)
+    except RuntimeError as err:
+        if not is_out_of_memory(err):
+            raise
+        return None
+    return torch.cuda.max_memory_allocated(device) - before
 
 
 def fit_tokens(peak: Callable[[int], int | None], budget: float, cap: int, start: int = AUTO_START,

@@ -5,8 +5,8 @@ A run is a pure function of (data, model spec, settings, the weights it warm-sta
 come from (seed, epoch), dropout from a saved RNG state, so killing a job and running it again gives
 the same weights as an uninterrupted run, on CPU. SIGTERM/SIGINT/SIGUSR1 save a checkpoint before
 exiting, so a pre-empted cluster job resumes when it is run again. A run resumes only checkpoints of
-the same run (model, settings but RERUN_FREE, warm-start weights); others are moved aside into a
-stale-<n> folder and training starts afresh.
+the same run (model, settings but settings.RERUN_FREE, warm-start weights); others are moved aside
+into a stale-<n> folder and training starts afresh.
 
 An update whose loss or gradient is not finite is skipped (counted, as fairseq does); MAX_BAD_IN_ROW
 of them in a row stop the job with an error, leaving the last good checkpoint in place. A micro-batch
@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,98 +37,20 @@ import torch
 
 from ..core import runtime
 from ..core.files import InputError, atomic_open, file_digest
-from ..core.vocab import IndexedData, Vocab
-from ..data.parse import read_spans
-from ..data.pos import read_pos
 from ..models import build_model
 from ..models.size import parameter_counts
 from . import checkpoint, memory
-from .fast import CompiledLoss, GradientSums, check_setting, fast_loss
-from .batching import collate, flat_spans, token_batches
-from .criterion import model_loss
+from .corpus import Corpus
+from .criterion import LossOf, model_loss, valid_loss
+from .fast import CompiledLoss, FastPath
 from .schedule import SCHEDULES
+from .settings import Settings
 
 log = logging.getLogger("nmtrepro.training.train")
 CURVE_COLUMNS = ("step", "epoch", "wall_s", "lr", "train_loss", "train_nll",
                  "valid_loss", "valid_nll", "tgt_tok_s", "src_tok_s")
-# Settings a rerun may change and still resume: where and how fast it runs (threads, device, the fast
-# path, attention's kernels; threads and kernels change the float summation order, so the weights then
-# match an uninterrupted run only closely; device and fast also draw other dropout masks) and
-# how long (a longer max_updates or max_minutes extends the run exactly: the schedule does not depend
-# on them). A max_updates below the checkpoint's step starts afresh. Every other setting changes
-# the weights or the checkpoints kept, so a run with another value is another run.
-RERUN_FREE = ("threads", "device", "max_minutes", "max_updates", "fast", "cudnn_attention")
 MAX_BAD_IN_ROW = 10  # non-finite updates in a row that mean the run diverged
 MIN_LOSS_SCALE = 1e-4  # fp16: a loss scale backed off below this means the run diverged (fairseq's default)
-
-
-@dataclass
-class Settings:
-    """Training settings (config `scales.<scale>.train`); defaults are paper A's."""
-    max_updates: int = 100_000
-    max_minutes: float = 0.0        # also stop after this much training time (0: no limit; not deterministic)
-    max_tokens: int | str = 4096    # padded tokens per forward/backward batch; auto: what the GPU holds (memory.py)
-    update_tokens: int = 25_000     # accumulate batches until they hold at least this many target tokens
-    lr: float = 4.94e-4             # peak learning rate after warmup (Base: 512^-0.5 * 8000^-0.5)
-    warmup: int = 8000
-    schedule: str = "inverse_sqrt"  # after warmup: inverse_sqrt | constant (schedule.py)
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0          # 0: no clipping
-    save_every: int = 1500
-    keep_last: int = 5
-    log_every: int = 100
-    seed: int = 1
-    threads: int = 0                # 0: torch's default
-    precision: str = "fp32"         # fp32 | bf16 (autocast)
-    buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
-    fast: str = "off"               # off | compile: the step compiled once, its shapes dynamic | graphs: and
-                                    # replayed as CUDA graphs over fixed shapes, needs buckets (fast.py)
-    cudnn_attention: bool = False   # GPU: SDPA may take cuDNN's attention kernels (runtime.cuda_defaults)
-    device: str = "auto"
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "Settings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InputError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
-        if values.get("schedule", cls.schedule) not in SCHEDULES:
-            raise InputError(f"train setting schedule = {values['schedule']!r}; known: {sorted(SCHEDULES)}")
-        check_setting(values.get("fast", cls.fast), values.get("buckets", cls.buckets))
-        max_tokens = values.get("max_tokens", cls.max_tokens)
-        if max_tokens != "auto" and not (isinstance(max_tokens, int) and max_tokens > 0):
-            raise InputError(f"train setting max_tokens = {max_tokens!r}: a positive number of tokens, or auto")
-        return cls(**values)
-
-
-class Corpus:
-    """The binarized training and validation data of a prepared dataset, memory-mapped (`IndexedData`):
-    every training rank on a host shares one copy of the tokens through the page cache."""
-
-    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None,
-                 pos_dir: str | Path | None = None):
-        """`spans_dir`: the parse stage's train/valid .spans (source phrases); `pos_dir`: the pos stage's
-        train/valid .pos (source POS tags); each for models that take them."""
-        data_dir = Path(data_dir)
-        self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
-        self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
-        self.splits, self.extras = {}, {"train": {}, "valid": {}}
-        for split in ("train", "valid"):
-            src, tgt = IndexedData(data_dir / f"{split}.src.bin"), IndexedData(data_dir / f"{split}.tgt.bin")
-            if len(src) != len(tgt):
-                raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
-            self.splits[split] = (src, tgt)
-            if spans_dir is not None:
-                self.extras[split]["spans"] = flat_spans(read_spans(Path(spans_dir) / f"{split}.spans", src.sizes))
-            if pos_dir is not None:
-                self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
-
-    def batches(self, split: str, max_tokens: int, seed=None, epoch=0, buckets: bool = False):
-        src, tgt = self.splits[split]
-        return token_batches(src.sizes, tgt.sizes, max_tokens, seed, epoch, buckets)
-
-    def collate(self, split: str, indices, bucketed: bool = False, fixed: int | None = None):
-        return collate(*self.splits[split], indices, self.extras[split], bucketed, fixed)
 
 
 class Interrupted(Exception):
@@ -147,33 +69,10 @@ def perplexity(bits: float) -> float:
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
-class LossOf(torch.nn.Module):
-    """The training loss as a module's forward, so DistributedDataParallel sees (and syncs) it."""
-
-    def __init__(self, model: torch.nn.Module, label_smoothing: float):
-        super().__init__()
-        self.model, self.label_smoothing = model, label_smoothing
-        self.static = False  # the compiled step's loss (fast.py, criterion.model_loss)
-
-    def forward(self, net_input, prev, target):
-        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
-
-
-def valid_loss(model: torch.nn.Module, corpus: Corpus, max_tokens: int, label_smoothing: float, device,
-               precision: str = "fp32") -> tuple[float, float]:
-    """(loss, NLL) in bits a target token of `model` as it is (eval mode for the numbers a training
-    logs) over the corpus's valid split."""
-    sums, tokens = torch.zeros(2, dtype=torch.float64, device=device), 0  # loss, nll
-    with torch.no_grad(), runtime.autocast(device, precision):
-        for indices in corpus.batches("valid", max_tokens):
-            batch = corpus.collate("valid", indices).to(device)
-            sums += torch.stack(model_loss(model, batch.net_input, batch.prev, batch.target, label_smoothing)).double()
-            tokens += batch.tgt_tokens
-    loss, nll = sums.tolist()
-    return loss / tokens / math.log(2), nll / tokens / math.log(2)
-
-
 class Trainer:
+    """One training run: its model, the step that updates it (`update`: the fast path, gradient
+    accumulation, the out-of-memory policy) and the loop that logs, validates and saves it (`train`)."""
+
     def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
                  shards: int | None = None, init: str | Path | None = None):
         """`shards`: batch groups per update (default: the world size). One process given shards=N
@@ -188,8 +87,22 @@ class Trainer:
         self.shards = shards or self.world
         if self.world > 1 and self.shards != self.world:
             raise InputError(f"{self.world} processes need {self.world} shards per update, not {self.shards}")
-        torch.manual_seed(settings.seed)
-        self.spec = {"src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab), **model_options}
+        self._build(model_options, init)
+        # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
+        self.max_tokens = None if settings.max_tokens == "auto" else settings.max_tokens
+        self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
+        self.curve: list[dict] = []
+        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}  # since the last log line
+        self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
+        self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
+        self.oom = {"splits": 0, "skipped": 0}  # out of memory, over all ranks: micro-batches halved, sentences skipped
+        self.stop_signal = None
+
+    def _build(self, model_options: dict, init: str | Path | None) -> None:
+        """The model (warm-started from `init`), the step that trains it (fast.FastPath; its loss under
+        DistributedDataParallel on several ranks), Adam and fp16's loss scaler."""
+        torch.manual_seed(self.settings.seed)
+        self.spec = {"src_vocab": len(self.corpus.src_vocab), "tgt_vocab": len(self.corpus.tgt_vocab), **model_options}
         self.model = build_model(self.spec)
         self.init = None
         if init is not None:
@@ -198,45 +111,39 @@ class Trainer:
             log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
-        self.loss = fast_loss(LossOf(self.model, settings.label_smoothing), self.spec.get("family"), settings.fast,
-                              self.device, settings.buckets)
-        # fast: graphs (fast.py): batches padded to fixed shapes, gradients in buffers of their own
-        self.compiled = self.loss if isinstance(self.loss, CompiledLoss) else None
-        self.graphs = settings.fast == "graphs" and self.compiled is not None
-        self.sums = GradientSums(self.model) if self.graphs else None
-        # the micro-batch's padded tokens; max_tokens auto: found at the start of train() or kept by a checkpoint
-        self.max_tokens = None if settings.max_tokens == "auto" else settings.max_tokens
+        self.fast = FastPath(LossOf(self.model, self.settings.label_smoothing), self.spec.get("family"),
+                             self.settings.fast, self.settings.buckets, self.device)
+        self.loss = self.fast.loss
         if self.world > 1:
-            torch.manual_seed(settings.seed + self.rank)  # same initial weights, different dropout per rank
+            torch.manual_seed(self.settings.seed + self.rank)  # same initial weights, different dropout per rank
             self.loss = torch.nn.parallel.DistributedDataParallel(
                 self.loss, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 process_group=self.dist.device)
         # fused: one kernel over all parameters (measured on the tiny base on CPU: 1.6 ms a step, 6.8 ms
         # for the per-tensor loop that torch picks on CPU by default).
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr, betas=(0.9, 0.98), eps=1e-9,
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.settings.lr, betas=(0.9, 0.98), eps=1e-9,
                                           fused=True)
         self.scaler = runtime.grad_scaler(self.device, self.precision)
-        self.step, self.epoch, self.position, self.wall = 0, 0, 0, 0.0
-        self.curve: list[dict] = []
-        # sums since the last log line
-        self.window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "src_tokens": 0, "time": 0.0}
-        self.skipped, self.bad_in_row = 0, 0  # non-finite updates: in all, and since the last good one
-        self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
-        self.oom = {"splits": 0, "skipped": 0}  # out of memory, over all ranks: micro-batches halved, sentences skipped
-        self.warm_logged = 0  # the compiled loss's warm_calls at the last log line
-        self.stop_signal = None
 
-    # -- state ----------------------------------------------------------------------------------
+    @property
+    def compiled(self) -> CompiledLoss | None:
+        """The compiled loss where the step is compiled (its shapes and warm calls: tests and benches read them)."""
+        return self.fast.compiled
+
+    @property
+    def graphs(self) -> bool:
+        """Whether the step replays CUDA graphs over batches padded to fixed shapes (fast.py)."""
+        return self.fast.graphs
+
+    # -- state --------------------------------------------------------------------------------------
     def state(self) -> dict:
         """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
         return {"model_spec": self.spec, "init": self.init, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
-                "settings": asdict(self.settings),
-                "max_tokens": self.max_tokens,
+                "settings": asdict(self.settings), "max_tokens": self.max_tokens,
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
                 "curve": self.curve, "window": self.window, "skipped": self.skipped, "overflows": self.overflows,
-                "oom": self.oom,
-                "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
+                "oom": self.oom, "rng": torch.get_rng_state(), "rank_rng": self._gather(self._rng())}
 
     def _rng(self) -> dict:
         return {"cpu": torch.get_rng_state(),
@@ -255,22 +162,34 @@ class Trainer:
 
     def resume(self) -> bool:
         """Continue from the newest readable checkpoint of this same run; False if there is none.
-
-        An unreadable newest checkpoint (truncated by a crash outside atomic_open) is passed over with
-        a warning. Checkpoints of another model or other settings are moved aside, not resumed.
-        """
-        blob, path = self._newest()
+        Checkpoints of another model or other settings (checkpoint.changes) are moved aside, not resumed."""
+        blob, path = checkpoint.newest(self.dir)
         if blob is None:
             return False
-        changes = self._changes(blob)
+        changes = checkpoint.changes(blob, self.spec, self.init, self.settings)
         if changes:
-            self._barrier()  # every rank has read the checkpoint before rank 0 moves it
-            if self.rank == 0:
-                folder = checkpoint.set_aside(self.dir)
-                log.info("the checkpoints in %s belong to another run (%s): moved them to %s; starting afresh",
-                         self.dir, "; ".join(changes), folder)
-            self._barrier()
+            self._set_aside(changes)
             return False
+        self._load(blob)
+        if path.name.startswith("checkpoint_") and self.step % self.settings.save_every and not self.finished():
+            self._barrier()
+            if self.rank == 0:  # the end of a shorter run, off this longer run's schedule
+                path = checkpoint.unschedule(path)
+            self._barrier()
+        log.info("resuming from %s (step %d, epoch %d, batch %d)", path, self.step, self.epoch, self.position)
+        return True
+
+    def _set_aside(self, changes: list[str]) -> None:
+        """Move the checkpoints of another run (`changes`: how it differs) aside, once every rank has read them."""
+        self._barrier()
+        if self.rank == 0:
+            folder = checkpoint.set_aside(self.dir)
+            log.info("the checkpoints in %s belong to another run (%s): moved them to %s; starting afresh",
+                     self.dir, "; ".join(changes), folder)
+        self._barrier()
+
+    def _load(self, blob: dict) -> None:
+        """Take up the state of this same run that the checkpoint `blob` holds (`state`)."""
         self.model.load_state_dict(blob["model"])
         self.optimizer.load_state_dict(blob["optimizer"])
         if blob.get("scaler"):  # empty when saved without fp16 (on a GPU with bf16, say)
@@ -287,36 +206,6 @@ class Trainer:
             torch.set_rng_state(rank_rng[self.rank]["cpu"])
             if rank_rng[self.rank]["cuda"] is not None and self.device.type == "cuda":
                 torch.cuda.set_rng_state(rank_rng[self.rank]["cuda"], self.device)
-        if path.name.startswith("checkpoint_") and self.step % self.settings.save_every and not self.finished():
-            self._barrier()
-            if self.rank == 0:  # the end of a shorter run, off this longer run's schedule
-                path = checkpoint.unschedule(path)
-            self._barrier()
-        log.info("resuming from %s (step %d, epoch %d, batch %d)", path, self.step, self.epoch, self.position)
-        return True
-
-    def _newest(self) -> tuple[dict | None, Path | None]:
-        """The newest checkpoint that loads, and its path."""
-        for _, path in reversed(checkpoint.resumable(self.dir)):
-            try:
-                return checkpoint.load(path), path
-            except InputError as err:
-                log.warning("%s; trying the checkpoint before it", err)
-        return None, None
-
-    def _changes(self, blob: dict) -> list[str]:
-        """What differs between the run that saved `blob` and this one ("key: old -> new")."""
-        changes = [f"model: {blob['model_spec']} -> {self.spec}"] if blob["model_spec"] != self.spec else []
-        old_init, new_init = blob.get("init") or {}, self.init or {}
-        if old_init.get("sha256") != new_init.get("sha256"):
-            changes.append(f"warm start: {old_init.get('path')} -> {new_init.get('path')} (other weights)")
-        # A checkpoint from before a setting existed ran with that setting's default.
-        old, new = {**asdict(Settings()), **blob["settings"]}, asdict(self.settings)
-        changes += [f"{key}: {old.get(key)!r} -> {value!r}" for key, value in new.items()
-                    if key not in RERUN_FREE and old.get(key) != value]
-        if blob["step"] > self.settings.max_updates:
-            changes.append(f"max_updates: {self.settings.max_updates} is below the checkpoint's step {blob['step']}")
-        return changes
 
     def save(self, interrupted: bool = False) -> None:
         """A scheduled (rotating) checkpoint, or an interrupted one that only a resume reads."""
@@ -328,7 +217,58 @@ class Trainer:
                 path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
             log.info("saved %s", path)
 
-    # -- loop -----------------------------------------------------------------------------------
+    # -- loop ---------------------------------------------------------------------------------------
+    def train(self) -> None:
+        self.model.train()
+        log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
+                 f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)
+        if self.max_tokens is None:
+            self.max_tokens = self._fit_max_tokens()
+        handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
+        try:
+            self._loop()
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+
+    def _loop(self) -> None:
+        """Update after update until the run is finished: a log line, and validation and a checkpoint, on
+        their schedules; on a stop signal, a checkpoint (where none was just saved) and Interrupted."""
+        s = self.settings
+        updates = self.updates()
+        while not self.finished():
+            group, next_position = next(updates)
+            start = time.perf_counter()
+            result = self.update(group)
+            elapsed, stop = self._vote(time.perf_counter() - start)
+            self.position = next_position
+            self.wall += elapsed
+            applied = result is not None  # skipped updates leave the step, window and schedule as they were
+            if applied:
+                for key, value in zip(("loss", "nll", "tokens", "src_tokens", "time"), (*result, elapsed)):
+                    self.window[key] += value
+            last = self.finished()
+            if ((applied and self.step % s.log_every == 0) or last) and self.rank == 0:
+                self._log(self.window)
+                self.window = dict.fromkeys(self.window, 0)
+            scheduled = (applied and self.step % s.save_every == 0) or last
+            if scheduled:
+                self.validate_and_save()
+            if stop:
+                if not scheduled:
+                    self.save(interrupted=True)
+                raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
+
+    def validate_and_save(self) -> None:
+        """A scheduled checkpoint, after rank 0 validated the model: a row of the curve and a log line."""
+        if self.rank == 0:
+            loss, nll = self.validate()
+            self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
+                               "valid_loss": loss, "valid_nll": nll})
+            log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f%s",
+                     self.step, loss, nll, perplexity(nll), self._diagnostics("valid"))
+        self.save()
+
     def validate(self) -> tuple[float, float]:
         self.model.eval()
         losses = valid_loss(self.model, self.corpus, self.max_tokens, self.settings.label_smoothing, self.device,
@@ -336,6 +276,62 @@ class Trainer:
         self.model.train()
         return losses
 
+    def finished(self) -> bool:
+        s = self.settings
+        return self.step >= s.max_updates or (s.max_minutes > 0 and self.wall >= 60 * s.max_minutes)
+
+    def _vote(self, elapsed: float) -> tuple[float, bool]:
+        """(the slowest rank's step time, whether any rank got a stop signal): one host collective an
+        update. Every rank's max_minutes clock stops together, and all ranks save and stop at the
+        same step.
+
+        Every rank decides from the reduced values alone. A signal that lands after the vote stays
+        in `stop_signal` for the next update's vote: overwriting it with the vote's "no" lost
+        signals that reached every rank during the all_reduce (seen under load).
+        """
+        if self.world == 1:
+            return elapsed, self.stop_signal is not None
+        votes = torch.tensor([elapsed, self.stop_signal or 0], dtype=torch.float64)
+        torch.distributed.all_reduce(votes, op=torch.distributed.ReduceOp.MAX, group=self.dist.host)
+        elapsed, signum = votes.tolist()
+        if signum:
+            self.stop_signal = int(signum)
+        return elapsed, bool(signum)
+
+    def _on_signal(self, signum, frame):
+        self.stop_signal = signum
+
+    def updates(self):
+        """Yield (this process's batches, next position) per update: of `shards` consecutive groups,
+        rank r takes groups r, r + world, ... (all of them in a single process)."""
+        groups = self.groups()
+        while True:
+            chunk = [next(groups) for _ in range(self.shards)]
+            yield [b for group, _ in chunk[self.rank::self.world] for b in group], chunk[-1][1]
+
+    def groups(self):
+        """Yield (batch-index groups, next position) from the current epoch/position onwards.
+
+        A group takes batches until it holds at least update_tokens / shards target tokens, so an
+        update (`shards` groups) holds at least update_tokens, overshooting by less than one batch per
+        shard. A group that an epoch's end leaves short goes on with the next epoch's first batches
+        (self.epoch then already counts the new epoch): every group is full, and the (epoch, position)
+        after a group is still all that a resume needs.
+        """
+        s = self.settings
+        budget = math.ceil(s.update_tokens / self.shards)
+        group, tokens = [], 0
+        while True:
+            batches = self.corpus.batches("train", self.max_tokens, s.seed, self.epoch, s.buckets)
+            for bi in range(self.position, len(batches)):
+                group.append(batches[bi])
+                tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
+                if tokens >= budget:
+                    yield group, bi + 1
+                    group, tokens = [], 0
+            self.epoch, self.position = self.epoch + 1, 0
+
+    # -- update -------------------------------------------------------------------------------------
     def update(self, group: list) -> tuple[float, float, int, int] | None:
         """One optimizer step over this rank's batches; gradients are normalised by the target tokens
         of all ranks. Returns the loss, NLL, target and source tokens (paper D counts its speed in
@@ -348,9 +344,8 @@ class Trainer:
         drain its queue). The gradient is then scaled once, by 1 / tokens and the clipping factor,
         as clip_grad_norm_ scales the gradient divided by the tokens.
         """
-        s = self.settings
         plan = list(group)  # the micro-batches; one that runs out of memory gives way to its halves
-        oom = [0, 0]        # micro-batches split, sentences skipped (memory.py)
+        oom = [0, 0]        # micro-batches split, sentences skipped (memory.give_way)
         while (totals := self._accumulate(plan, oom)) is None:
             pass            # a backward ran out of memory: the update starts again from zero gradients
         if any(oom):
@@ -363,16 +358,25 @@ class Trainer:
         loss_sum, nll_sum, tokens, src_tokens, splits, dropped, summed_norm = torch.cat((totals, summed_norm)).tolist()
         self.oom["splits"] += int(splits)
         self.oom["skipped"] += int(dropped)
-        tokens = int(tokens)
+        if not self._optimizer_step(grads, loss_sum, nll_sum, int(tokens), summed_norm):
+            return None
+        return loss_sum, nll_sum, int(tokens), int(src_tokens)
+
+    def _optimizer_step(self, grads: list[torch.Tensor], loss_sum: float, nll_sum: float, tokens: int,
+                        summed_norm: float) -> bool:
+        """Step the optimizer with the summed gradients `grads` divided by the update's `tokens` (and
+        clipped), and the schedule with it; False where the update is skipped instead: no sentence of it
+        fitted in memory, or its loss or gradient is not finite."""
+        s = self.settings
         if tokens == 0:
             log.warning("after step %d: no sentence of the update fitted in memory; update skipped", self.step)
             self.scaler.update()  # fp16: closes the unscale_ above (a scaler allows one per update)
-            return None
+            return False
         scale = self.world / tokens                      # the sum over all ranks / tokens
         norm = summed_norm * scale
         if not (math.isfinite(loss_sum) and math.isfinite(nll_sum) and math.isfinite(norm)):
             self._skip(loss_sum, norm)
-            return None
+            return False
         if s.clip_norm > 0:
             scale *= min(1.0, s.clip_norm / (norm + 1e-6))  # clip_grad_norm_'s factor
         torch._foreach_mul_(grads, scale)
@@ -382,21 +386,18 @@ class Trainer:
             g["lr"] = SCHEDULES[s.schedule](self.step, s.lr, s.warmup)
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return loss_sum, nll_sum, tokens, int(src_tokens)
+        return True
 
     def _accumulate(self, plan: list, oom: list) -> torch.Tensor | None:
         """Forward and backward over the micro-batches of `plan`, summing their gradients; returns the
         totals (6,): loss, NLL, target and source tokens, and room for the update's OOM counts.
 
-        A micro-batch that runs out of memory is replaced in `plan` by its halves, or dropped when it
-        is one sentence, and counted in `oom`. Out of memory in a forward left the gradients as they
-        were: the halves run next. In a backward it may have added part of that micro-batch's gradient
-        to the sums already: None then asks update() to run the plan again (memory.py says why).
+        A micro-batch that runs out of memory gives way to its halves in `plan`, or to nothing when it is
+        one sentence, counted in `oom` (memory.give_way). Out of memory in a forward left the gradients
+        as they were: the halves run next. In a backward it may have added part of that micro-batch's
+        gradient to the sums already: None then asks update() to run the plan again.
         """
-        if self.sums:
-            self.sums.start()
-        else:
-            self.optimizer.zero_grad(set_to_none=True)
+        self.fast.gradients.start()
         totals = torch.zeros(6, dtype=torch.float64, device=self.device)
         i = 0
         while i < len(plan):
@@ -405,27 +406,9 @@ class Trainer:
             failed = self._micro_batch(plan[i], sync, totals)
             if failed is None:
                 i += 1
-                continue
-            if self.world > 1 and sync:
-                raise memory.UnrecoverableOutOfMemory(
-                    f"rank {self.rank}: out of memory in the {failed} of the micro-batch that all-reduces the "
-                    f"gradients after step {self.step}: the {self.world} ranks cannot retry it in lock-step. Run "
-                    "again to resume from the newest checkpoint (lower max_tokens if it recurs)")
-            memory.release(self.device)
-            failing = plan[i]
-            plan[i:i + 1] = memory.halves(failing)
-            if len(failing) > 1:
-                oom[0] += 1
-                log.warning("after step %d: out of memory in the %s of a micro-batch of %d sentences: retrying it "
-                            "as two halves", self.step, failed, len(failing))
-            else:
-                oom[1] += 1
-                log.warning("after step %d: out of memory in the %s of a single sentence (#%d): skipped",
-                            self.step, failed, failing[0])
-            if failed == "backward":
+            elif memory.give_way(plan, i, oom, failed, self.step, self.device, self.rank, self.world):
                 return None
-        if self.sums:
-            self.sums.attach()
+        self.fast.gradients.finish()
         return totals
 
     def _micro_batch(self, indices: list[int], sync: bool, totals: torch.Tensor) -> str | None:
@@ -434,15 +417,12 @@ class Trainer:
         phase = "forward"
         try:
             batch = self.corpus.collate("train", indices, self.settings.buckets,
-                                        self.max_tokens if self.graphs else None).to(self.device)
+                                        self.fast.fixed(self.max_tokens)).to(self.device)
             with contextlib.nullcontext() if sync else self.loss.no_sync():
                 with runtime.autocast(self.device, self.precision):
                     loss, nll = self.loss(batch.net_input, batch.prev, batch.target)
                 phase = "backward"
-                if self.sums:
-                    self.sums.backward(self.scaler.scale(loss), reduced=sync and self.world > 1)
-                else:
-                    self.scaler.scale(loss).backward()
+                self.fast.gradients.backward(self.scaler.scale(loss), reduced=sync and self.world > 1)
         except RuntimeError as err:
             if not memory.is_out_of_memory(err):
                 raise
@@ -473,151 +453,30 @@ class Trainer:
             raise Diverged(f"training diverged: {self.bad_in_row} updates in a row had a non-finite loss or "
                            f"gradient after step {self.step}; {kept} (lower lr, raise warmup or set clip_norm)")
 
-    def groups(self):
-        """Yield (batch-index groups, next position) from the current epoch/position onwards.
-
-        A group takes batches until it holds at least update_tokens / shards target tokens, so an
-        update (`shards` groups) holds at least update_tokens, overshooting by less than one batch per
-        shard. A group that an epoch's end leaves short goes on with the next epoch's first batches
-        (self.epoch then already counts the new epoch): every group is full, and the (epoch, position)
-        after a group is still all that a resume needs.
-        """
-        s = self.settings
-        budget = math.ceil(s.update_tokens / self.shards)
-        group, tokens = [], 0
-        while True:
-            batches = self.corpus.batches("train", self.max_tokens, s.seed, self.epoch, s.buckets)
-            for bi in range(self.position, len(batches)):
-                group.append(batches[bi])
-                tokens += int(batches.tgt_tokens[bi])  # counted once per epoch by token_batches
-                if tokens >= budget:
-                    yield group, bi + 1
-                    group, tokens = [], 0
-            self.epoch, self.position = self.epoch + 1, 0
-
-    def updates(self):
-        """Yield (this process's batches, next position) per update: of `shards` consecutive groups,
-        rank r takes groups r, r + world, ... (all of them in a single process)."""
-        groups = self.groups()
-        while True:
-            chunk = [next(groups) for _ in range(self.shards)]
-            yield [b for group, _ in chunk[self.rank::self.world] for b in group], chunk[-1][1]
-
-    def train(self) -> None:
-        self.model.train()
-        log.info("model %s: %s parameters on %s, %s", self.spec.get("family"),
-                 f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)
-        if self.max_tokens is None:
-            self.max_tokens = self._fit_max_tokens()
-        handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
-        try:
-            self._loop()
-        finally:
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
-
+    # -- max_tokens auto ----------------------------------------------------------------------------
     def _fit_max_tokens(self) -> int:
-        """max_tokens auto: the micro-batch the GPU's memory holds (memory.fit_tokens), the smallest any
-        rank found, so that every rank plans the same batches."""
-        if self.device.type != "cuda":
-            log.info("max_tokens auto: %d tokens a micro-batch (no GPU memory to size from on %s)",
-                     memory.AUTO_START, self.device.type)
-            return memory.AUTO_START
-        memory.release(self.device)
-        free, total = torch.cuda.mem_get_info(self.device)
-        adam = 2 * sum(p.numel() * 4 for p in self.model.parameters())  # its two fp32 moments, made at step 1
-        budget = memory.AUTO_MARGIN * free - adam
-        tokens = memory.fit_tokens(self._peak_bytes, budget, math.ceil(self.settings.update_tokens / self.shards) // 2)
-        if self.world > 1:
-            found = torch.tensor([tokens], device=self.device)
-            torch.distributed.all_reduce(found, op=torch.distributed.ReduceOp.MIN, group=self.dist.device)
-            tokens = int(found.item())
-        log.info("max_tokens auto: %d tokens a micro-batch, within %.1f of the %.1f GiB free on %s (of %.1f GiB)",
-                 tokens, budget / 2 ** 30, free / 2 ** 30, torch.cuda.get_device_name(self.device), total / 2 ** 30)
-        return tokens
-
-    def _peak_bytes(self, tokens: int) -> int | None:
-        """Peak memory (bytes above what is allocated now) of one eager forward and backward over a
-        micro-batch of `tokens` padded tokens (memory.probe_sentences); None when it ran out of memory.
-        The gradients and the random state are left as they were."""
+        """max_tokens auto: the micro-batch the GPU's memory holds, the same on every rank
+        (memory.auto_max_tokens), probed by `_probe`; at most half a rank's update."""
         src, tgt = self.corpus.splits["train"]
-        indices = memory.probe_sentences(np.maximum(src.sizes, tgt.sizes), tokens, self.settings.buckets)
-        memory.release(self.device)
-        before = torch.cuda.memory_allocated(self.device)
-        torch.cuda.reset_peak_memory_stats(self.device)
+        cap = math.ceil(self.settings.update_tokens / self.shards) // 2
+        return memory.auto_max_tokens(self._probe, np.maximum(src.sizes, tgt.sizes), self.settings.buckets,
+                                      self.model, self.device, cap, self.dist)
+
+    def _probe(self, indices: list[int], tokens: int) -> None:
+        """One eager forward and backward over the sentences `indices`, batched as a training micro-batch
+        of `tokens` padded tokens; the gradients and the random state are left as they were."""
         try:
-            batch = self.corpus.collate("train", indices, self.settings.buckets, tokens if self.graphs else None)
+            batch = self.corpus.collate("train", indices, self.settings.buckets, self.fast.fixed(tokens))
             batch = batch.to(self.device)
             with torch.random.fork_rng(devices=[self.device]):
                 with runtime.autocast(self.device, self.precision):
                     loss, _ = model_loss(self.model, batch.net_input, batch.prev, batch.target,
                                          self.settings.label_smoothing)
                 loss.backward()
-            return torch.cuda.max_memory_allocated(self.device) - before
-        except RuntimeError as err:
-            if not memory.is_out_of_memory(err):
-                raise
-            return None
         finally:
             self.optimizer.zero_grad(set_to_none=True)
 
-    def _on_signal(self, signum, frame):
-        self.stop_signal = signum
-
-    def _loop(self) -> None:
-        s = self.settings
-        updates = self.updates()
-        while not self.finished():
-            group, next_position = next(updates)
-            start = time.perf_counter()
-            result = self.update(group)
-            elapsed, stop = self._vote(time.perf_counter() - start)
-            self.position = next_position
-            self.wall += elapsed
-            applied = result is not None  # skipped updates leave the step, window and schedule as they were
-            if applied:
-                for key, value in zip(("loss", "nll", "tokens", "src_tokens", "time"), (*result, elapsed)):
-                    self.window[key] += value
-            last = self.finished()
-            scheduled = (applied and self.step % s.save_every == 0) or last
-            if ((applied and self.step % s.log_every == 0) or last) and self.rank == 0:
-                self._log(self.window)
-                self.window = dict.fromkeys(self.window, 0)
-            if scheduled:
-                if self.rank == 0:
-                    valid_loss, valid_nll = self.validate()
-                    self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
-                                       "valid_loss": valid_loss, "valid_nll": valid_nll})
-                    log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f%s",
-                             self.step, valid_loss, valid_nll, perplexity(valid_nll), self._diagnostics("valid"))
-                self.save()
-            if stop:
-                if not scheduled:
-                    self.save(interrupted=True)
-                raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.step}; run again to resume")
-
-    def _vote(self, elapsed: float) -> tuple[float, bool]:
-        """(the slowest rank's step time, whether any rank got a stop signal): one host collective an
-        update. Every rank's max_minutes clock stops together, and all ranks save and stop at the
-        same step.
-
-        Every rank decides from the reduced values alone. A signal that lands after the vote stays
-        in `stop_signal` for the next update's vote: overwriting it with the vote's "no" lost
-        signals that reached every rank during the all_reduce (seen under load).
-        """
-        if self.world == 1:
-            return elapsed, self.stop_signal is not None
-        votes = torch.tensor([elapsed, self.stop_signal or 0], dtype=torch.float64)
-        torch.distributed.all_reduce(votes, op=torch.distributed.ReduceOp.MAX, group=self.dist.host)
-        elapsed, signum = votes.tolist()
-        if signum:
-            self.stop_signal = int(signum)
-        return elapsed, bool(signum)
-
-    def finished(self) -> bool:
-        s = self.settings
-        return self.step >= s.max_updates or (s.max_minutes > 0 and self.wall >= 60 * s.max_minutes)
-
+    # -- log ----------------------------------------------------------------------------------------
     def _log(self, window: dict) -> None:
         s, tokens = self.settings, max(window["tokens"], 1)
         loss, nll = window["loss"] / tokens / math.log(2), window["nll"] / tokens / math.log(2)
@@ -636,11 +495,9 @@ class Trainer:
                 if self.device.type == "cuda" else "")
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
                  "%.0f s trained, ~%.0f s left%s%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
-                 perplexity(nll), lr, speed, self.wall, left, peak, self._warm_note(),
+                 perplexity(nll), lr, speed, self.wall, left, peak, self.fast.warm_note(),
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note(),
                  self._diagnostics("train"))
-        if self.compiled is not None:
-            self.warm_logged = self.compiled.warm_calls
 
     def _diagnostics(self, split: str) -> str:
         """The family's own figures for the log line of `split` ("train" or "valid"), from its
@@ -649,15 +506,6 @@ class Trainer:
         figures = self.model.diagnostics(split) if hasattr(self.model, "diagnostics") else {}
         return "".join(f" | {name.replace('_', ' ')} {value:.3g}" for name, value in figures.items())
 
-    def _warm_note(self) -> str:
-        """On the fast path, the micro-batches since the last log line that compiled, warmed up or
-        recorded a new shape (fast.CompiledLoss.warm_calls), when there were any: the tok/s of such a
-        window is below the run's pace."""
-        if self.compiled is None or self.compiled.warm_calls == self.warm_logged:
-            return ""
-        return (f" | {self.compiled.warm_calls - self.warm_logged} micro-batches on new shapes "
-                f"({len(self.compiled.shapes)} shapes so far)")
-
     def _oom_note(self) -> str:
         """The log line's out-of-memory counts so far, when there are any."""
         if not any(self.oom.values()):
@@ -665,6 +513,7 @@ class Trainer:
         return (f" | out of memory so far: {self.oom['splits']} micro-batches split in two, "
                 f"{self.oom['skipped']} sentences skipped")
 
+    # -- the end of a run ---------------------------------------------------------------------------
     def close(self) -> None:
         """Leave the process groups, every rank together.
 
@@ -691,7 +540,7 @@ class Trainer:
 def add_arguments_train(parser) -> None:
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/<scale>/prepare/NAME)")
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
-    parser.add_argument("--settings", default="{}", help="training settings as JSON (see train.Settings)")
+    parser.add_argument("--settings", default="{}", help="training settings as JSON (see training/settings.py)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
     parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
     parser.add_argument("--pos-dir", help="folder of train/valid .pos source POS tags (models that read POS)")
