@@ -110,7 +110,8 @@ def fairseq_run(seed: int, size: dict, train: dict, decode: dict, last: int, sen
     train_s = time.time() - start
     # fairseq 0.12 checkpoints pickle an argparse.Namespace, which torch>=2.6 refuses by default.
     fairseq_env = {**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
-    sh(python, "-c", AVERAGE, run / "checkpoints", last, run / "averaged.pt", env=fairseq_env, log=run / "average.log")
+    (run / "average.py").write_text(AVERAGE)
+    sh(python, run / "average.py", run / "checkpoints", last, run / "averaged.pt", env=fairseq_env, log=run / "average.log")
     search = ["--beam", decode["beam"], "--lenpen", decode["lenpen"], "--max-len-a", decode["max_len_a"],
               "--max-len-b", decode["max_len_b"], "--max-tokens", decode["max_tokens"]]
     start = time.time()
