@@ -5,8 +5,9 @@ Every claim reads a difference over our Base; if our Base trained worse than the
 implementation, those differences would mean less. bench/fairseq_compare.py compares speed and shows the
 same weights decode the same in both; this compares what each tool's training reaches.
 
-Ours: the study's own Base (config.yaml experiment `base_en_de`, its three seeds) as the workflow
-trains, averages and decodes it at `--scale` (built with snakemake when absent, else read as it is).
+Ours: the study's own Base (config.yaml experiment `base_en_de`, each of its seeds) as the workflow
+resolves, trains, averages and decodes it at `--scale` (built with snakemake when absent, else read as
+it is); fairseq takes the same resolved model size and settings and the same seeds.
 fairseq (fairseq-fixed 0.12.3.1 in bench/.venv-fairseq, made when absent as fairseq_compare does): the
 same BPE'd Multi30k En-De sentences binarized with our dictionaries (checked token for token), the
 scale's Base size (pre-norm, tied decoder embeddings) and train settings (updates, max_tokens, lr and
@@ -33,12 +34,11 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
+from fairseq_compare import MALLOC, VENV, binarize, ensure_venv, fairseq_hypotheses, fairseq_train_args, sh
 
-from fairseq_compare import (DATASET, MALLOC, SPLIT, VENV, binarize, ensure_venv, fairseq_hypotheses,
-                             fairseq_train_args, sh)
-
+from nmtrepro.config import experiments, load, replicates, validate
 from nmtrepro.core.text import detokenize
+from nmtrepro.experiment import Experiment
 from nmtrepro.evaluation.significance import compare
 
 EXPERIMENT, TGT_LANG = "base_en_de", "de"
@@ -55,22 +55,29 @@ Settings that could not be matched, or are not:
 - seeds: the same numbers, different random streams; seed i of each is an independent training."""
 
 
-def our_runs(scale: str, seeds: int, threads: int) -> list[dict]:
+def base_replicates(scale: str) -> list[Experiment]:
+    """Our Base at `scale` as the workflow resolves it (its model, train, average and decode settings,
+    by_size regime included), one record a seed."""
+    config, _ = load("config.yaml", [f"scale={scale}"])
+    validate(config, "workflow/schemas/config.schema.yaml")
+    resolved = experiments(config)
+    return [resolved[name] for name in replicates(resolved)[EXPERIMENT]]
+
+
+def our_runs(base: list[Experiment], scale: str, threads: int) -> list[dict]:
     """Our Base's decoded test set per seed (the workflow's files; snakemake builds any missing) and the
     training seconds its log reports (summed over sittings, as the trainer counts them)."""
-    names = [EXPERIMENT] + [f"{EXPERIMENT}_seed{s}" for s in range(2, seeds + 1)]
     root = Path(f"results/{scale}")
-    hyps = [root / f"evaluate/{name}/{SPLIT}.hyp" for name in names]
+    hyps = [root / f"evaluate/{e.name}/{e.test}.hyp" for e in base]
     missing = [str(path) for path in hyps if not (path.exists() and Path(f"{path}.tok").exists())]
     if missing:
         sh("snakemake", "--cores", threads, "--config", f"scale={scale}", *missing)
     runs = []
-    for name, hyp in zip(names, hyps):
-        log = (root / f"logs/train/{name}.log").read_text()
-        trained = re.findall(r"\| (\d+) s trained", log)
-        runs.append({"name": name, "hyp": str(hyp), "hyp_tok": f"{hyp}.tok",
+    for e, hyp in zip(base, hyps):
+        trained = re.findall(r"\| (\d+) s trained", (root / f"logs/train/{e.name}.log").read_text())
+        runs.append({"name": e.name, "hyp": str(hyp), "hyp_tok": f"{hyp}.tok",
                      "train_s": float(trained[-1]) if trained else None,
-                     "decode_s": json.loads(Path(f"{root}/evaluate/{name}/{SPLIT}.decode.json").read_text())["seconds"]})
+                     "decode_s": json.loads((root / f"evaluate/{e.name}/{e.test}.decode.json").read_text())["seconds"]})
     return runs
 
 
@@ -130,7 +137,6 @@ def fairseq_run(seed: int, size: dict, train: dict, decode: dict, last: int, sen
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", default="tiny", help="config.yaml scale whose Base, recipe and results to use")
-    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="threads a training (the scale's `threads`: 1 at tiny)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--samples", type=int, default=10_000, help="bootstrap resamples")
@@ -138,14 +144,16 @@ def main() -> None:
     ap.add_argument("--fairseq-python", help="a Python that imports fairseq (default: bench/.venv-fairseq's, made "
                     "when absent; on the GPU machine python3 with device/pack_fairseq.sh's folder on PYTHONPATH)")
     args = ap.parse_args()
-    scale = yaml.safe_load(open("config.yaml"))["scales"][args.scale]
-    size, train, decode, last = scale["sizes"]["base"], scale["train"], scale["decode"], scale["average"]["last"]
-    if train.get("update_tokens", 1) != 1:
+    base = base_replicates(args.scale)
+    e, seeds = base[0], [r.seed for r in base]
+    size, train, decode, last = e.model, e.train, e.decode, e.average["last"]
+    if train["update_tokens"] != 1:
         sys.exit(f"{args.scale}: this bench assumes one batch an update (update_tokens: 1), as fairseq's --update-freq 1")
     out = Path(args.out or f"bench/out/fairseq_quality_{args.scale}").resolve()
-    prepared, test = Path(f"results/{args.scale}/prepare/{DATASET}"), f"results/{args.scale}/prepare/{DATASET}/test/{SPLIT}"
+    prepared = Path(f"results/{args.scale}/prepare/{e.dataset}")
+    test = prepared / "test" / e.test
 
-    ours = our_runs(args.scale, args.seeds, args.threads)
+    ours = our_runs(base, args.scale, args.threads)
     if not args.fairseq_python:
         ensure_venv()
     python = args.fairseq_python or str(VENV.resolve() / "bin/python")
@@ -155,12 +163,12 @@ def main() -> None:
     device = ["--cpu"] if args.device == "cpu" else ["--fp16"]
     sentences = len(Path(f"{test}.src.bpe").read_text(encoding="utf-8").splitlines())
     theirs = [fairseq_run(seed, size, train, decode, last, sentences, data_bin, out, python, env, device)
-              for seed in range(1, args.seeds + 1)]
+              for seed in seeds]
 
-    result = compare(ours, theirs, [f"{test}.ref"], [f"{test}.ref.tok"], args.samples, list(range(1, args.seeds + 1)))
-    print(f"\n{args.scale} Base ({size}), {train['max_updates']} updates of {train['max_tokens']} tokens, lr "
+    result = compare(ours, theirs, [f"{test}.ref"], [f"{test}.ref.tok"], args.samples, seeds)
+    print(f"\n{args.scale} Base ({e.model}), {train['max_updates']} updates of {train['max_tokens']} tokens, lr "
           f"{train['lr']} warmup {train['warmup']}, last {last} averaged, beam {decode['beam']}: ours (system) "
-          f"vs fairseq-fixed 0.12.3.1 (baseline) on {DATASET} {SPLIT}")
+          f"vs fairseq-fixed 0.12.3.1 (baseline) on {e.dataset} {e.test}")
     for metric, entry in result.items():
         print(f"\n{metric}{'':14}{'ours':>8}{'fairseq':>9}{'Δ':>8}")
         for row in entry["seeds"]:
