@@ -50,20 +50,6 @@ FAIRSEQ_PINS = (["torch==2.13.0", "setuptools", "wheel", "cython", "numpy"],
                 ["--no-build-isolation", "torch==2.13.0", "fairseq-fixed==0.12.3.1"])
 # cpu-facts.md: glibc re-mmaps the logits every step otherwise (ours also sets these with mallopt).
 MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "100000000000", "MALLOC_TOP_PAD_": "1000000000"}
-DIFFERENCES = """\
-Remaining differences (speed-relevant ones first):
-- ours projects to the vocabulary only at non-pad target positions; fairseq computes logits and the
-  smoothed loss at every position, padding included (same loss value, more work).
-- fairseq's attention and FFN-output projections have biases; ours have none (Neutron-style), so fairseq
-  has a few thousand more parameters.
-- fairseq starts the decoder with EOS and numbers positions from pad+1; ours uses BOS and 0 (no speed
-  effect; the converted checkpoint maps both, see bench/fairseq_weights.py).
-- fairseq smooths over V-1 classes, ours over V (no speed effect).
-- fairseq's search bans EOS at the first step and takes one length limit per batch (the longest source's),
-  ours one per sentence; a hypothesis that hits neither is the same in both. fairseq's timer covers
-  inference_step only; ours covers batching and id<->symbol conversion as well (milliseconds here).
-- fairseq-generate batches the test set on max(source, reference) length, ours on source length.
-- both load data in the training process (fairseq --num-workers 0)."""
 
 
 def sh(*cmd, env=None, log=None) -> None:
@@ -252,7 +238,7 @@ def tiny_setup(args) -> None:
         print(f"{name:28}{row['sentences_per_s']:12.1f}{row['tokens_per_s']:12.1f}"
               f"{row['same_as_ours_cached']:>8}/{row['sentences']}")
     print("ratios: " + ", ".join(f"{key} {value:.2f}" for key, value in rows["ratios"].items()))
-    print(DIFFERENCES)
+    print('What differs between the two besides: docs/measurements.md, "Beside fairseq on the CPU"')
     (out / "speeds.json").write_text(json.dumps(rows, indent=1))
 
 # Our step: eager, or a fast path (training/fast.py); CUDA graphs replay the bucketed batches' fixed shapes.

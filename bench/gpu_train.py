@@ -1,7 +1,6 @@
 """Paper-size training of each model family through `nmtrepro train` under torchrun, on a GPU.
 
-`gpu_throughput.py` times the bare step; this runs what a paper-scale Snakemake job runs (torchrun,
-process groups, bf16 autocast, the data path, validation, checkpoints, a resume) with each family's
+This runs what a paper-scale Snakemake job runs (torchrun, process groups, bf16 autocast, the data path, validation, checkpoints, a resume) with each family's
 paper-scale experiment as `config.yaml` resolves it, on bench/synthetic.py's prepared datasets (the
 paper's vocabulary, WMT-like lengths or paper C's IWSLT-like ones, parser phrases and POS tags). Only
 the update count, a time limit per variant and the checkpoint and log intervals are the bench's own.

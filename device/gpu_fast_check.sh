@@ -13,14 +13,14 @@
 # hold the first four in one call, the next three in a second):
 #   attention SDPA's flash, memory-efficient, cuDNN and math kernels on the Base's attention shapes,
 #             masked and causal, 4,096- and 12,288-token micro-batches: whether cuDNN's should serve the
-#             CUDA-graph step (bench/attention_kernels.py; ~0.5 min)
+#             CUDA-graph step (bench/gpu_kernels.py attention; ~0.5 min)
 #   loss      the label-smoothed loss on 4,096 and 12,288 rows of 37,000 logits, as torch's ops write it
 #             and as the trainer computes it since cb63f9c (criterion.SmoothedCrossEntropy), eager and
-#             compiled: microseconds and bytes kept for backward (bench/loss_kernels.py; ~1 min)
+#             compiled: microseconds and bytes kept for backward (bench/gpu_kernels.py loss; ~1 min)
 #   gru       forward + backward of a paper-size BiGRU layer on bucketed 4,096-token micro-batches, packed
 #             (reading its lengths on the host, as before) and as `layers.run_bidirectional` runs it since
 #             2026-11-28 (over the padding, no host read; its directions in turn, or on two CUDA streams):
-#             does leaving out packing cost the GPU time? (bench/bidirectional_gru.py; ~0.3 min)
+#             does leaving out packing cost the GPU time? (bench/gpu_kernels.py gru; ~0.3 min)
 #   profile   the paper Base on `fast: graphs` with the scale's 4,096-token micro-batches and with
 #             `max_tokens: auto` (the micro-batch sized from the card's memory), and under fairseq
 #             (cuDNN's attention off in all three), timed over 40 updates after 80, with the steady rate
@@ -125,9 +125,9 @@ for step in $steps; do
                       --out "$WORK/fairseq_profile" --paths graphs,graphs_auto --profile 2 "${profile[@]}" ;;
         cudnn)    TAIL_LINES=10 run cudnn 240 python3 bench/fairseq_compare.py --setup paper --without-fairseq \
                       --out "$WORK/cudnn_compare" --paths graphs,graphs_cudnn "${cudnn[@]}" ;;
-        attention) TAIL_LINES=30 run attention 30 python3 bench/attention_kernels.py "${attention[@]}" ;;
-        loss)     run loss 60 python3 bench/loss_kernels.py "${loss[@]}" ;;
-        gru)      run gru 20 python3 bench/bidirectional_gru.py "${gru[@]}" ;;
+        attention) TAIL_LINES=30 run attention 30 python3 bench/gpu_kernels.py attention "${attention[@]}" ;;
+        loss)     run loss 60 python3 bench/gpu_kernels.py loss "${loss[@]}" ;;
+        gru)      run gru 20 python3 bench/gpu_kernels.py gru "${gru[@]}" ;;
         auto)     run auto 100 python3 bench/gpu_train.py --out "$WORK/gpu_train_auto" --variant transformer_base \
                       --setting max_tokens=auto --setting fast=graphs --setting buckets=true "${auto[@]}" ;;
         families) run families 150 python3 bench/gpu_train.py --out "$WORK/gpu_train" "${families[@]}" ;;

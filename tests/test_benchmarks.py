@@ -10,9 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 
@@ -23,32 +20,6 @@ def run(script: str, *args, **kwargs) -> subprocess.CompletedProcess:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
                           **{"timeout": 300, **kwargs})
-
-
-def test_smoke_run_on_cpu_prints_throughput():
-    result = run("gpu_throughput.py", "--device", "cpu", "--scale", "ci", "--steps", "1", "--warmup-steps", "0",
-                 "--vocab", "500", "--update-tokens", "1000", "--precision", "fp32", "--peak-tflops", "1")
-    assert result.returncode == 0, result.stderr[-2000:]
-    row = next(line for line in result.stdout.splitlines() if line.startswith("baseline"))
-    cells = row.split("\t")
-    assert float(cells[4].replace(",", "")) > 0 and cells[6].endswith("%") and cells[7] == "nan"  # no GPU memory
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
-def test_cuda_device_without_a_gpu_fails_clearly():
-    result = run("gpu_throughput.py", "--device", "cuda")
-    assert result.returncode != 0 and "sees no CUDA GPU" in result.stderr
-
-
-def test_smoke_run_compares_paths_with_ratios_to_the_first():
-    result = run("gpu_throughput.py", "--device", "cpu", "--scale", "ci", "--steps", "1", "--warmup-steps", "0",
-                 "--vocab", "500", "--update-tokens", "1000", "--precision", "fp32", "--peak-tflops", "1",
-                 "--paths", "eager,buckets")
-    assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line.split("\t") for line in result.stdout.splitlines() if line.startswith("baseline")]
-    assert [(r[8], r[9]) for r in rows] == [("eager", "1.00x"), ("buckets", rows[1][9])]
-    assert float(rows[1][9].rstrip("x")) > 0
-    assert "known paths" in run("gpu_throughput.py", "--device", "cpu", "--paths", "eager,jit").stderr
 
 
 def test_gpu_train_smoke_run_on_cpu_trains_each_family_and_resumes(tmp_path):
@@ -82,9 +53,9 @@ def test_fast_equality_hands_gpu_train_every_option_it_reads(tmp_path):
 
 
 def test_attention_kernels_rehearses_on_cpu_where_only_math_runs():
-    """bench/attention_kernels.py on a CPU: the fused backends say n/a, math runs every case and agrees
+    """bench/gpu_kernels.py attention on a CPU: the fused backends say n/a, math runs every case and agrees
     with itself."""
-    done = run("attention_kernels.py", "--device", "cpu", "--tokens", "64", "--lengths", "8", "--repeats", "1",
+    done = run("gpu_kernels.py", "attention", "--device", "cpu", "--tokens", "64", "--lengths", "8", "--repeats", "1",
                "--heads", "2", "--d-head", "8", check=True)
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("masked ", "causal "))]
     assert [row[:4] for row in rows[:2]] == [["masked", "64", "8", "8"], ["causal", "64", "8", "8"]]
@@ -92,10 +63,10 @@ def test_attention_kernels_rehearses_on_cpu_where_only_math_runs():
 
 
 def test_loss_kernels_rehearse_on_cpu_both_forms_agree_and_fp32_logits_keep_the_same_bytes():
-    """bench/loss_kernels.py on a CPU: both forms of the loss, eager and compiled, on one size; each
+    """bench/gpu_kernels.py loss on a CPU: both forms of the loss, eager and compiled, on one size; each
     agrees with the ops' eager loss and gradient to fp32's rounding; with fp32 logits both keep one
     (rows, V) tensor for backward (bf16 logits on a GPU: ours keeps them, the ops an fp32 copy)."""
-    done = run("loss_kernels.py", "--device", "cpu", "--rows", "64", "--vocab", "4096", "--repeats", "1", check=True)
+    done = run("gpu_kernels.py", "loss", "--device", "cpu", "--rows", "64", "--vocab", "4096", "--repeats", "1", check=True)
     rows = {row[1]: row for row in map(str.split, done.stdout.splitlines()) if row[:1] == ["64"] and row[2] != "/"}
     assert set(rows) == {"ops", "ours"}
     for row in rows.values():

@@ -30,7 +30,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     As log_softmax, gather and mean, inductor's graphs took a third reduction in forward and, in
     backward, another and a (rows, V) fp32 buffer to scatter the gold tokens' gradient into; on an
     H200 their two kernels took 10 % of the Base's GPU time, 480 + 319 us a 4,096-row micro-batch,
-    where a pass over its bf16 logits takes ~65 (bench/loss_kernels.py)."""
+    where a pass over its bf16 logits takes ~65 (bench/gpu_kernels.py loss)."""
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, target: torch.Tensor, real: torch.Tensor | None, epsilon: float):

@@ -13,7 +13,7 @@ extra parts (phrase builders, GRUs, convolutions) count as the kernels compute t
 FLOPs are a quadratic in its two lengths (attention's are), fitted over a few probes. For the
 Transformer the two agree (tests/test_flops.py).
 
-The benchmarks' MFU (bench/gpu_throughput.py, bench/fairseq_compare.py) and the plan at a given MFU
+The benchmarks' MFU (bench/fairseq_compare.py, bench/gpu_train.py) and the plan at a given MFU
 (bench/plan_flops.py) divide by these.
 """
 from __future__ import annotations

@@ -133,7 +133,7 @@ def profiler(cuda: bool):
 
 def median_microseconds(run, repeats: int, warmups: int, cuda: bool) -> float:
     """The median time of `run()` over `repeats` calls after `warmups` untimed ones, each call's GPU work
-    waited for where `cuda`: a kernel bench's figure (bench/attention_kernels.py, loss_kernels.py)."""
+    waited for where `cuda`: a kernel bench's figure (bench/gpu_kernels.py)."""
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     for _ in range(warmups):
         run()
