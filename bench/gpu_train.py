@@ -1,8 +1,9 @@
 """Paper-size training of each model family through `nmtrepro train` under torchrun, on a GPU.
 
-This runs what a paper-scale Snakemake job runs (torchrun, process groups, bf16 autocast, the data path, validation, checkpoints, a resume) with each family's
-paper-scale experiment as `config.yaml` resolves it, on bench/synthetic.py's prepared datasets (the
-paper's vocabulary, WMT-like lengths or paper C's IWSLT-like ones, parser phrases and POS tags). Only
+This runs what a paper-scale Snakemake job runs (torchrun, process groups, bf16 autocast, the data
+path, validation, checkpoints, a resume) with each family's paper-scale experiment as `config.yaml`
+resolves it, on bench/synthetic.py's prepared datasets (the paper's vocabulary, WMT-like lengths or
+paper C's IWSLT-like ones, parser phrases and POS tags). Only
 the update count, a time limit per variant and the checkpoint and log intervals are the bench's own.
 Per variant it prints the rates of the trainer's log (nmtrepro.training.rates.log_rates: over the
 windows after the first, and the steady rate over those without new shapes) and the peak GPU memory;
