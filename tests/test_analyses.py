@@ -84,6 +84,18 @@ def test_speed_table_reports_time_relative_to_the_baseline():
     assert training_speed(curve.rename(columns={"tgt_tok_s": "src_tok_s"}), column="src_tok_s") == 225.0
 
 
+def test_speed_table_says_its_speeds_carry_the_load_their_jobs_ran_under(tmp_path):
+    speeds = tmp_path / "base.json"
+    speeds.write_text(json.dumps({"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
+                                  "train_src_tok_s": 90.0, "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0,
+                                  "decode_src_tok_s": 150.0}))
+    out = tmp_path / "speed"
+    assert cli.main(["speed-table", "--system", f"Base={speeds}={speeds}", "--title", "T", "--note", "Ours.",
+                     "--out-md", f"{out}.md", "--out-html", f"{out}.html", "--out-tex", f"{out}.tex"]) in (0, None)
+    note = (tmp_path / "speed.md").read_text()
+    assert "Ours. Speeds are those of the training and decoding jobs themselves" in " ".join(note.split())
+
+
 def test_parameter_counts_separate_embeddings_and_count_a_shared_table_once():
     table = nn.Embedding(10, 4)
     tied = nn.Embedding(10, 4)

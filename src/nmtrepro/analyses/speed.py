@@ -19,6 +19,12 @@ from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs, read_curve
 
+# Said under every speed table: the speeds come from the jobs that trained and decoded, not from a
+# timing of its own, so the load beside each job is in them (at `tiny` a run over sittings mixed loads).
+LOAD_NOTE = ("Speeds are those of the training and decoding jobs themselves, so the ratios compare models "
+             "only when their jobs ran under the same load: one job a GPU does; jobs sharing CPU cores with "
+             "others, or run in different sittings, do not.")
+
 
 def training_speed(curve: pd.DataFrame, path="curve", column="tgt_tok_s") -> float:
     """Median tokens/s over the logged training windows: target tokens, or source ones (`src_tok_s`)."""
@@ -110,4 +116,4 @@ def run_speed_table(args) -> None:
     if missing:
         raise InputError(f"--paper-size is missing system(s) {missing}")
     write_table(text_cells(beside(speed_table(speeds, baselines, paper_size or None), paper)), args.title,
-                args.note, args.out_md, args.out_html, args.out_tex)
+                f"{args.note} {LOAD_NOTE}".strip(), args.out_md, args.out_html, args.out_tex)
