@@ -176,6 +176,23 @@ def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
         experiments(config)
 
 
+def test_a_system_without_a_baseline_gets_no_delta_per_bucket(tmp_path):
+    src, hyp, ref = (tmp_path / name for name in ("src", "hyp", "ref"))
+    src.write_text("a b\nc d e f\n")
+    hyp.write_text("a b\nc d\n")
+    ref.write_text("a b\nc x\n")
+    out = tmp_path / "b.json"
+    args = ["length-buckets", "--src-bpe", str(src), "--ref-tok", str(ref), "--edges", "3", "--samples", "20",
+            "--out", str(out), "--hyp-tok", str(hyp)]
+    assert cli.main([*args, "--base-hyp-tok", str(hyp)]) in (0, None)
+    own = json.loads(out.read_text())
+    assert [b["bleu"] for b in own] != [None, None] and {b["delta"] for b in own} == {None}  # not a Δ of 0
+    other = tmp_path / "other"
+    other.write_text("a b\nx x\n")
+    assert cli.main([*args, "--base-hyp-tok", str(other)]) in (0, None)
+    assert json.loads(out.read_text())[1]["delta"] is not None
+
+
 def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     buckets = bucket_scores([3, 50], [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
     result = tmp_path / "b.json"
@@ -189,3 +206,4 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     md = out["md"].read_text()
     assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72
     assert "CI ≤15" in md and "[+0.00, +0.00]" in md                     # one identical sentence: no spread
+    assert "each paired with the baseline of its seed" in " ".join(md.split())

@@ -66,9 +66,15 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
     return out
 
 
+# Said under every length-bucket table: why Δ need not be the difference of two BLEU columns.
+PAIRING_NOTE = ("A system without a baseline shows its mean over all its seeds; one with a baseline shows its "
+                "mean, and Δ, over the seeds both have, each paired with the baseline of its seed, so Δ need not "
+                "be its row's BLEU minus the baseline's row.")
+
+
 def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None, title: str | None = None) -> Figure:
     """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline with
-    its 95% CI (where the results have one), the paper's Δ as a black cross on the bar of the system whose
+    its 95% CI (where the results have one; a system without a baseline has no bar there), the paper's Δ as a black cross on the bar of the system whose
     label is the paper's row."""
     paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
     fig = figure(title, figsize=(10, 4))
@@ -78,6 +84,8 @@ def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = No
         xs = [i + (k - (len(results) - 1) / 2) * width for i in range(len(buckets))]
         bars = left.bar(xs, [b["bleu"] or 0 for b in buckets], width, label=label, color=f"C{k}")
         left.bar_label(bars, labels=[f"n={b['n']}" for b in buckets], fontsize="x-small")
+        if all(b["delta"] is None for b in buckets):
+            continue                                        # no baseline: nothing for the right panel
         deltas = [b["delta"] or 0 for b in buckets]
         right.bar(xs, deltas, width, label=label, color=f"C{k}")
         spans = [(x, d, b) for x, d, b in zip(xs, deltas, buckets) if b.get("delta_low") is not None]
@@ -137,8 +145,11 @@ def run_length_buckets(args) -> None:
         raise InputError("--hyp-tok and --base-hyp-tok need one file a seed each")
     lengths = [len(strip_bpe(line).split()) for line in read_lines(args.src_bpe)]
     pairs = [(read_lines(hyps), read_lines(base)) for hyps, base in zip(args.hyp_tok, args.base_hyp_tok)]
-    write_json(args.out, bucket_scores(lengths, pairs, read_lines(args.ref_tok), args.edges, args.samples,
-                                       args.seed or None))
+    buckets = bucket_scores(lengths, pairs, read_lines(args.ref_tok), args.edges, args.samples, args.seed or None)
+    if args.hyp_tok == args.base_hyp_tok:   # a system listed without a baseline: a Δ of 0 would say nothing
+        buckets = [{**b, **dict.fromkeys(("baseline_bleu", "delta", "delta_low", "delta_high", "p_greater")),
+                    "seeds": []} for b in buckets]
+    write_json(args.out, buckets)
 
 
 def add_arguments_plot_buckets(parser) -> None:
@@ -155,5 +166,5 @@ def run_plot_buckets(args) -> None:
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
     save_figure(plot_buckets(results, paper, args.title), args.out_png, args.out_svg)
-    write_table(text_cells(beside(bucket_table(results), paper)), args.title, args.note, args.out_md, args.out_html,
-                args.out_tex)
+    write_table(text_cells(beside(bucket_table(results), paper)), args.title, f"{args.note} {PAIRING_NOTE}".strip(),
+                args.out_md, args.out_html, args.out_tex)
