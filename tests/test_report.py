@@ -205,6 +205,14 @@ def test_plot_curves_writes_png_from_curve_with_empty_cells(tmp_path):
     assert out.stat().st_size > 1000
 
 
+def test_a_long_figure_title_wraps_within_the_figure():
+    from nmtrepro.reporting.render import figure
+    title = "Paper D, Fig. 5: n-gram precision gaps vs Transformer (Base) (tokenized BLEU counts)"
+    lines = figure(title, "tiny", figsize=(6, 4))._suptitle.get_text().split("\n")
+    assert len(lines) == 2 and max(map(len, lines)) <= 66
+    assert " ".join(lines) == f"{title} (scale tiny)"
+
+
 def test_plot_curves_refuses_a_tsv_without_loss_columns(tmp_path, capsys):
     path = tmp_path / "odd.tsv"
     path.write_text("step\tloss\n1\t2.0\n", encoding="utf-8")

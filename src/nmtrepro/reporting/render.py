@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +75,9 @@ def figure(title: str | None = None, scale: str | None = None, **options):
                                 "axes.spines.top": False, "axes.spines.right": False, "svg.fonttype": "none"})
     fig = Figure(layout="constrained", **options)
     if title or scale:
-        fig.suptitle(" ".join(filter(None, [title, f"(scale {scale})" if scale else None])), fontsize=11)
+        text = " ".join(filter(None, [title, f"(scale {scale})" if scale else None]))
+        # ~11 characters of 11-point text an inch: a long title wraps instead of running off the figure.
+        fig.suptitle(textwrap.fill(text, int(fig.get_figwidth() * 11)), fontsize=11)
     return fig
 
 
