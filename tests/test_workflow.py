@@ -652,7 +652,8 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
         assert (results / f"report/{figure}.svg").read_text().lstrip().startswith("<?xml")
     buckets = json.loads((results / "analyse/A_figure3/base_en_de.vs.base_en_de.buckets.json").read_text())
     assert [b["bucket"] for b in buckets] == ["≤15", "(15,30]", "(30,45]", ">45"]
-    assert sum(b["n"] for b in buckets) == 300
+    assert sum(b["n"] for b in buckets) == 300 and {b["delta"] for b in buckets} == {None}  # no baseline, no Δ
+    assert (results / "analyse/D_figure4/rec_en_de.vs.d_base_en_de.buckets.json").exists()
     assert "paper: Δ >45" in (results / "report/A_figure3.md").read_text()
     speed = (results / "report/A_table2_cost.md").read_text()
     assert "Para. (M)" in speed and "paper: Para. (M)" in speed and "Train time" in speed

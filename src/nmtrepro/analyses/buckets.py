@@ -74,8 +74,8 @@ PAIRING_NOTE = ("A system without a baseline shows its mean over all its seeds; 
 
 def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None, title: str | None = None) -> Figure:
     """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline with
-    its 95% CI (where the results have one; a system without a baseline has no bar there), the paper's Δ as a black cross on the bar of the system whose
-    label is the paper's row."""
+    its 95% CI (where the results have one; a system without a baseline has no bar there), the paper's Δ
+    as a black cross on the bar of the system whose label is the paper's row."""
     paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
     fig = figure(title, figsize=(10, 4))
     left, right = fig.subplots(1, 2, sharex=True)
