@@ -65,9 +65,12 @@ def test_ngram_gaps_are_system_minus_baseline_per_order():
         precision_gaps({"precisions": [1.0]}, {"precisions": [1.0, 2.0, 3.0, 4.0]})
 
 
+BASE_SPEEDS = {"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
+               "train_src_tok_s": 90.0, "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0, "decode_src_tok_s": 150.0}
+
+
 def test_speed_table_reports_time_relative_to_the_baseline():
-    base = {"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
-            "train_src_tok_s": 90.0, "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0, "decode_src_tok_s": 150.0}
+    base = BASE_SPEEDS
     slow = dict(base, params=3_000_000, train_tgt_tok_s=50.0, decode_sent_s=4.0)
     table = speed_table({"Base": base, "Slow": slow}, {"Base": base, "Slow": base})
     assert table.loc["Base", "Train time"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
@@ -86,9 +89,7 @@ def test_speed_table_reports_time_relative_to_the_baseline():
 
 def test_speed_table_says_its_speeds_carry_the_load_their_jobs_ran_under(tmp_path):
     speeds = tmp_path / "base.json"
-    speeds.write_text(json.dumps({"params": 2_000_000, "non_embedding_params": 1_000_000, "train_tgt_tok_s": 100.0,
-                                  "train_src_tok_s": 90.0, "decode_sent_s": 10.0, "decode_tgt_tok_s": 200.0,
-                                  "decode_src_tok_s": 150.0}))
+    speeds.write_text(json.dumps(BASE_SPEEDS))
     out = tmp_path / "speed"
     assert cli.main(["speed-table", "--system", f"Base={speeds}={speeds}", "--title", "T", "--note", "Ours.",
                      "--out-md", f"{out}.md", "--out-html", f"{out}.html", "--out-tex", f"{out}.tex"]) == 0

@@ -166,5 +166,5 @@ def run_plot_buckets(args) -> None:
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
     save_figure(plot_buckets(results, paper, args.title), args.out_png, args.out_svg)
-    write_table(text_cells(beside(bucket_table(results), paper)), args.title, f"{args.note} {PAIRING_NOTE}".strip(),
-                args.out_md, args.out_html, args.out_tex)
+    write_table(text_cells(beside(bucket_table(results), paper)), args.title,
+                " ".join(filter(None, [args.note, PAIRING_NOTE])), args.out_md, args.out_html, args.out_tex)

@@ -116,4 +116,4 @@ def run_speed_table(args) -> None:
     if missing:
         raise InputError(f"--paper-size is missing system(s) {missing}")
     write_table(text_cells(beside(speed_table(speeds, baselines, paper_size or None), paper)), args.title,
-                f"{args.note} {LOAD_NOTE}".strip(), args.out_md, args.out_html, args.out_tex)
+                " ".join(filter(None, [args.note, LOAD_NOTE])), args.out_md, args.out_html, args.out_tex)
