@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..core.text import strip_bpe
+from ..evaluation.bleu import make_metric
 from ..evaluation.significance import pooled_bootstrap
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import figure, save_figure, text_cells, write_table
@@ -38,14 +40,18 @@ def bucket_index(length: int, edges: list[int]) -> int:
     return bisect.bisect_left(edges, length)
 
 
-def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]]], refs: list[str],
+def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str] | None]], refs: list[str],
                   edges: list[int], samples: int = 1000, seeds: list[int] | None = None) -> list[dict]:
     """Per bucket: sentence count, tokenized BLEU of system and baseline (means over the seed `pairs` of
     (system, baseline) hypotheses), their difference with its seed-pooled 95% CI and one-sided p (the
-    system beats the baseline), and each seed's difference; a bucket without sentences has None."""
-    if not pairs or any(len(src_lengths) != len(lines) for pair in pairs for lines in (*pair, refs)):
+    system beats the baseline), and each seed's difference; a bucket without sentences has None. Pairs
+    whose baseline is None (a system listed without one) give the system's mean BLEU alone: no Δ, no
+    resampling."""
+    if not pairs or any(len(src_lengths) != len(lines) for pair in pairs for lines in (*pair, refs)
+                        if lines is not None):
         raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, (system, baseline) "
-                         f"lines {[(len(h), len(b)) for h, b in pairs]} and {len(refs)} reference lines")
+                         f"lines {[(len(h), b and len(b)) for h, b in pairs]} and {len(refs)} reference lines")
+    paired = all(base is not None for _, base in pairs)
     groups: list[list[int]] = [[] for _ in range(len(edges) + 1)]
     for i, length in enumerate(src_lengths):
         groups[bucket_index(length, edges)].append(i)
@@ -53,15 +59,18 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
     for label, members in zip(bucket_labels(edges), groups):
         entry = {"bucket": label, "n": len(members), "bleu": None, "baseline_bleu": None, "delta": None,
                  "delta_low": None, "delta_high": None, "p_greater": None, "seeds": []}
-        if members:
-            def pick(lines):
-                return [lines[i] for i in members]
+        def pick(lines):
+            return [lines[i] for i in members]
+        if members and paired:
             result = pooled_bootstrap([(pick(hyps), pick(base)) for hyps, base in pairs], [pick(refs)], "tok_bleu",
                                       samples, seeds)
             entry.update(bleu=result["score"], baseline_bleu=result["baseline"],
                          delta=result["score"] - result["baseline"], delta_low=result["delta_low"],
                          delta_high=result["delta_high"], p_greater=result["p_greater"],
                          seeds=[{"seed": s["seed"], "delta": s["delta"]} for s in result["seeds"]])
+        elif members:
+            metric = make_metric("tok_bleu")
+            entry["bleu"] = float(np.mean([metric.corpus_score(pick(hyps), [pick(refs)]).score for hyps, _ in pairs]))
         out.append(entry)
     return out
 
@@ -131,8 +140,9 @@ def add_arguments_length_buckets(parser) -> None:
     parser.add_argument("--src-bpe", required=True, help="the BPE'd tokenized source the model translated")
     parser.add_argument("--hyp-tok", action="append", required=True,
                         help="system: Moses-tokenized hypothesis (one a seed)")
-    parser.add_argument("--base-hyp-tok", action="append", required=True,
-                        help="baseline: Moses-tokenized hypothesis of the same seed, in the order of --hyp-tok")
+    parser.add_argument("--base-hyp-tok", action="append", default=[],
+                        help="baseline: Moses-tokenized hypothesis of the same seed, in the order of --hyp-tok "
+                             "(none: the system's BLEU per bucket alone, no Δ)")
     parser.add_argument("--seed", action="append", type=int, default=[], help="each pair's seed, in order (labels)")
     parser.add_argument("--samples", type=int, default=1000, help="bootstrap resamples per bucket")
     parser.add_argument("--ref-tok", required=True, help="Moses-tokenized reference")
@@ -141,15 +151,13 @@ def add_arguments_length_buckets(parser) -> None:
 
 
 def run_length_buckets(args) -> None:
-    if len(args.hyp_tok) != len(args.base_hyp_tok):
+    if args.base_hyp_tok and len(args.hyp_tok) != len(args.base_hyp_tok):
         raise InputError("--hyp-tok and --base-hyp-tok need one file a seed each")
     lengths = [len(strip_bpe(line).split()) for line in read_lines(args.src_bpe)]
-    pairs = [(read_lines(hyps), read_lines(base)) for hyps, base in zip(args.hyp_tok, args.base_hyp_tok)]
-    buckets = bucket_scores(lengths, pairs, read_lines(args.ref_tok), args.edges, args.samples, args.seed or None)
-    if args.hyp_tok == args.base_hyp_tok:   # a system listed without a baseline: a Δ of 0 would say nothing
-        buckets = [{**b, **dict.fromkeys(("baseline_bleu", "delta", "delta_low", "delta_high", "p_greater")),
-                    "seeds": []} for b in buckets]
-    write_json(args.out, buckets)
+    bases = [read_lines(base) for base in args.base_hyp_tok] or [None] * len(args.hyp_tok)
+    pairs = [(read_lines(hyps), base) for hyps, base in zip(args.hyp_tok, bases)]
+    write_json(args.out, bucket_scores(lengths, pairs, read_lines(args.ref_tok), args.edges, args.samples,
+                                       args.seed or None))
 
 
 def add_arguments_plot_buckets(parser) -> None:
