@@ -139,7 +139,7 @@ def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
     measured = next(line for line in text.splitlines() if "base_en_de" in line)
     assert "27.38" in measured and "29.50" in measured and "+2.12" in measured
     assert "tok:none\\|smooth:none" in measured  # '|' escaped so the Markdown table keeps its columns
-    assert "scale `tiny`" in text and "not comparable" in text
+    assert "scale `tiny`" in text and "not comparable" in text and "case-sensitive" in text
     assert any("| +PR" in line and "28.67" in line for line in text.splitlines())  # unmeasured, still shown
     rows = sum(line.startswith("| ") for line in text.splitlines()) - 1
     assert f"\n1 of {rows} rows measured at this scale.\n" in text
@@ -148,6 +148,15 @@ def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
     assert '<td class="num">29.50</td>' in document and "<details><summary>" in document and "<style>" in document
     assert_balanced_html(document)
     assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def test_table_note_on_lowercased_data_does_not_call_the_scorer_case_sensitive(tmp_path, paper_numbers):
+    md = tmp_path / "T.md"
+    assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
+                     "--cell", f"ll=Base=En-De={bleu_json(tmp_path, 'de', 20.0)}", "--lowercased",
+                     "--out-md", str(md), "--out-html", str(tmp_path / "T.html")]) == 0
+    note = md.read_text(encoding="utf-8").splitlines()[-1]
+    assert "of lowercased output against lowercased references" in note and "case-sensitive" not in note
 
 
 def test_table_note_names_the_parser_only_when_given_parse_stats(tmp_path, paper_numbers):

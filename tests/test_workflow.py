@@ -686,6 +686,8 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     paper_c = (results / "report/C_table1.md").read_text()  # paper C: the LL rows; NPMT trains at paper scale only
     assert "| ll_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
     assert "| npmt_" not in paper_c and not (results / "train/npmt_greedy_de_en").exists()
+    assert "of lowercased output" in paper_c and "case-sensitive" not in paper_c  # data lowercased when prepared
+    assert "tokenized case-sensitive BLEU" in paper_d
     assert not (results / "report/C_table2.md").exists()
     assert (results / "report/C_claims.md").read_text().count("| not comparable at this scale") == 6
     central = (results / "report/central_claims.md").read_text()  # the four central claims, over two seeds at ci

@@ -106,10 +106,13 @@ def link_commands(wildcards, input, output):
                        f"{shlex.quote(output[key])}" for key in output.keys())
 
 
-def prepare_options(wildcards):
+def dataset_preparation(dataset):
     """The scale's preparation with the dataset's own options over it (paper C: word level, lowercased)."""
-    return {"lowercase": False, "min_count": 1, **SCALE["prepare"],
-            **config["datasets"][wildcards.dataset].get("prepare", {})}
+    return {"lowercase": False, "min_count": 1, **SCALE["prepare"], **config["datasets"][dataset].get("prepare", {})}
+
+
+def prepare_options(wildcards):
+    return dataset_preparation(wildcards.dataset)
 
 
 def prepared(wildcards):

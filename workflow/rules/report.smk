@@ -66,15 +66,22 @@ rule table:
         cells=table_cell_args,
         marks=lambda w: TABLES[w.table]["marks"],
         columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
+        lowercased=lambda w: "--lowercased" if lowercased(c["experiment"] for c in TABLES[w.table]["cells"]) else "",
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
         tagger=lambda w, input: shlex.join(a for path in input.pos_stats for a in ("--pos-stats", path)),
         notes=lambda w: shlex.join(a for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]),
                                                TABLES[w.table].get("note")] if n for a in ("--note", n)),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.cells} --marks {params.marks} {params.columns} {params.parser} {params.tagger} "
-        "{params.notes} --out-md {output.md} "
-        "--out-html {output.html} --out-tex {output.tex} 2> {log}"
+        "--scale {config[scale]} {params.lowercased} {params.cells} --marks {params.marks} {params.columns} "
+        "{params.parser} {params.tagger} {params.notes} --out-md {output.md} --out-html {output.html} "
+        "--out-tex {output.tex} 2> {log}"
+
+
+def lowercased(names):
+    """Whether every one of these experiments' data were lowercased when prepared (paper C's)."""
+    datasets = {EXPERIMENTS[name].dataset for name in names}
+    return bool(datasets) and all(dataset_preparation(d)["lowercase"] for d in datasets)
 
 
 def replicates_of(names):

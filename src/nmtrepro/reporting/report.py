@@ -26,6 +26,11 @@ METRICS = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
 }
+# The same scorers on data lowercased when it was prepared (paper C): case-sensitive says nothing there.
+LOWERCASED_METRICS = {
+    "tok_bleu": "tokenized BLEU (multi-bleu.perl style, Moses tokens) of lowercased output against lowercased references",
+    "sacrebleu": "sacreBLEU on detokenized lowercased output",
+}
 CURVE_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
 
 
@@ -176,10 +181,10 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def comparability_note(metric: str, scale: str | None) -> str:
+def comparability_note(metric: str, scale: str | None, lowercased: bool = False) -> str:
     """The line under every table: why 'ours' and 'paper' are not the same measurement."""
     where = f"the test set configured for scale `{scale}`" if scale else "our configured test set"
-    return (f"Ours: {METRICS[metric]} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
+    return (f"Ours: {(LOWERCASED_METRICS if lowercased else METRICS)[metric]} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
             f"(see the paper note), ours is not comparable in absolute terms with the paper's number (e.g. "
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
 
@@ -280,6 +285,8 @@ def add_arguments_table(parser) -> None:
     parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
                         help="the test set an experiment was scored on, shown in its row (repeat)")
     parser.add_argument("--scale", help="the configured scale, named in the note under the table")
+    parser.add_argument("--lowercased", action="store_true",
+                        help="every cell's data were lowercased when prepared: the note says so, not 'case-sensitive'")
     parser.add_argument("--significance", action="append", default=[], metavar="EXPERIMENT=BASELINE=PATH",
                         help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
     parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
@@ -303,7 +310,7 @@ def run_table(args) -> None:
     significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
     table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
                         significance, baselines, args.marks, args.paper_column)
-    note = comparability_note(args.metric, args.scale)
+    note = comparability_note(args.metric, args.scale, args.lowercased)
     if significance:
         from ..evaluation.significance import MARK_STYLES, mark_confidence
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
