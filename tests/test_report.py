@@ -327,7 +327,7 @@ def test_holm_adjusts_a_pages_p_values_over_both_directions_and_the_primary_page
     assert [[cell.strip() for cell in row.split("|")[8:10]] for row in rows] == [["0.002", "0.012"], ["0.008", "0.040"],
                                                                                 ["0.040", "0.160"]]
     assert [verdict_of(row) for row in rows] == ["reproduced", "reproduced", "not reproduced"]
-    assert "over one family, both directions of this page's 3 measured claims" in page
+    assert "over one family, both directions of this page's 3 judged claims" in page
     assert "10,000 resamples, seed 12345" in page
     primary = claims_page(tmp_path, *claims, correction="none")
     assert [verdict_of(line) for line in primary.splitlines() if line.startswith("| claim ")][1:] == ["reproduced"] * 3
@@ -363,6 +363,22 @@ def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, cap
     assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
                      str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert "names none" in capsys.readouterr().err
+
+
+def test_a_claim_against_a_baseline_that_does_not_translate_is_not_judged(tmp_path):
+    """Two models at ~0 BLEU "agree" on a claim of no gain; against a baseline below MIN_BASELINE_BLEU
+    the claim is shown, not judged, and leaves the page's family of tests."""
+    weak = write_significance(tmp_path / "weak.json", 0.0, 0.0, 0.01)
+    strong = write_significance(tmp_path / "strong.json", 30.0, 29.0, 0.25)
+    page = claims_page(tmp_path, f"-0.29<0.1=tok_bleu=yes={weak}=16 steps do not beat 8",
+                       f"1.29=tok_bleu=yes={strong}=+PR helps")
+    row = next(line for line in page.splitlines() if line.startswith("| 16 steps"))
+    assert verdict_of(row) == "not comparable at this scale (its baseline scores 0.00, below 5 BLEU)"
+    assert "| +0.00 (seed 1) " in row and "Holm" not in verdict_of(row)      # its numbers, shown
+    assert "1 of 1 measured claims reproduced" in page and "1 not comparable at this scale" in page
+    assert "both directions of this page's 1 judged claims" in page and "below 5 BLEU: a model" in page
+    alone = claims_page(tmp_path, f"-0.29<0.1=tok_bleu=yes={weak}=16 steps do not beat 8")
+    assert "No claim judged at this scale: 1 not comparable." in alone
 
 
 def test_a_claims_verdict_flips_when_one_seeds_sign_flips(tmp_path):

@@ -14,8 +14,11 @@ not help", a `margin`) non-superiority, Δ below the margin. The verdicts:
 - contradicted: the same the other way (significantly the opposite direction, or a gain beyond the
   margin), in the same family;
 - not reproduced: neither; this run cannot tell, which is no evidence against the paper;
-- not comparable at this scale (unmeasured): the claim names the scales where its comparison means
-  something (e.g. a claim about a model that trains at paper scale only) and this is not one of them.
+- not comparable at this scale: the claim names the scales where its comparison means something (e.g.
+  a claim about a model that trains at paper scale only) and this is not one of them (unmeasured); or
+  its baseline scores below MIN_BASELINE_BLEU, so neither system has learned to translate and their
+  difference is that of two degenerate decoders (the `ci` and `smoke` runs' models): its numbers are
+  shown, with no verdict, and it stays out of the page's family of tests.
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict: a small difference that is not reproduced is what such a claim leads one to expect.
@@ -42,6 +45,10 @@ METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
 COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, "p", "Holm p", "verdict", "size"]
 CORRECTIONS = ("holm", "none")
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
+# Below this baseline BLEU a claim is not judged: a model there writes a few frequent words, and two such
+# models can "agree" on 0.00 (a claim of no gain reproduced) or differ by a lucky n-gram. Every trained
+# baseline of `tiny` and above scores 19 or more; `ci` and `smoke` models score 0-2.
+MIN_BASELINE_BLEU = 5.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,18 @@ class Claim:
         return 0.0 if self.margin is None else self.margin
 
 
+def baseline_bleu(claim: Claim) -> float:
+    """The baseline's BLEU, the mean over the seed pairs of the claim's test."""
+    seeds = read_significance(claim.significance, claim.metric)["seeds"]
+    return float(np.mean([entry["baseline"] for entry in seeds]))
+
+
+def judged(claim: Claim) -> bool:
+    """Whether the claim gets a verdict here: measured at this scale, and against a baseline that
+    translates (MIN_BASELINE_BLEU)."""
+    return claim.comparable and baseline_bleu(claim) >= MIN_BASELINE_BLEU
+
+
 def hypothesis(direction: int, threshold: float) -> str:
     """The one-sided alternative as the page prints it: "Δ > 0", "Δ < +0.30"."""
     return f"Δ {'>' if direction > 0 else '<'} {f'{threshold:+.2f}' if threshold else '0'}"
@@ -83,38 +102,44 @@ def verdict(p_for: float, p_against: float, sides: list[int]) -> str:
 
 
 def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
-    """The claims page's rows. `correction` "holm" adjusts each direction's p's over the page's measured
-    claims (a paper's page); "none" tests each claim on its own (the primary claims, one a paper)."""
+    """The claims page's rows. `correction` "holm" adjusts each direction's p's over the page's judged
+    claims (a paper's page); "none" tests each claim on its own (the primary claims, one a paper). A claim
+    measured against a baseline that does not translate shows its numbers and no verdict."""
     sigs = {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
     tests = {i: MeanDifference.of(sig) for i, sig in sigs.items()}
     raw = {i: [tests[i].p(side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
            for i in sigs}                                  # [the claim's hypothesis, the opposite one]
-    # One family: both directions of every claim on the page, so that the chance of any wrong decisive
-    # verdict on it (a false "reproduced" or a false "contradicted") stays at ALPHA.
-    adjusted = holm([p for i in sigs for p in raw[i]]) if correction == "holm" else [p for i in sigs for p in raw[i]]
-    adjusted_for = dict(zip(sigs, adjusted[0::2]))
-    adjusted_against = dict(zip(sigs, adjusted[1::2]))
+    family = [i for i in sigs if judged(claims[i])]
+    # One family: both directions of every judged claim on the page, so that the chance of any wrong
+    # decisive verdict on it (a false "reproduced" or a false "contradicted") stays at ALPHA.
+    flat = [p for i in family for p in raw[i]]
+    adjusted = holm(flat) if correction == "holm" else flat
+    adjusted_for = dict(zip(family, adjusted[0::2]))
+    adjusted_against = dict(zip(family, adjusted[1::2]))
     rows = []
     for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
         row = {"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
                "tested": hypothesis(claim.direction, claim.threshold)}
-        if not claim.comparable:
+        if i not in sigs:
             rows.append({**row, "ours Δ": float("nan"), "Δ per seed": "", CI: "", "p": float("nan"),
                          "Holm p": float("nan"), "verdict": "not comparable at this scale" + says, "size": ""})
             continue
         seeds, ours = sigs[i]["seeds"], tests[i].delta
         low, high = tests[i].bounds(CONFIDENCE)
+        row.update({"ours Δ": ours, "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in seeds),
+                    CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0]})
+        if i not in adjusted_for:
+            rows.append({**row, "Holm p": float("nan"), "size": "", "verdict": "not comparable at this scale (its "
+                         f"baseline scores {baseline_bleu(claim):.2f}, below {MIN_BASELINE_BLEU:g} BLEU)" + says})
+            continue
         sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
                  for delta in [ours] + [entry["delta"] for entry in seeds]]
         found = verdict(adjusted_for[i], adjusted_against[i], sides)
         if found == "contradicted":
             holm_p = f", Holm {format_p(adjusted_against[i])}" if correction == "holm" else ""
             found += f" ({hypothesis(-claim.direction, claim.threshold)}: p {format_p(raw[i][1])}{holm_p})"
-        rows.append({**row, "ours Δ": ours,
-                     "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in seeds),
-                     CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0], "Holm p": adjusted_for[i],
-                     "verdict": found + says,
+        rows.append({**row, "Holm p": adjusted_for[i], "verdict": found + says,
                      "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table if correction == "holm" else table.drop(columns="Holm p")
@@ -140,9 +165,9 @@ def claims_note(claims: list[Claim], correction: str) -> str:
                  f"more often than {ALPHA} where seeds vary (Clark et al. 2011).")
     if correction == "holm":
         multiplicity = (f"Holm p: each p adjusted by Holm's method over one family, both directions of this "
-                        f"page's {len(measured)} measured claims, so that the chance of any wrong decisive verdict "
-                        f"on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}; the verdicts read "
-                        f"the adjusted p's, the CI is unadjusted.")
+                        f"page's {sum(map(judged, measured))} judged claims, so that the chance of any wrong "
+                        f"decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}; the "
+                        f"verdicts read the adjusted p's, the CI is unadjusted.")
         level = f"at {ALPHA} after that correction"
     else:
         multiplicity = (f"These are the primary claims, one a paper, each tested on its own (no correction for "
@@ -155,7 +180,8 @@ def claims_note(claims: list[Claim], correction: str) -> str:
                f"side; contradicted means it shows the opposite as firmly (the other direction, or a gain "
                f"beyond the margin). Not reproduced means this run cannot tell either way at its size, which is "
                f"no evidence against the paper, and 'not comparable' that its comparison was not made at this "
-               f"scale.")
+               f"scale, or that its baseline scores below {MIN_BASELINE_BLEU:g} BLEU: a model that has not learned "
+               f"to translate, beside which a difference tests nothing.")
     return " ".join([ours, multiplicity, meaning])
 
 
@@ -171,20 +197,22 @@ def reading(table: pd.DataFrame) -> str:
     """The page in one line: how many of its measured claims each verdict got."""
     verdicts = table["verdict"]
     measured = ~verdicts.str.startswith("not comparable")
+    unmeasured = int((~measured).sum())
+    if not measured.any():
+        return f"No claim judged at this scale: {unmeasured} not comparable."
     counts = {word: int(verdicts[measured].str.startswith(word).sum())
               for word in ("reproduced", "contradicted", "not reproduced")}
     line = (f"{counts['reproduced']} of {int(measured.sum())} measured claims reproduced, "
             f"{counts['contradicted']} contradicted, {counts['not reproduced']} not reproduced "
             f"(this run cannot tell: our interval holds the claim's threshold)")
-    unmeasured = int((~measured).sum())
     return line + (f"; {unmeasured} not comparable at this scale." if unmeasured else ".")
 
 
 def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = None):
     """One row a claim, top to bottom in the page's order: our mean difference (dot) with its interval
     (line) and each seed pair's difference (small grey dots), the paper's (diamond), zero and, for a
-    claim of no gain, its margin (dashed); the verdict's word at the right. A claim not comparable at
-    this scale shows the paper's difference alone."""
+    claim of no gain, its margin (dashed); the verdict's word at the right. A claim unmeasured at this
+    scale shows the paper's difference alone."""
     import textwrap
 
     n = len(claims)
