@@ -23,7 +23,9 @@ from ..reporting.report import parse_pairs, read_curve
 # timing of its own, so the load beside each job is in them (at `tiny` a run over sittings mixed loads).
 LOAD_NOTE = ("Speeds are those of the training and decoding jobs themselves, so the ratios compare models "
              "only when their jobs ran under the same load: one job a GPU does; jobs sharing CPU cores with "
-             "others, or run in different sittings, do not.")
+             "others, or run in different sittings, do not. Ratios that a shared machine's load hits alike: "
+             "bench/variant_speed.py times each variant beside Base on the same batches, interleaved, in one run "
+             "(docs/measurements.md).")
 
 
 def training_speed(curve: pd.DataFrame, path="curve", column="tgt_tok_s") -> float:
