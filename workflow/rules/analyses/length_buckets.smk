@@ -20,8 +20,8 @@ rule length_buckets:
     params:
         edges=lambda w: " ".join(map(str, ANALYSES[w.analysis]["edges"])),
         # a system listed without a baseline (`baseline_of` names itself) is scored alone: no Δ
-        pairs=lambda w, input: shlex.join(seed_pair_args(w, input, [("--hyp-tok", "hyp_tok")] + [
-            ("--base-hyp-tok", "base_hyp_tok")] * (w.experiment != w.baseline))),
+        pairs=lambda w, input: shlex.join(seed_pair_args(w, input, [("--hyp-tok", "hyp_tok")] if w.experiment == w.baseline
+                                                         else [("--hyp-tok", "hyp_tok"), ("--base-hyp-tok", "base_hyp_tok")])),
     shell:
         "nmtrepro length-buckets --src-bpe {input.src} {params.pairs} --ref-tok {input.ref_tok} "
         "--edges {params.edges} --out {output} 2> {log}"
