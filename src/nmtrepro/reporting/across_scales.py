@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
-from .claims import CI, CORRECTIONS, FORMAT, METRICS, Claim, baseline_bleu, build_claims, forest_plot, parse_claim, verdict_label
+from .claims import (CI, CORRECTIONS, FORMAT, METRICS, Claim, baseline_bleu, build_claims, forest_plot, parse_claim,
+                     verdict_label)
 from .render import figure_svg, save_figure, write_table
 from .report import format_p, read_significance
 

@@ -28,7 +28,8 @@ METRICS = {
 }
 # The same scorers on data lowercased when it was prepared (paper C): case-sensitive says nothing there.
 LOWERCASED_METRICS = {
-    "tok_bleu": "tokenized BLEU (multi-bleu.perl style, Moses tokens) of lowercased output against lowercased references",
+    "tok_bleu": ("tokenized BLEU (multi-bleu.perl style, Moses tokens) of lowercased output against lowercased "
+                 "references"),
     "sacrebleu": "sacreBLEU on detokenized lowercased output",
 }
 CURVE_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
@@ -184,7 +185,8 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
 def comparability_note(metric: str, scale: str | None, lowercased: bool = False) -> str:
     """The line under every table: why 'ours' and 'paper' are not the same measurement."""
     where = f"the test set configured for scale `{scale}`" if scale else "our configured test set"
-    return (f"Ours: {(LOWERCASED_METRICS if lowercased else METRICS)[metric]} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
+    scored = (LOWERCASED_METRICS if lowercased else METRICS)[metric]
+    return (f"Ours: {scored} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
             f"(see the paper note), ours is not comparable in absolute terms with the paper's number (e.g. "
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
 
