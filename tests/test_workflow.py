@@ -638,10 +638,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "Protocol (scale `ci`): every row trained from scratch, 30 updates" in table
     assert "Seeds: base_en_de 1, 2" in table and "per seed" in table
-    claims = (results / "report/A_claims.md").read_text()  # every claim of paper A: ci's models do not translate,
-    assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims   # so each shows its numbers
-    assert all("(seed 1)" in line and ", below 5 BLEU)" in line for line in claims.splitlines()  # and no verdict
-               if line.startswith("| +PR"))
+    # every claim of paper A; ci's models do not translate, so each shows its numbers and no verdict
+    claims = (results / "report/A_claims.md").read_text()
+    assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
+    assert all("(seed 1)" in line and ", below 5 BLEU)" in line for line in claims.splitlines() if line.startswith("| +PR"))
     assert (results / "train/pr_en_de_seed2/curve.tsv").exists() and (results / "train/base_en_de_seed2/averaged.pt").exists()
     assert not (results / "analyse/significance/base_en_de.vs.base_en_de.json").exists()  # the baseline's own row
     sig = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())["tok_bleu"]
