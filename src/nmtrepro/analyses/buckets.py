@@ -52,6 +52,7 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
         raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, (system, baseline) "
                          f"lines {[(len(h), b and len(b)) for h, b in pairs]} and {len(refs)} reference lines")
     paired = all(base is not None for _, base in pairs)
+    metric = make_metric("tok_bleu")
     groups: list[list[int]] = [[] for _ in range(len(edges) + 1)]
     for i, length in enumerate(src_lengths):
         groups[bucket_index(length, edges)].append(i)
@@ -69,7 +70,6 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
                          delta_high=result["delta_high"], p_greater=result["p_greater"],
                          seeds=[{"seed": s["seed"], "delta": s["delta"]} for s in result["seeds"]])
         elif members:
-            metric = make_metric("tok_bleu")
             entry["bleu"] = float(np.mean([metric.corpus_score(pick(hyps), [pick(refs)]).score for hyps, _ in pairs]))
         out.append(entry)
     return out

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.files import InputError
-from .claims import (CI, CORRECTIONS, FORMAT, METRICS, Claim, baseline_bleu, build_claims, forest_plot, parse_claim,
-                     verdict_label)
+from .claims import CI, CORRECTIONS, FORMAT, METRICS, Claim, build_claims, forest_plot, parse_claim, verdict_label
 from .render import figure_svg, save_figure, write_table
 from .report import format_p, read_significance
 
@@ -39,6 +39,12 @@ def readable(claim: Claim) -> bool:
     except InputError:
         return False
     return True
+
+
+def baseline_bleu(claim: Claim) -> float:
+    """The baseline's BLEU, the mean over the seed pairs of the claim's test."""
+    seeds = read_significance(claim.significance, claim.metric)["seeds"]
+    return float(np.mean([entry["baseline"] for entry in seeds]))
 
 
 def build_across(scaled: list[tuple[str, Claim]], correction: str) -> tuple[pd.DataFrame, list[Claim], list[str]]:

@@ -72,16 +72,10 @@ class Claim:
         return 0.0 if self.margin is None else self.margin
 
 
-def baseline_bleu(claim: Claim) -> float:
-    """The baseline's BLEU, the mean over the seed pairs of the claim's test."""
-    seeds = read_significance(claim.significance, claim.metric)["seeds"]
-    return float(np.mean([entry["baseline"] for entry in seeds]))
-
-
-def judged(claim: Claim) -> bool:
-    """Whether the claim gets a verdict here: measured at this scale, and against a baseline that
-    translates (MIN_BASELINE_BLEU)."""
-    return claim.comparable and baseline_bleu(claim) >= MIN_BASELINE_BLEU
+def translates(sig: dict) -> bool:
+    """Whether a claim's test has a baseline that translates (its BLEU, the mean over the seed pairs, at
+    least MIN_BASELINE_BLEU): only such a claim gets a verdict."""
+    return sig["baseline"] >= MIN_BASELINE_BLEU
 
 
 def hypothesis(direction: int, threshold: float) -> str:
@@ -109,7 +103,7 @@ def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
     tests = {i: MeanDifference.of(sig) for i, sig in sigs.items()}
     raw = {i: [tests[i].p(side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
            for i in sigs}                                  # [the claim's hypothesis, the opposite one]
-    family = [i for i in sigs if judged(claims[i])]
+    family = [i for i, sig in sigs.items() if translates(sig)]
     # One family: both directions of every judged claim on the page, so that the chance of any wrong
     # decisive verdict on it (a false "reproduced" or a false "contradicted") stays at ALPHA.
     flat = [p for i in family for p in raw[i]]
@@ -131,7 +125,7 @@ def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
                     CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0]})
         if i not in adjusted_for:
             rows.append({**row, "Holm p": float("nan"), "size": "", "verdict": "not comparable at this scale (its "
-                         f"baseline scores {baseline_bleu(claim):.2f}, below {MIN_BASELINE_BLEU:g} BLEU)" + says})
+                         f"baseline scores {sigs[i]['baseline']:.2f}, below {MIN_BASELINE_BLEU:g} BLEU)" + says})
             continue
         sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
                  for delta in [ours] + [entry["delta"] for entry in seeds]]
@@ -149,8 +143,9 @@ def claims_note(claims: list[Claim], correction: str) -> str:
     """The note under a claims page: what ours and p are, how the page treats multiplicity, and in two
     sentences what its verdicts mean."""
     measured = [claim for claim in claims if claim.comparable]
-    runs = resampling([read_significance(claim.significance, claim.metric) for claim in measured]) or "none run"
-    one_seed = [claim.text for claim in measured if len(read_significance(claim.significance, claim.metric)["seeds"]) == 1]
+    sigs = [read_significance(claim.significance, claim.metric) for claim in measured]
+    runs = resampling(sigs) or "none run"
+    one_seed = [claim.text for claim, sig in zip(measured, sigs) if len(sig["seeds"]) == 1]
     ours = (f"Ours: the difference of the claim's system and baseline on this run's test set, the mean over the "
             f"seeds both were trained with (each seed pair's own difference beside it). p: one-sided, of the "
             f"hypothesis in 'tested' (the paper's direction; for a claim of no gain, a difference below the "
@@ -165,7 +160,7 @@ def claims_note(claims: list[Claim], correction: str) -> str:
                  f"more often than {ALPHA} where seeds vary (Clark et al. 2011).")
     if correction == "holm":
         multiplicity = (f"Holm p: each p adjusted by Holm's method over one family, both directions of this "
-                        f"page's {sum(map(judged, measured))} judged claims, so that the chance of any wrong "
+                        f"page's {sum(map(translates, sigs))} judged claims, so that the chance of any wrong "
                         f"decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}; the "
                         f"verdicts read the adjusted p's, the CI is unadjusted.")
         level = f"at {ALPHA} after that correction"
