@@ -1,14 +1,27 @@
-"""How often a claim's verdict is wrong: the false-positive rate and power of the seed-pooled test under
-several mixes of noise, the current rule beside the one before 2026-11-28, in one run.
+"""How often a claim's verdict is wrong, in two parts, each in one run.
 
-Each setting simulates comparisons of k seed pairs (`nmtrepro.evaluation.calibration`: BLEU-like
-sentences with a known true difference, test-set noise that all pairs share, each pair's own and seed
-offsets) and runs the project's own test on their sentence statistics (`significance.statistics_test`)
-beside the old rule (seed pairs resampled with the sentences, their deviations inflated by sqrt(k/(k-1)),
-the count rule's p), written out here since the package no longer holds it.
+`comparisons`: the false-positive rate and power of one comparison's own test under several mixes of
+noise, the current rule beside the one before 2026-11-28. Each setting simulates comparisons of k seed
+pairs (`nmtrepro.evaluation.calibration`: BLEU-like sentences with a known true difference, test-set
+noise that all pairs share, each pair's own and seed offsets) and runs the project's own test on their
+sentence statistics (`significance.statistics_test`) beside the old rule (seed pairs resampled with the
+sentences, their deviations inflated by sqrt(k/(k-1)), the count rule's p), written out here since the
+package no longer holds it.
 
-    python bench/verdict_calibration.py                 # 1,000 comparisons a setting, ~10 min on 2 cores
-    python bench/verdict_calibration.py --runs 200      # a quick look
+`pages`: whole claims pages as a run makes them, before and after the seed noise was pooled and the
+page's procedure gated. A simulated run has four central comparisons of three seed pairs (the pool;
+the first is the page's primary claim) and a page of eleven claims like paper A's at `tiny` (the primary,
+two more of three seed pairs, eight of one), each comparison's test the package's `statistics_test` as
+`nmtrepro significance` writes it; the page is judged by the claims command's own `assess` (pooled seed
+noise, the primary two-sided at 0.05, then Holm over the rest). Before: each claim's own test (a
+one-seed claim's bootstrap alone), Holm over both directions of all eleven, and the central page
+uncorrected. Printed: each claim's false-positive rate at 0.05 and at Holm's small levels (k = 1 and
+k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, and power at a true
+difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
+workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
+
+    python bench/verdict_calibration.py pages --runs 500      # ~15 min on 2 cores
+    python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
 
 Each rate is printed with its binomial standard error; "var ratio" is the mean estimated variance of the
 mean difference over its empirical variance across the runs (1 is calibrated).
@@ -18,8 +31,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
+import tempfile
 import time
+from dataclasses import replace
+from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +46,12 @@ os.environ.setdefault("SACREBLEU_SEED", "12345")
 
 from nmtrepro.evaluation.bleu import make_metric  # noqa: E402
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope  # noqa: E402
-from nmtrepro.evaluation.significance import bleu_from_statistics, sentence_counts, statistics_test  # noqa: E402
+from nmtrepro.evaluation.significance import (MeanDifference, bleu_from_statistics, sentence_counts,  # noqa: E402
+                                               statistics_test)
+from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
+from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
+from nmtrepro import cli  # noqa: E402
+from nmtrepro.reporting.claims import Claim, assess  # noqa: E402
 
 ALPHA = 0.05
 MIXES = [
@@ -82,13 +104,175 @@ def run(mix: Mix, runs: int, n: int, samples: int, seed: int) -> dict:
             for rule in ("old", "new")}
 
 
+# A page like paper A's at tiny: the primary and two more claims of three seed pairs, eight of one; the
+# run's pool: the primary's comparison and three other papers' central ones.
+PAGE_K = [3, 3, 3] + [1] * 8
+POOL_OTHERS = 3
+LEVELS = [0.05, 0.01, 0.005, 0.0025, 0.001]
+# Seed pairs' spread at tiny: the SD of the three Δ's of A's +PR (-0.38, -0.66, -1.01) is 0.32, of D's
+# +Fusing_Diverse (+2.10, +1.86, +2.36) 0.25; seed offsets of SD 0.3 with the realistic test-set noise
+# give a spread of that order (the run prints the pooled one).
+PAGE_MIXES = [
+    Mix("realistic: test set + seed offsets N(0, 0.5)"),
+    Mix("tiny-like: seed offsets N(0, 0.3)", seed_sd=0.3),
+    Mix("no seed variation", seed_sd=0.0),
+    Mix("heavy per-pair test-set noise", own_sd=1.0, seed_sd=0.0),
+    Mix("seed noise only", shared=0.0, own=0.0),
+    Mix("power: tiny-like, true +1.0", seed_sd=0.3, effect=1.0),
+]
+
+
+def old_page(claims: list[Claim], entries: list[dict]) -> list[str]:
+    """The procedure before 2026-12-01: each claim's own test (one seed: the bootstrap's variance
+    alone), Holm over both directions of every claim, the seed-majority guard."""
+    tests = [MeanDifference.of(entry) for entry in entries]
+    raw = [p for claim, test in zip(claims, tests) for p in (test.p(+1), test.p(-1))]
+    adjusted = holm(raw)
+    out = []
+    for i, entry in enumerate(entries):
+        sides = [int(np.sign(d)) for d in [entry["delta"]] + [e["delta"] for e in entry["seeds"]]]
+        seeds = sides[1:]
+        if adjusted[2 * i] < ALPHA and sides[0] > 0 and 2 * seeds.count(1) > len(seeds):
+            out.append("reproduced")
+        elif adjusted[2 * i + 1] < ALPHA and sides[0] < 0 and 2 * seeds.count(-1) > len(seeds):
+            out.append("contradicted")
+        else:
+            out.append("not reproduced")
+    return out
+
+
+def simulate_page(rng, mix: Mix, corpus_parts, metric, samples: int) -> tuple[list[dict], list[dict]]:
+    """The run's pool (the primary's comparison first) and the page's entries (the primary first)."""
+    lengths, difficulty, per_logit = corpus_parts
+    page = [statistics_test(sentence_stats(rng, replace(mix, k=k), lengths, difficulty, per_logit), metric, samples)
+            for k in PAGE_K]
+    others = [statistics_test(sentence_stats(rng, replace(mix, k=3, effect=0.0), lengths, difficulty, per_logit),
+                              metric, samples) for _ in range(POOL_OTHERS)]
+    return [page[0]] + others, page
+
+
+def page_claims(n: int) -> list[Claim]:
+    return [Claim(f"claim {i}", 1.0, "tok_bleu", f"claim{i}.json", primary=i == 0) for i in range(n)]
+
+
+def run_pages(job) -> dict:
+    mix, runs, n, samples, seed, commands = job
+    rng, metric = np.random.default_rng(seed), make_metric("tok_bleu")
+    lengths, difficulty = corpus(rng, n)
+    parts = (lengths, difficulty, slope(lengths, difficulty, metric))
+    claims = page_claims(len(PAGE_K))
+    ks = np.array(PAGE_K)
+    rejected = {rule: {k: np.zeros(len(LEVELS)) for k in (1, 3)} for rule in ("old", "new")}
+    counts = {k: 0 for k in (1, 3)}
+    decisive = {"old page": 0, "new page": 0, "old primary": 0, "new primary": 0}
+    reproduced = {rule: {"primary": 0, 1: 0, 3: 0} for rule in ("old", "new")}
+    agree, compared, spreads = 0, 0, []
+    for run in range(runs):
+        pool, entries = simulate_page(rng, mix, parts, metric, samples)
+        noise = SeedNoise.of({f"central {j}": e for j, e in enumerate(pool)})
+        spreads.append(noise.spread)
+        for i, entry in enumerate(entries):
+            k = int(ks[i])
+            counts[k] += 1
+            for rule, test in (("old", MeanDifference.of(entry)), ("new", noise.test(entry))):
+                rejected[rule][k] += np.array([test.p(+1) < level for level in LEVELS])
+        table = assess(claims, dict(enumerate(entries)), {"tok_bleu": noise})
+        new = [v.split(":")[0].split(" (")[0] for v in table["verdict"]]
+        old = old_page(claims, entries)
+        central = MeanDifference.of(entries[0])       # before: the central page tested it alone, both ways
+        decisive["old primary"] += central.p(+1) < ALPHA or central.p(-1) < ALPHA
+        decisive["new primary"] += new[0] in ("reproduced", "contradicted")
+        decisive["old page"] += any(v in ("reproduced", "contradicted") for v in old)
+        decisive["new page"] += any(v in ("reproduced", "contradicted") for v in new)
+        for rule, verdicts in (("old", old), ("new", new)):
+            reproduced[rule]["primary"] += verdicts[0] == "reproduced"
+            for i, v in enumerate(verdicts[1:], 1):
+                reproduced[rule][int(ks[i])] += v == "reproduced"
+        if run < commands:
+            agree += through_commands(claims, pool, entries, list(table["verdict"]))
+            compared += 1
+    return {"mix": mix, "runs": runs, "counts": counts, "rejected": rejected, "decisive": decisive,
+            "reproduced": reproduced, "agree": agree, "compared": compared, "spread": float(np.mean(spreads))}
+
+
+def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict], verdicts: list[str]) -> bool:
+    """The page through `nmtrepro claims` as the workflow runs it (its JSONs on disk, --primary, --pool):
+    whether its verdicts equal `verdicts`."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def written(name, entry):
+            path = Path(tmp) / f"{name}.json"
+            path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+            return str(path)
+        argv = ["claims", "--title", "t", "--out-md", f"{tmp}/p.md", "--out-html", f"{tmp}/p.html",
+                "--out-svg", f"{tmp}/p.svg", "--primary", claims[0].text]
+        argv += [a for claim, entry in zip(claims, entries)
+                 for a in ("--claim", f"{claim.paper_delta}=tok_bleu=yes={written(claim.text.replace(' ', ''), entry)}"
+                                      f"={claim.text}")]
+        argv += [a for j, entry in enumerate(pool) for a in ("--pool", f"central{j}={written(f'pool{j}', entry)}")]
+        if cli.main(argv) != 0:
+            return False
+        lines = [line for line in Path(f"{tmp}/p.md").read_text().splitlines() if re.match(r"\| claim \d", line)]
+        words = [re.split(r" \\?\(|:", line.split("|")[-3].strip())[0] for line in lines]  # Markdown escapes < >
+        return words == [re.split(r" \(|:", v)[0] for v in verdicts]
+
+
+def rate(hits: float, n: int) -> str:
+    r = hits / n
+    return f"{100 * r:5.2f} ± {100 * math.sqrt(max(r * (1 - r), 1e-12) / n):4.2f} %"
+
+
+def print_pages(result: dict, seconds: float) -> None:
+    mix, runs = result["mix"], result["runs"]
+    print(f"\n{mix.name} (true Δ {mix.effect:+.1f}; {runs} pages; pooled seed pairs' spread, SD "
+          f"{math.sqrt(result['spread']):.2f} BLEU; {seconds:.0f} s)")
+    if mix.effect == 0:
+        for k in (1, 3):
+            n = result["counts"][k]
+            cells = "  ".join(f"{level:g}: {rate(result['rejected'][rule][k][j], n)}"
+                              for rule in ("old", "new") for j, level in enumerate(LEVELS[:1]))
+            small = "  ".join(f"{level:g}: {result['rejected']['new'][k][j] / n / level:4.2f}x"
+                              for j, level in enumerate(LEVELS[1:], 1))
+            old_small = "  ".join(f"{result['rejected']['old'][k][j] / n / level:4.2f}x"
+                                  for j, level in enumerate(LEVELS[1:], 1))
+            print(f"  k = {k}: false-positive rate at 0.05, before / after: {cells}  ({n} claims)")
+            print(f"         at Holm's small levels, rate / level, after: {small}; before: {old_small}")
+        d = result["decisive"]
+        print(f"  a wrong decisive verdict on the page (familywise): before {rate(d['old page'], runs)}, "
+              f"after {rate(d['new page'], runs)}")
+        print(f"  ... of the primary claim: before (central page, uncorrected, both ways) "
+              f"{rate(d['old primary'], runs)}, after {rate(d['new primary'], runs)}")
+    else:
+        r = result["reproduced"]
+        print("  power (reproduced), before / after: " + "; ".join(
+            f"{name}: {rate(r['old'][key], runs * per)} / {rate(r['new'][key], runs * per)}"
+            for name, key, per in (("primary (k = 3)", "primary", 1), ("secondary k = 3", 3, 2), ("secondary k = 1", 1, 8))))
+    if result["compared"]:
+        print(f"  through `nmtrepro claims`: {result['agree']} of {result['compared']} pages' verdicts equal "
+              f"the in-process ones")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=1000, help="comparisons a setting")
+    ap.add_argument("part", choices=("comparisons", "pages"), nargs="?", default="comparisons")
+    ap.add_argument("--runs", type=int, default=1000, help="comparisons (pages) a setting")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=1000, help="sentence resamples a comparison")
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--commands", type=int, default=0, help="pages a setting also run through `nmtrepro claims`")
+    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    if args.part == "pages":
+        print(f"pages of {len(PAGE_K)} claims (seed pairs {PAGE_K}), pools of {POOL_OTHERS + 1} comparisons of "
+              f"3 seed pairs; {args.sentences} sentences, {args.samples} resamples; alpha {ALPHA}")
+        jobs = [(mix, args.runs, args.sentences, args.samples, args.seed + 100 + i, args.commands)
+                for i, mix in enumerate(PAGE_MIXES)]
+        start = time.perf_counter()
+        with Pool(args.processes) as pool:
+            for result in pool.imap(run_pages, jobs):
+                print_pages(result, time.perf_counter() - start)
+        return
     print(f"{args.runs} comparisons a setting, {args.sentences} sentences, {args.samples} resamples, "
           f"one-sided alpha {ALPHA} (rate of p < alpha toward 'beats')")
     print(f"{'mix':<46} {'k':>2} {'old rate':>15} {'new rate':>15} {'old var ratio':>14} {'new var ratio':>14}")

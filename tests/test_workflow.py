@@ -615,6 +615,7 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
     assert command.count("--claim=ci=") == 4 and command.count("--claim=tiny=") == 4
     assert "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json" in command
+    assert command.count("--pool=ci=") == 4 and command.count("--pool=tiny=") == 4 and command.count("--primary=") == 4
     assert "results/ci/report/A_claims_across_scales.md" in run.stdout      # A's central claim is on its page
 
 
@@ -695,8 +696,14 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     central = (results / "report/central_claims.md").read_text()  # the four central claims, over two seeds at ci
     assert central.count("(seed 2)") == 4 and "+PR improves Transformer Base En-De" in central
     assert "started from the trained hao_base_en_de, then 20 updates" in central
-    assert "| Δ < +0.10 " in central and "no correction for multiplicity" in central and "Holm p" not in central
-    assert "No claim judged at this scale: 8 not comparable." in paper_c_claims
+    assert "| Δ < +0.10 " in central and "Each paper is its own family" in central and "Holm" not in central
+    assert "page p" in central
+    assert "No claim judged at this scale: 8 not comparable at this scale." in paper_c_claims
+    assert "Procedure: the primary claim (the reordering layer does not help the attention seq2seq (beam))" in paper_c_claims
+    # every page pools the seed noise of the central claims' two-seed comparisons, none of whose models
+    # translate at ci: nothing to pool
+    assert all("no multi-seed comparison at this scale whose every seed scores 5 BLEU" in
+               (results / f"report/{page}.md").read_text() for page in ("central_claims", "A_claims", "D_claims"))
     assert (results / "evaluate/ll_beam_de_en/test_2016_flickr.decode.json").exists()        # decoded on its own
     assert (results / "train/ll_beam_de_en/averaged.pt").is_symlink()                        # ... from one training
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()

@@ -141,6 +141,16 @@ def claim_significance(names):
             for name in names if at_scale(config, config["claims"][name])}
 
 
+def procedure_args(names, pools, scaled=False):
+    """--primary for each of these claims that is its paper's central one, and --pool for each central
+    claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
+    across-scales takes them): the page's procedure and the comparisons its seed noise pools."""
+    primaries = [f"--primary={config['claims'][name]['claim']}" for name in names if name in CENTRAL["claims"]]
+    pooled = [f"--pool={scale + '=' if scaled else ''}{name}={path}"
+              for scale, files in pools.items() for name, path in files.items()]
+    return shlex.join(primaries + pooled)
+
+
 def claims_protocol(names):
     """The protocol note of the experiments these claims compare."""
     return protocol(compared(n for n in names if at_scale(config, config["claims"][n])))
@@ -181,6 +191,8 @@ rule across_scales:
         unpack(lambda w: claim_significance(ACROSS_PAGES[w.page])),
         others=lambda w: [path for files in other_scales_significance(ACROSS_PAGES[w.page]).values()
                           for path in files.values()],
+        # every page's seed noise pools over the central claims' comparisons (docs/statistics.md)
+        pool=lambda w: [path for files in central_pools().values() for path in files.values()],
     output:
         md=results("report/{page}.md"),
         html=report(results("report/{page}.html"), caption="../report/across_scales.rst", category="Claims",
@@ -196,9 +208,9 @@ rule across_scales:
             [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
             + [claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
                for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()]),
-        correction=lambda w: "none" if w.page.startswith("central_") else "holm",
+        procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools(), scaled=True),
     shell:
-        "nmtrepro across-scales --title {params.title:q} {params.claims} --correction {params.correction} "
+        "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} "
         "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} 2> {log}"
 
 
@@ -216,9 +228,16 @@ def claims_label(page):
     return "central: one claim a paper" if page == "central_claims" else f"paper {page.removesuffix('_claims')}"
 
 
+def central_pools():
+    """{scale: {central claim: JSON}}: this scale's central claims' tests, then those other scales'
+    results trees in this checkout hold; each scale's seed noise pools over its own."""
+    return {config["scale"]: claim_significance(CENTRAL["claims"]), **other_scales_significance(CENTRAL["claims"])}
+
+
 rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
+        pool=lambda w: list(claim_significance(CENTRAL["claims"]).values()),
     output:
         md=results("report/{page}.md"),
         # The label orders the category: the central claims ("central ...") before "paper A" ...
@@ -232,10 +251,11 @@ rule claims:
     params:
         title=lambda w: f"{claims_title(w.page)} beside this run (scale {config['scale']})",
         claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
-        correction=lambda w: "none" if w.page == "central_claims" else "holm",  # the primary claims: one a paper
+        # the central claims, each its paper's primary; the seed noise pooled over their comparisons
+        procedure=lambda w: procedure_args(CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}),
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title {params.title:q} {params.claims} --correction {params.correction} "
+        "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} "
         "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
         "--out-svg {output.svg} 2> {log}"
 

@@ -152,14 +152,16 @@ def mean_difference(deltas: np.ndarray, resampled: np.ndarray) -> tuple[MeanDiff
     its variance: the seeds' s^2/k and the test set's shared part (module docstring)."""
     k = len(deltas)
     mean_var = float(resampled.mean(0).var(ddof=1))          # sigma_c^2 + sigma_e^2 / k
-    if k == 1:                                              # the seed variance is unmeasured
-        return MeanDifference(float(deltas[0]), mean_var, None), {"var_seeds": None, "var_shared": mean_var}
     each_var = float(resampled.var(1, ddof=1).mean())       # sigma_c^2 + sigma_e^2
+    # the bootstrap's two variances, which a claims page pools seed noise with (evaluation/seed_noise.py)
+    bootstrap = {"var_bootstrap_mean": mean_var, "var_bootstrap_each": each_var}
+    if k == 1:                                              # the seed variance is unmeasured
+        return MeanDifference(float(deltas[0]), mean_var, None), {"var_seeds": None, "var_shared": mean_var, **bootstrap}
     shared = max(0.0, (k * mean_var - each_var) / (k - 1))
     seeds = float(np.var(deltas, ddof=1)) / k               # (sigma_u^2 + sigma_e^2) / k
     var = seeds + shared
     df = None if seeds == 0 else (k - 1) * (var / seeds) ** 2  # Satterthwaite, the shared part as known
-    return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared}
+    return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared, **bootstrap}
 
 
 def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[str]], metric_name: str,

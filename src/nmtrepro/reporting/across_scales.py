@@ -4,23 +4,26 @@ A run's claims pages know only its own scale; a researcher who has run two (`tin
 converged) wants to see how each answer moves with baseline strength and training. This page reads
 every scale whose results tree holds a claim's significance JSON (the rule finds them) and, per claim,
 sets one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its interval, the verdict
-by that scale's test and correction over the page's claims it holds (its own claims page's verdict
-where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
-draws a line a (claim, scale). A JSON of the test this project used before 2026-11-28 is named in the
-reading, not read.
+by that scale's procedure over the page's claims it holds, with that scale's seed noise (its own claims
+page's verdict where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
+draws a line a (claim, scale). A JSON written by an earlier version of the test is named in the reading,
+not read (and not pooled).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from ..core.files import InputError
-from .claims import CI, CORRECTIONS, FORMAT, METRICS, Claim, build_claims, forest_plot, parse_claim, verdict_label
+from .claims import (CI, FORMAT, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
+                     mark_primaries, parse_claim, parse_pool, shown_table)
 from .render import figure_svg, save_figure, write_table
-from .report import format_p, read_significance
+from .report import read_significance
 
-COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "p", "verdict", "size"]
+COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
+           "size", "_low", "_high", "_seeds"]
 
 
 def parse_scaled(spec: str) -> tuple[str, Claim]:
@@ -31,10 +34,12 @@ def parse_scaled(spec: str) -> tuple[str, Claim]:
     return scale, parse_claim(claim)
 
 
-def readable(claim: Claim) -> bool:
-    """Whether a comparable claim's JSON is of the current test (one of another scale may predate it)."""
+def readable(path: str, metrics) -> bool:
+    """Whether a significance JSON is of the current test in each of `metrics` (one of another scale may
+    predate it)."""
     try:
-        read_significance(claim.significance, claim.metric)
+        for metric in metrics:
+            read_significance(path, metric)
     except InputError:
         return False
     return True
@@ -46,20 +51,21 @@ def baseline_bleu(claim: Claim) -> float:
     return read_significance(claim.significance, claim.metric)["baseline"]
 
 
-def build_across(scaled: list[tuple[str, Claim]], correction: str) -> tuple[pd.DataFrame, list[Claim], list[str]]:
+def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str]]
+                 ) -> tuple[pd.DataFrame, list[Claim], list[str]]:
     """The page's rows (claims in their first order, then scales in theirs), the claims behind them (for
     the plot; each text names its scale) and the (scale, claim) pairs whose JSON predates the test.
-    Each scale's verdicts come from `build_claims` over that scale's readable claims: its own page's
-    test and correction."""
+    Each scale's verdicts come from `build_claims` over that scale's readable claims, with the seed noise
+    pooled over that scale's `pools` ({scale: {name: JSON}}): its own page's test and procedure."""
     scales = list(dict.fromkeys(scale for scale, _ in scaled))
     texts = list(dict.fromkeys(claim.text for _, claim in scaled))
-    fresh = [not claim.comparable or readable(claim) for _, claim in scaled]
+    fresh = [not claim.comparable or readable(claim.significance, [claim.metric]) for _, claim in scaled]
     stale = [f"{scale}: {claim.text}" for (scale, claim), ok in zip(scaled, fresh) if not ok]
     found = {}
     for scale in scales:
         claims = [claim for (s, claim), ok in zip(scaled, fresh) if s == scale and ok]
         if claims:
-            rows = build_claims(claims, correction)
+            rows = build_claims(claims, pools.get(scale, {}))
             found.update({(claim.text, scale): (claim, row) for claim, (_, row) in zip(claims, rows.iterrows())})
     rows, shown = [], []
     for text in texts:
@@ -70,8 +76,7 @@ def build_across(scaled: list[tuple[str, Claim]], correction: str) -> tuple[pd.D
             rows.append({"claim": text, "scale": scale,
                          "baseline BLEU": baseline_bleu(claim) if claim.comparable else float("nan"),
                          **{column: row[column] for column in COLUMNS if column in row.index}})
-            shown.append(Claim(f"{text} [{scale}]", claim.paper_delta, claim.metric, claim.significance,
-                               claim.comparable, claim.paper_says, claim.margin))
+            shown.append(replace(claim, text=f"{text} [{scale}]"))
     return pd.DataFrame(rows, columns=COLUMNS), shown, stale
 
 
@@ -79,8 +84,7 @@ def add_arguments_across_scales(parser) -> None:
     parser.add_argument("--title", required=True)
     parser.add_argument("--claim", action="append", required=True, metavar=f"SCALE={FORMAT}",
                         help="a claim as `nmtrepro claims` takes it, measured at SCALE (repeat: a claim per scale)")
-    parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
-                        help="as the scales' claims pages: holm over each scale's claims, or none (the central page)")
+    add_procedure_arguments(parser)  # a --pool here is SCALE=NAME=JSON: each scale pools its own
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
@@ -89,20 +93,26 @@ def add_arguments_across_scales(parser) -> None:
 
 def run_across_scales(args) -> None:
     scaled = [parse_scaled(spec) for spec in args.claim]
-    table, claims, stale = build_across(scaled, args.correction)
+    marked = mark_primaries([claim for _, claim in scaled], args.primary)
+    scaled = [(scale, claim) for (scale, _), claim in zip(scaled, marked)]
+    metrics, pools = {claim.metric for _, claim in scaled}, {}
+    for spec in args.pool:  # a scale's pool: those of its JSONs the current test wrote, as for its claims
+        scale, _, named = spec.partition("=")
+        pools.setdefault(scale, {}).update({name: path for name, path in parse_pool([named]).items()
+                                            if readable(path, metrics)})
+    table, claims, stale = build_across(scaled, pools)
     scales = list(dict.fromkeys(table["scale"]))
     reading = (f"{len(dict.fromkeys(table['claim']))} claims at {len(scales)} scales ({', '.join(scales)}); "
                + "; ".join(f"{scale}: {int(table[table['scale'] == scale]['verdict'].str.startswith('reproduced').sum())} "
                            f"reproduced" for scale in scales) + ".")
     if stale:
-        reading += (f" Not read, written by the test used before 2026-11-28 (snakemake --forcerun significance "
+        reading += (f" Not read, written by an earlier version of the test (snakemake --forcerun significance "
                     f"--config scale=<scale>): {'; '.join(stale)}.")
-    shown = table.assign(**{"baseline BLEU": table["baseline BLEU"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
-                            "paper Δ": table["paper Δ"].map("{:+.2f}".format),
-                            "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}"),
-                            "p": table["p"].map(format_p), "verdict": table["verdict"].map(verdict_label)})
-    note = " ".join(["Each scale's verdicts: the claims pages' test and correction over the claims that scale "
-                     "holds (its own page's verdicts where it built that page whole); the "
+    shown = shown_table(table).assign(
+        **{"baseline BLEU": table["baseline BLEU"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")})
+    note = " ".join(["Each scale's verdicts: the claims pages' test and procedure over the claims that scale "
+                     "holds, with that scale's pooled seed noise (its own page's verdicts where it built that page "
+                     "whole); the "
                      f"interval is {CI}; baseline BLEU: the mean over the seed pairs of the claim's test, in "
                      f"the claim's metric ({', '.join(sorted(set(METRICS[c.metric] for c in claims)))}).",
                      *args.note])
@@ -110,5 +120,4 @@ def run_across_scales(args) -> None:
     save_figure(plot, None, args.out_svg)
     write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, svg=figure_svg(plot),
                 svg_file=Path(args.out_svg).name,
-                colalign=["right" if c in ("baseline BLEU", "paper Δ", "ours Δ", CI, "p") else "left"
-                          for c in shown.columns])
+                colalign=["right" if c in NUMERIC else "left" for c in shown.columns])

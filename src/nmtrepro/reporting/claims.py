@@ -2,52 +2,64 @@
 
 A claim is config data (a paper file's `claims`): a sentence, the experiment and the baseline it
 compares, and the difference the paper printed. Ours is the test of the same two experiments over the
-seeds both trained (`nmtrepro significance`: the seeds' spread and the test set's shared noise, against
-Satterthwaite's t); the verdict follows from it
-alone, never from typing. Each claim is a one-sided hypothesis (its `tested` column): the paper's
-direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of no gain ("the reordering layer does
-not help", a `margin`) non-superiority, Δ below the margin. The verdicts:
+seeds both trained, with the seed noise pooled over the run's multi-seed comparisons (the central
+claims', `--pool`; evaluation/seed_noise.py) and the claim's own test-set noise from its paired
+bootstrap; the verdict follows from it alone, never from typing. Each claim is a one-sided hypothesis
+(its `tested` column): the paper's direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of
+no gain ("the reordering layer does not help", a `margin`) non-superiority, Δ below the margin.
 
-- reproduced: the one-sided p of that hypothesis < ALPHA (after Holm's correction over the page's one
-  family, both directions of every claim, except on the page of primary claims), and our mean and more
-  than half of the seed pairs on the claim's side, so that one lucky seed cannot carry a verdict;
-- contradicted: the same the other way (significantly the opposite direction, or a gain beyond the
-  margin), in the same family;
-- not reproduced: neither; this run cannot tell, which is no evidence against the paper;
-- not comparable at this scale: the claim names the scales where its comparison means something (e.g.
-  a claim about a model that trains at paper scale only) and this is not one of them (unmeasured); or
-  its baseline scores below MIN_BASELINE_BLEU, so neither system has learned to translate and their
-  difference is that of two degenerate decoders (the `ci` and `smoke` runs' models): its numbers are
-  shown, with no verdict, and it stays out of the page's family of tests.
+A page is one family under serial gatekeeping: its primary claim (the paper's central one, `--primary`)
+is tested first, two-sided at ALPHA (both a false "reproduced" and a false "contradicted" count as
+errors); only if every primary is decided are the secondary claims tested, with Holm's correction over
+their two-sided p's at ALPHA. The chance of any wrong decisive verdict on the page stays at ALPHA, and a
+primary's verdict is the same on its paper's page and on the central page (each paper its own family).
+
+The verdicts of a judged claim:
+- reproduced: the page's p < ALPHA, our mean and more than half of the seed pairs on the claim's side;
+- contradicted: the same on the other side (the opposite direction, or a gain beyond the margin);
+- paper's Δ excluded: not significant, but our CONFIDENCE interval lies on the threshold's side of the
+  paper's Δ: evidence against the paper's size without a significant sign;
+- inconclusive, with its cause: the seed pairs split; significant before the page's correction only; the
+  run could detect (80% power at the claim's level) only differences larger than the paper's; or our
+  interval holds both the threshold and the paper's Δ;
+- not tested: a secondary claim on a page whose primary was not decided.
+And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
+(the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
+has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison at
+this scale to pool the seed noise from).
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
-beside the verdict: a small difference that is not reproduced is what such a claim leads one to expect.
-Beside the direction, each row says whether the paper's difference lies inside our interval ("size").
+beside the verdict. Beside the verdict, each row says whether the paper's Δ lies inside our interval.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm, t as student_t
 
 from ..core.files import InputError
 from ..evaluation.multiplicity import holm
+from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
 from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
 from .report import format_p, read_significance, resampling
 
 ALPHA = 0.05
-CONFIDENCE = 1 - 2 * ALPHA  # the interval whose bounds are the one-sided tests at ALPHA: 90%
+CONFIDENCE = 1 - ALPHA  # the interval whose bounds are the primary's two-sided test at ALPHA: 95%, as the JSON's
+POWER = 0.8  # the power at which a row's minimal detectable effect is computed
 CI = f"{CONFIDENCE:.0%} CI of ours"
+MDE = "MDE"
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
-COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, "p", "Holm p", "verdict", "size"]
-CORRECTIONS = ("holm", "none")
+COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, MDE, "p", "page p", "verdict", "size"]
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
-# Below this baseline BLEU a claim is not judged: a model there writes a few frequent words, and two such
-# models can "agree" on 0.00 (a claim of no gain reproduced) or differ by a lucky n-gram. Every trained
-# baseline of `tiny` and above scores 19 or more; `ci` and `smoke` models score 0-2.
+# Below this BLEU a claim is not judged: a model there writes a few frequent words, and two such models
+# can "agree" on 0.00 (a claim of no gain reproduced) or differ by a lucky n-gram. Every trained seed of
+# `tiny` and above scores 19 or more; `ci` and `smoke` models score 0-2. Each seed of both systems is held
+# to it, so that one collapsed seed among good ones shows by name.
 MIN_BASELINE_BLEU = 5.0
 
 
@@ -60,6 +72,7 @@ class Claim:
     comparable: bool = True
     paper_says: str = ""       # the word the paper qualifies the claim by ("marginally"), if any
     margin: float | None = None  # a claim of no gain: tested as Δ < margin (non-superiority)
+    primary: bool = False      # its paper's central claim: tested first, gating the page's others
 
     @property
     def direction(self) -> int:
@@ -71,11 +84,17 @@ class Claim:
     def threshold(self) -> float:
         return 0.0 if self.margin is None else self.margin
 
+    @property
+    def paper_distance(self) -> float:
+        """How far the paper's Δ lies from the threshold on the claim's side: the size a run must detect."""
+        return self.direction * (self.paper_delta - self.threshold)
 
-def translates(sig: dict) -> bool:
-    """Whether a claim's test has a baseline that translates (its BLEU, the mean over the seed pairs, at
-    least MIN_BASELINE_BLEU): only such a claim gets a verdict."""
-    return sig["baseline"] >= MIN_BASELINE_BLEU
+
+def collapsed(sig: dict) -> list[str]:
+    """The seeds of either system that score below MIN_BASELINE_BLEU, by name ("seed 2's system scores
+    0.31"): a claim with any is not judged."""
+    return [f"seed {entry['seed']}'s {side} scores {entry[key]:.2f}" for entry in sig["seeds"]
+            for side, key in (("system", "score"), ("baseline", "baseline")) if entry[key] < MIN_BASELINE_BLEU]
 
 
 def hypothesis(direction: int, threshold: float) -> str:
@@ -83,131 +102,247 @@ def hypothesis(direction: int, threshold: float) -> str:
     return f"Δ {'>' if direction > 0 else '<'} {f'{threshold:+.2f}' if threshold else '0'}"
 
 
-def verdict(p_for: float, p_against: float, sides: list[int]) -> str:
-    """The verdict of a measured claim (module docstring) from the p's of its hypothesis and of the
-    opposite one (adjusted where the page corrects) and the side of the claim's threshold that our mean
-    (sides[0]) and each seed pair (the rest) fall on: +1 the claim's, -1 the other."""
-    ours, seeds = sides[0], sides[1:]
-    if p_for < ALPHA and ours > 0 and 2 * seeds.count(1) > len(seeds):
-        return "reproduced"
-    if p_against < ALPHA and ours < 0 and 2 * seeds.count(-1) > len(seeds):
-        return "contradicted"
-    return "not reproduced"
+def detectable(test: MeanDifference, level: float) -> float:
+    """The minimal detectable effect: the distance from the threshold that a one-sided test at `level`
+    detects with probability POWER, on the test's variance and reference."""
+    reference = norm if test.df is None else student_t(test.df)
+    return float((reference.isf(level) + reference.ppf(POWER)) * np.sqrt(max(test.var, 0.0)))
 
 
-def build_claims(claims: list[Claim], correction: str = "holm") -> pd.DataFrame:
-    """The claims page's rows. `correction` "holm" adjusts each direction's p's over the page's judged
-    claims (a paper's page); "none" tests each claim on its own (the primary claims, one a paper). A claim
-    measured against a baseline that does not translate shows its numbers and no verdict."""
-    sigs = {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
-    tests = {i: MeanDifference.of(sig) for i, sig in sigs.items()}
-    raw = {i: [tests[i].p(side * claims[i].direction, claims[i].threshold) for side in (1, -1)]
-           for i in sigs}                                  # [the claim's hypothesis, the opposite one]
-    family = [i for i, sig in sigs.items() if translates(sig)]
-    # One family: both directions of every judged claim on the page, so that the chance of any wrong
-    # decisive verdict on it (a false "reproduced" or a false "contradicted") stays at ALPHA.
-    flat = [p for i in family for p in raw[i]]
-    adjusted = holm(flat) if correction == "holm" else flat
-    adjusted_for = dict(zip(family, adjusted[0::2]))
-    adjusted_against = dict(zip(family, adjusted[1::2]))
+@dataclass(frozen=True)
+class Judged:
+    """A judged claim's test: its variance's source, the one-sided p's of its hypothesis and of the
+    opposite, the sides of the threshold our mean and each seed pair fall on (+1: the claim's)."""
+    test: MeanDifference
+    p_for: float
+    p_against: float
+    sides: list[int]
+
+    @property
+    def two_sided(self) -> float:
+        return min(1.0, 2 * min(self.p_for, self.p_against))
+
+
+def judge(claim: Claim, sig: dict, noise: SeedNoise | None) -> Judged:
+    test = noise.test(sig) if noise is not None and noise.df else MeanDifference.of(sig)
+    sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
+             for delta in [test.delta] + [entry["delta"] for entry in sig["seeds"]]]
+    return Judged(test, test.p(claim.direction, claim.threshold), test.p(-claim.direction, claim.threshold), sides)
+
+
+def decide(claim: Claim, judged: Judged, page_p: float, low: float, high: float, mde: float) -> str:
+    """The verdict of a tested claim (module docstring), each not-decisive one worded for its cause."""
+    ours, seeds = judged.sides[0], judged.sides[1:]
+    if page_p < ALPHA:
+        side = 1 if ours > 0 else -1
+        if 2 * seeds.count(side) > len(seeds):
+            if side > 0:
+                return "reproduced"
+            return f"contradicted ({hypothesis(-claim.direction, claim.threshold)}: p {format_p(judged.p_against)})"
+        return (f"inconclusive: the seed pairs split ({seeds.count(side)} of {len(seeds)} on the side of our "
+                f"mean)")
+    far = high if claim.direction > 0 else low                  # our bound on the paper's side
+    if claim.direction * (claim.paper_delta - far) > 0:
+        return f"paper's Δ excluded (our interval ends at {far:+.2f}, short of the paper's {claim.paper_delta:+.2f})"
+    if judged.two_sided < ALPHA:
+        return (f"inconclusive: significant before the page's correction only (p {format_p(judged.two_sided)} "
+                f"two-sided, {format_p(page_p)} on the page)")
+    if mde > claim.paper_distance:
+        return (f"inconclusive: this run detects only {mde:.2f} or more from {claim.threshold:g}, the paper's "
+                f"Δ lies {claim.paper_distance:.2f} from it")
+    return "inconclusive: our interval holds both the threshold and the paper's Δ"
+
+
+def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
+    """The run's seed noise in each of `metrics`, pooled over the significance JSONs `pool` ({name:
+    path}) whose every seed translates (a model below the floor has no seed noise worth the name); None
+    where none is named."""
+    noises = {}
+    for metric in sorted(set(metrics)):
+        entries = {name: read_significance(path, metric) for name, path in pool.items()}
+        noises[metric] = SeedNoise.of({name: entry for name, entry in entries.items() if not collapsed(entry)}) if pool else None
+    return noises
+
+
+def load(claims: list[Claim]) -> dict[int, dict]:
+    """The significance entries of the comparable claims, by index, each file read once."""
+    return {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
+
+
+def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.DataFrame:
+    """The claims page's rows under the page's procedure (module docstring), the seed noise pooled over
+    `pool` ({name: significance JSON}); the columns after COLUMNS (_low, _high, _seeds) hold the numbers
+    the forest plot draws."""
+    sigs = load(claims)
+    return assess(claims, sigs, seed_noises(pool or {}, [claims[i].metric for i in sigs]))
+
+
+def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoise | None]) -> pd.DataFrame:
+    """`build_claims` on loaded entries and pooled noises."""
+    unjudged = {i: collapsed(sig) for i, sig in sigs.items()}
+    for i, sig in sigs.items():
+        noise = noises[claims[i].metric]
+        if not unjudged[i] and len(sig["seeds"]) == 1 and not (noise and noise.df):
+            unjudged[i] = None                             # seed noise unmeasured
+    judged = {i: judge(claims[i], sig, noises[claims[i].metric]) for i, sig in sigs.items() if unjudged[i] == []}
+    primaries = [i for i in judged if claims[i].primary]
+    secondaries = [i for i in judged if not claims[i].primary]
+    page_p = {i: judged[i].two_sided for i in primaries}
+    levels = {i: ALPHA / 2 for i in primaries}
+    decided = {i: decide(claims[i], judged[i], page_p[i], *judged[i].test.bounds(CONFIDENCE),
+                         detectable(judged[i].test, levels[i])) for i in primaries}
+    gate = all(verdict.startswith(("reproduced", "contradicted")) for verdict in decided.values()) and (
+        len(primaries) == sum(claim.primary for claim in claims))
+    page_p.update(zip(secondaries, holm([judged[i].two_sided for i in secondaries])) if gate else {})
+    levels.update({i: ALPHA / (2 * len(secondaries)) for i in secondaries})  # Holm's first step, one-sided
     rows = []
     for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
         row = {"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
-               "tested": hypothesis(claim.direction, claim.threshold)}
+               "tested": hypothesis(claim.direction, claim.threshold), "ours Δ": float("nan"), "Δ per seed": "",
+               CI: "", MDE: float("nan"), "p": float("nan"), "page p": float("nan"), "size": "",
+               "_low": float("nan"), "_high": float("nan"), "_seeds": []}
         if i not in sigs:
-            rows.append({**row, "ours Δ": float("nan"), "Δ per seed": "", CI: "", "p": float("nan"),
-                         "Holm p": float("nan"), "verdict": "not comparable at this scale" + says, "size": ""})
+            rows.append({**row, "verdict": "not comparable at this scale" + says})
             continue
-        seeds, ours = sigs[i]["seeds"], tests[i].delta
-        low, high = tests[i].bounds(CONFIDENCE)
-        row.update({"ours Δ": ours, "Δ per seed": " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in seeds),
-                    CI: f"{low:+.2f} to {high:+.2f}", "p": raw[i][0]})
-        if i not in adjusted_for:
-            rows.append({**row, "Holm p": float("nan"), "size": "", "verdict": "not comparable at this scale (its "
-                         f"baseline scores {sigs[i]['baseline']:.2f}, below {MIN_BASELINE_BLEU:g} BLEU)" + says})
+        row["Δ per seed"] = " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in sigs[i]["seeds"])
+        row["_seeds"] = [e["delta"] for e in sigs[i]["seeds"]]
+        if i not in judged:
+            test = MeanDifference.of(sigs[i])
+            why = (f"not comparable at this scale ({'; '.join(unjudged[i])}, below {MIN_BASELINE_BLEU:g} BLEU)"
+                   if unjudged[i] else "seed noise unmeasured (one seed pair, and no multi-seed comparison at "
+                                       "this scale to pool it from)")
+            rows.append({**row, "ours Δ": test.delta, "verdict": why + says})
             continue
-        sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
-                 for delta in [ours] + [entry["delta"] for entry in seeds]]
-        found = verdict(adjusted_for[i], adjusted_against[i], sides)
-        if found == "contradicted":
-            holm_p = f", Holm {format_p(adjusted_against[i])}" if correction == "holm" else ""
-            found += f" ({hypothesis(-claim.direction, claim.threshold)}: p {format_p(raw[i][1])}{holm_p})"
-        rows.append({**row, "Holm p": adjusted_for[i], "verdict": found + says,
-                     "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    return table if correction == "holm" else table.drop(columns="Holm p")
+        test = judged[i].test
+        low, high = test.bounds(CONFIDENCE)
+        mde = detectable(test, levels[i])
+        row.update({"ours Δ": test.delta, CI: f"{low:+.2f} to {high:+.2f}", MDE: mde, "p": judged[i].p_for,
+                    "_low": low, "_high": high,
+                    "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
+        if i in decided:
+            found = decided[i]
+        elif i in page_p:
+            found = decide(claim, judged[i], page_p[i], low, high, mde)
+        else:
+            found = "not tested: the page's primary claim was not decided"
+        rows.append({**row, "page p": page_p.get(i, float("nan")), "verdict": found + says})
+    return pd.DataFrame(rows, columns=COLUMNS + ["_low", "_high", "_seeds"])
 
 
-def claims_note(claims: list[Claim], correction: str) -> str:
-    """The note under a claims page: what ours and p are, how the page treats multiplicity, and in two
-    sentences what its verdicts mean."""
-    measured = [claim for claim in claims if claim.comparable]
-    sigs = [read_significance(claim.significance, claim.metric) for claim in measured]
+def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
+    """The pooled seed noise in words, each comparison's spread beside it."""
+    if noise is None or not noise.df:
+        return (f"Seed noise ({METRICS[metric]}): no multi-seed comparison at this scale whose every seed scores "
+                f"{MIN_BASELINE_BLEU:g} BLEU or more to pool it from; a claim of one seed pair gets no verdict, one of "
+                f"more is tested with its own seeds' spread.")
+    each = ", ".join(f"{c.name} {np.sqrt(c.spread):.2f} (own test-set part {np.sqrt(c.test_own):.2f}, k = {c.k})"
+                     for c in noise.comparisons)
+    homogeneity = noise.homogeneity()
+    same = ("" if homogeneity is None else f"; Bartlett's test that the spreads share one variance: p "
+            f"{format_p(homogeneity)}" + (" (they differ: the pooled value averages recipes whose seed noise "
+                                          "differs)" if homogeneity < ALPHA else ""))
+    return (f"Seed noise ({METRICS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} BLEU, pooled "
+            f"on {noise.df} degrees of freedom from the spreads (SD) of the seed pairs' differences of {each}, "
+            f"less each one's own test-set part{same}.")
+
+
+def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoise | None]) -> str:
+    """The note under a claims page: what ours, p and MDE are, the pooled seed noise, the page's
+    procedure, and what its verdicts mean."""
     runs = resampling(sigs) or "none run"
-    one_seed = [claim.text for claim, sig in zip(measured, sigs) if len(sig["seeds"]) == 1]
     ours = (f"Ours: the difference of the claim's system and baseline on this run's test set, the mean over the "
-            f"seeds both were trained with (each seed pair's own difference beside it). p: one-sided, of the "
-            f"hypothesis in 'tested' (the paper's direction; for a claim of no gain, a difference below the "
-            f"stated margin), from the mean difference over the estimate of its standard error: the seed "
-            f"pairs' spread plus the test set's part that all pairs share (a paired bootstrap of the sentences, "
-            f"{runs}), against a t distribution with Satterthwaite's degrees of freedom; {CI}: the interval "
-            f"these p's invert, each bound a one-sided test at {ALPHA}. Size: whether the paper's Δ lies inside "
-            f"that interval.")
-    if one_seed:
-        ours += (f" {len(one_seed)} of the {len(measured)} measured claims rest on one seed pair, whose seed "
-                 f"variance is unmeasured: their p's count the test set's noise only, and reject a true null "
-                 f"more often than {ALPHA} where seeds vary (Clark et al. 2011).")
-    if correction == "holm":
-        multiplicity = (f"Holm p: each p adjusted by Holm's method over one family, both directions of this "
-                        f"page's {sum(map(translates, sigs))} judged claims, so that the chance of any wrong "
-                        f"decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}; the "
-                        f"verdicts read the adjusted p's, the CI is unadjusted.")
-        level = f"at {ALPHA} after that correction"
+            f"seeds both were trained with (each seed pair's own difference beside it). Its variance: the seed "
+            f"noise pooled over this run's multi-seed comparisons, divided by the claim's seed pairs, plus the "
+            f"claim's own test-set part (a paired bootstrap of the sentences, {runs}), against a t distribution "
+            f"with Satterthwaite's degrees of freedom. p: one-sided, of the hypothesis in 'tested' (the paper's "
+            f"direction; for a claim of no gain, a difference below the stated margin); {CI}: the interval whose "
+            f"bounds are two-sided tests at {ALPHA}. Size: whether the paper's Δ lies inside it. MDE: the "
+            f"distance from the threshold that the claim's test detects with {POWER:.0%} power at the level it "
+            f"is tested at ({ALPHA / 2:g} one-sided for a primary claim"
+            + (", Holm's first step for a secondary one)." if any(not c.primary for c in claims) else ")."))
+    noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises))
+    primaries = [claim.text for claim in claims if claim.primary]
+    secondary = any(not claim.primary for claim in claims)
+    procedure = (f"Procedure: the primary claim{'s' * (len(primaries) > 1)} ({'; '.join(primaries)}) "
+                 f"{'are' if len(primaries) > 1 else 'is'} tested first, two-sided at {ALPHA} ('page p')"
+                 if primaries else "No primary claim on this page")
+    if secondary:
+        procedure += (f"; {'if every primary is decided, ' if primaries else ''}the secondary claims are tested with "
+                      f"Holm's correction over their two-sided p's at {ALPHA} ('page p', adjusted), so that the chance "
+                      f"of any wrong decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at "
+                      f"{ALPHA}.")
+    elif primaries:
+        procedure += (f". A primary claim is its paper's central one and the first test of that paper's family, "
+                      f"with the verdict its paper's page gives it: with no true difference it reads 'reproduced' or "
+                      f"'contradicted' with chance {ALPHA} in all.")
+        if len(primaries) > 1:
+            procedure += (f" Each paper is its own family, not corrected over the others (each is its own "
+                          f"question): among {len(primaries)} claims of no true difference one reads decisive with "
+                          f"chance up to {1 - (1 - ALPHA) ** len(primaries):.0%}.")
     else:
-        multiplicity = (f"These are the primary claims, one a paper, each tested on its own (no correction for "
-                        f"multiplicity): a claim with no true difference reads 'reproduced' with chance {ALPHA} "
-                        f"and 'contradicted' with chance {ALPHA}; each paper's page tests it again among that "
-                        f"paper's other claims, with Holm's correction.")
-        level = f"at {ALPHA}"
-    meaning = (f"Reproduced means this run shows what the claim says {level} (the paper's direction, or for a "
-               f"claim of no gain a difference below its margin), with our mean and most seed pairs on that "
-               f"side; contradicted means it shows the opposite as firmly (the other direction, or a gain "
-               f"beyond the margin). Not reproduced means this run cannot tell either way at its size, which is "
-               f"no evidence against the paper, and 'not comparable' that its comparison was not made at this "
-               f"scale, or that its baseline scores below {MIN_BASELINE_BLEU:g} BLEU: a model that has not learned "
-               f"to translate, beside which a difference tests nothing.")
-    return " ".join([ours, multiplicity, meaning])
+        procedure += "."
+    meaning = ("Reproduced: this run shows what the claim says at the page's level, our mean and most seed pairs on "
+               "that side; contradicted: it shows the opposite as firmly. Paper's Δ excluded: not significant, but "
+               "our interval rules out a difference as large as the paper's. Inconclusive: neither, for the cause "
+               "it names. Not tested: the page's primary claim was not decided, so the secondary claims are not "
+               "tested. Not comparable: the claim was not measured at this scale, or a seed of either system "
+               f"scores below {MIN_BASELINE_BLEU:g} BLEU (a model that has not learned to translate); seed noise "
+               "unmeasured: one seed pair, with nothing at this scale to pool the seed noise from. Those two are "
+               "shown with their numbers and stay out of the page's family.")
+    return " ".join([ours, noise, procedure, meaning])
 
 
 # A verdict's label class (render.STYLE) by its first words.
-LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "not reproduced": "open", "not comparable": "none"}
+LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "paper's Δ excluded": "warn", "inconclusive": "open",
+               "not tested": "none", "not comparable": "none", "seed noise unmeasured": "none"}
+UNJUDGED = ("not comparable", "seed noise unmeasured")
+# The causes of an inconclusive verdict, by its words after "inconclusive: ", as the reading counts them.
+CAUSES = {"the seed pairs split": "the seed pairs split", "significant before": "significant before the page's "
+          "correction only", "this run detects only": "the run could not detect a difference of the paper's size",
+          "our interval holds both": "our interval holds both the threshold and the paper's Δ"}
 
 
 def verdict_label(text: str) -> Label:
     return Label(text, next(kind for start, kind in LABEL_KINDS.items() if text.startswith(start)))
 
 
+def verdict_word(text: str) -> str:
+    """A verdict's first words, before its cause or numbers: what the forest plot prints."""
+    return re.split(r" \(|:", text)[0]
+
+
 def reading(table: pd.DataFrame) -> str:
-    """The page in one line: how many of its measured claims each verdict got."""
+    """The page in one line: how many of its judged claims each verdict got, inconclusive ones by cause;
+    every clause true of the rows it counts."""
     verdicts = table["verdict"]
-    measured = ~verdicts.str.startswith("not comparable")
-    unmeasured = int((~measured).sum())
-    if not measured.any():
-        return f"No claim judged at this scale: {unmeasured} not comparable."
-    counts = {word: int(verdicts[measured].str.startswith(word).sum())
-              for word in ("reproduced", "contradicted", "not reproduced")}
-    line = (f"{counts['reproduced']} of {int(measured.sum())} measured claims reproduced, "
-            f"{counts['contradicted']} contradicted, {counts['not reproduced']} not reproduced "
-            f"(this run cannot tell: our interval holds the claim's threshold)")
-    return line + (f"; {unmeasured} not comparable at this scale." if unmeasured else ".")
+    judged = ~verdicts.str.startswith(UNJUDGED)
+    counts = {word: int(verdicts.str.startswith(word).sum()) for word in LABEL_KINDS}
+    left = [f"{counts['seed noise unmeasured']} with seed noise unmeasured"] * bool(counts["seed noise unmeasured"])
+    left += [f"{counts['not comparable']} not comparable at this scale"] * bool(counts["not comparable"])
+    if not judged.any():
+        return f"No claim judged at this scale: {'; '.join(left)}."
+    parts = [f"{counts['reproduced']} of {int(judged.sum())} judged claims reproduced",
+             f"{counts['contradicted']} contradicted"]
+    if counts["paper's Δ excluded"]:
+        excluded = counts["paper's Δ excluded"]
+        parts.append(f"{excluded} with the paper's Δ excluded (our interval "
+                     f"rules out its size)")
+    if counts["inconclusive"]:
+        causes = [f"{int(verdicts.str.startswith('inconclusive: ' + start).sum())}: {words}"
+                  for start, words in CAUSES.items() if verdicts.str.startswith("inconclusive: " + start).any()]
+        parts.append(f"{counts['inconclusive']} inconclusive ({'; '.join(causes)})")
+    if counts["not tested"]:
+        parts.append(f"{counts['not tested']} not tested (the page's primary claim was not decided)")
+    return ", ".join(parts) + (f"; {'; '.join(left)}." if left else ".")
 
 
 def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = None):
     """One row a claim, top to bottom in the page's order: our mean difference (dot) with its interval
-    (line) and each seed pair's difference (small grey dots), the paper's (diamond), zero and, for a
-    claim of no gain, its margin (dashed); the verdict's word at the right. A claim unmeasured at this
-    scale shows the paper's difference alone."""
+    (line) and each seed pair's difference (small grey dots), the paper's (diamond), zero, for a claim
+    of no gain its margin (dashed), and the minimal detectable effect (a bar: the run detects a true
+    difference beyond it with POWER); the verdict's word at the right. A claim unmeasured at this scale
+    shows the paper's difference alone."""
     import textwrap
 
     n = len(claims)
@@ -215,29 +350,32 @@ def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = No
                  figsize=(9.5, 0.9 + 0.62 * n))
     ax = fig.subplots()
     ax.axvline(0, color="#444", linewidth=0.9, zorder=1)
-    for row, (claim, verdict_text) in enumerate(zip(claims, table["verdict"])):
+    for row, (claim, (_, line)) in enumerate(zip(claims, table.iterrows())):
         y = n - 1 - row
         if claim.margin is not None:
             ax.plot([claim.margin] * 2, [y - 0.35, y + 0.35], "--", color="#777", linewidth=1, zorder=1)
-        if claim.comparable:
-            sig = read_significance(claim.significance, claim.metric)
-            test = MeanDifference.of(sig)
-            low, high = test.bounds(CONFIDENCE)
-            ax.plot([low, high], [y, y], color=PALETTE[0], linewidth=2.2, solid_capstyle="butt", zorder=2)
-            seeds = [entry["delta"] for entry in sig["seeds"]]
-            ax.scatter(seeds, [y - 0.18] * len(seeds), s=14, color="#8a8a8a", zorder=3)
-            ax.scatter([test.delta], [y], s=42, color=PALETTE[0], zorder=4)
+        if not pd.isna(line["_low"]):
+            ax.plot([line["_low"], line["_high"]], [y, y], color=PALETTE[0], linewidth=2.2, solid_capstyle="butt",
+                    zorder=2)
+        if line["_seeds"]:
+            ax.scatter(line["_seeds"], [y - 0.18] * len(line["_seeds"]), s=14, color="#8a8a8a", zorder=3)
+            ax.scatter([line["ours Δ"]], [y], s=42, color=PALETTE[0], zorder=4)
+        if not pd.isna(line[MDE]):
+            ax.scatter([claim.threshold + claim.direction * line[MDE]], [y], marker="|", s=160, color=PALETTE[1],
+                       zorder=3)
         ax.scatter([claim.paper_delta], [y], marker="D", s=40, color=PALETTE[3], zorder=5)
-        ax.annotate(verdict_text.split(" (")[0], (1.01, y), xycoords=("axes fraction", "data"), va="center",
-                    fontsize=8.5, color={"good": "#14532d", "bad": "#7f1d1d"}.get(verdict_label(verdict_text).kind, "#444"))
+        kind = verdict_label(line["verdict"]).kind
+        ax.annotate(verdict_word(line["verdict"]), (1.01, y), xycoords=("axes fraction", "data"), va="center",
+                    fontsize=8.5, color={"good": "#14532d", "bad": "#7f1d1d", "warn": "#78350f"}.get(kind, "#444"))
     ax.set_yticks(range(n), ["\n".join(textwrap.wrap(c.text, 48)) for c in reversed(claims)], fontsize=8.5)
     ax.set_ylim(-0.7, n - 0.3)
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("Δ BLEU (system − baseline)")
     handles = [ax.scatter([], [], s=42, color=PALETTE[0], label=f"ours: mean, {CONFIDENCE:.0%} CI"),
                ax.scatter([], [], s=14, color="#8a8a8a", label="ours: each seed pair"),
+               ax.scatter([], [], marker="|", s=160, color=PALETTE[1], label=f"detectable at {POWER:.0%} power"),
                ax.scatter([], [], marker="D", s=40, color=PALETTE[3], label="paper")]
-    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
     return fig
 
 
@@ -276,9 +414,7 @@ def add_arguments_claims(parser) -> None:
                         help="a claim: the paper's difference (and a claim of no gain's margin), the BLEU it "
                              "is in, whether it is comparable at this scale, the paired bootstrap of its two "
                              "experiments, its sentence (repeat)")
-    parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
-                        help="holm: Holm's correction over the page's claims (a paper's page); none: each "
-                             "claim on its own (the primary claims, one a paper)")
+    add_procedure_arguments(parser)
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--scale", help="the configured scale, named on the plot")
     parser.add_argument("--out-md", required=True)
@@ -286,16 +422,56 @@ def add_arguments_claims(parser) -> None:
     parser.add_argument("--out-svg", required=True, help="the forest plot, which the Markdown page links")
 
 
+def add_procedure_arguments(parser) -> None:
+    """The options that set a page's procedure: its primary claims and the comparisons its seed noise
+    pools over (the claims and across-scales commands)."""
+    parser.add_argument("--primary", action="append", default=[], metavar="TEXT",
+                        help="the sentence of a primary claim (its paper's central one): tested first, two-sided "
+                             "at 0.05, the page's other claims only if it is decided (repeat)")
+    parser.add_argument("--pool", action="append", default=[], metavar="NAME=JSON",
+                        help="a significance JSON whose seed pairs' spread the seed noise pools over, under "
+                             "its name on the page (repeat: the central claims')")
+
+
+def mark_primaries(claims: list[Claim], primaries: list[str]) -> list[Claim]:
+    """`claims` with those whose sentence `primaries` names marked primary; a name that matches none is
+    refused."""
+    unknown = set(primaries) - {claim.text for claim in claims}
+    if unknown:
+        raise InputError(f"--primary {sorted(unknown)}: no --claim has that sentence")
+    return [replace(claim, primary=claim.text in primaries) for claim in claims]
+
+
+def parse_pool(specs: list[str]) -> dict[str, str]:
+    """NAME=JSON per --pool."""
+    pool = dict(spec.partition("=")[::2] for spec in specs)
+    if any(not name or not path for name, path in pool.items()):
+        raise InputError(f"--pool wants NAME=JSON, got {specs!r}")
+    return pool
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The page's cells as text: signed differences, p's with three decimals, the MDE with two, the
+    verdicts as labels; the plot's columns dropped."""
+    table = table.drop(columns=[column for column in table if column.startswith("_")])
+    signed = {column: table[column].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}") for column in ("paper Δ", "ours Δ")}
+    return table.assign(**signed, **{column: table[column].map(format_p) for column in ("p", "page p")},
+                        **{MDE: table[MDE].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
+                           "verdict": table["verdict"].map(verdict_label)})
+
+
+NUMERIC = ("baseline BLEU", "paper Δ", "ours Δ", CI, MDE, "p", "page p")
+
+
 def run_claims(args) -> None:
-    claims = [parse_claim(spec) for spec in args.claim]
-    table = build_claims(claims, args.correction)
-    shown = table.assign(**{"paper Δ": table["paper Δ"].map("{:+.2f}".format),
-                            "ours Δ": table["ours Δ"].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}")},
-                         **{column: table[column].map(format_p) for column in ("p", "Holm p") if column in table})
-    note = " ".join([claims_note(claims, args.correction), *args.note])
+    claims = mark_primaries([parse_claim(spec) for spec in args.claim], args.primary)
+    sigs = load(claims)
+    noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])
+    table = assess(claims, sigs, noises)
+    note = " ".join([claims_note(claims, list(sigs.values()), noises), *args.note])
     plot = forest_plot(claims, table, args.scale)
     save_figure(plot, None, args.out_svg)
-    write_table(shown.assign(verdict=shown["verdict"].map(verdict_label)), args.title, note, args.out_md,
-                args.out_html, colalign=["right" if column in ("paper Δ", "ours Δ", CI, "p", "Holm p") else "left"
-                                         for column in shown.columns],
+    shown = shown_table(table)
+    write_table(shown, args.title, note, args.out_md, args.out_html,
+                colalign=["right" if column in NUMERIC else "left" for column in shown.columns],
                 reading=reading(table), svg=figure_svg(plot), svg_file=Path(args.out_svg).name)

@@ -48,6 +48,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
          white-space: nowrap; border: 1px solid transparent; }
 .label.good { background: #d8ecdb; color: #14532d; border-color: #8cc59a; }
 .label.bad { background: #f9dcdc; color: #7f1d1d; border-color: #e19b9b; }
+.label.warn { background: #fdf0d5; color: #78350f; border-color: #e5b766; }
 .label.open { background: #eceff3; color: #374151; border-color: #c5cbd3; }
 .label.none { background: #fff; color: #555; border: 1px dashed #999; }
 figure { margin: .5rem 0 1rem; } figure svg { max-width: 100%; height: auto; }
@@ -84,7 +85,7 @@ def figure(title: str | None = None, scale: str | None = None, **options):
 @dataclass(frozen=True)
 class Label:
     """A short verdict shown as a coloured label that carries its word (never colour alone): `kind` is
-    good, bad, open or none (a class of STYLE); Markdown and LaTeX print the word."""
+    good, bad, warn, open or none (a class of STYLE); Markdown and LaTeX print the word."""
     text: str
     kind: str
 

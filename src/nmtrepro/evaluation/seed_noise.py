@@ -1,0 +1,93 @@
+"""Seed noise pooled over a run's multi-seed comparisons, and each claim's test with it.
+
+A comparison's seed pairs differ by d_i = Δ + c + u_i + e_i (significance.py): their spread s² estimates
+σu² + σe² on k − 1 degrees of freedom, the paired bootstrap gives each pair's own test-set part σe²
+(`var_bootstrap_each` − `var_bootstrap_mean`, times k / (k − 1)), and their difference is the seed offsets'
+variance σu². With three seeds one comparison measures σu² on two degrees of freedom, and with one seed
+not at all: a one-seed claim's bootstrap p counts the test set alone. Yet σu² belongs to a recipe at a
+scale (how much a difference of two trainings moves with their seeds), not to one comparison, so a run
+pools it over its multi-seed comparisons, Σ(k_j − 1)(s_j² − σe_j²) / Σ(k_j − 1), and every claim of that
+run is tested with it: the variance of a claim's mean over k pairs is σu²/k plus its own bootstrap
+variance of that mean (σc² + σe²/k: the test-set part, measured for every claim whatever its k), on
+Satterthwaite's degrees of freedom with the pooled spread as the random part. Each comparison's own σe²
+is taken out before pooling, so that comparisons on test sets of other sizes or of systems that differ
+more sentence by sentence pool only what they share. docs/statistics.md says which comparisons pool (the
+central claims') and why; `bench/verdict_calibration.py` measures the rates.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import chi2
+
+from .significance import MeanDifference
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One multi-seed comparison's parts of the pool (BLEU²)."""
+    name: str
+    k: int
+    spread: float     # s², the sample variance of the k seed pairs' differences: σu² + σe²
+    test_own: float   # σe², each pair's own test-set variance, from the paired bootstrap
+
+    @classmethod
+    def of(cls, name: str, entry: dict) -> "Comparison":
+        """From a significance JSON's entry of k >= 2 seed pairs."""
+        k = len(entry["seeds"])
+        return cls(name, k, entry["var_seeds"] * k,
+                   max(0.0, (entry["var_bootstrap_each"] - entry["var_bootstrap_mean"]) * k / (k - 1)))
+
+    @property
+    def seeds(self) -> float:
+        """This comparison's own estimate of σu² (may be negative: a small sample)."""
+        return self.spread - self.test_own
+
+
+@dataclass(frozen=True)
+class SeedNoise:
+    """σu² pooled over `comparisons` (those of k >= 2), with its degrees of freedom."""
+    comparisons: tuple[Comparison, ...]
+
+    @classmethod
+    def of(cls, entries: dict[str, dict]) -> "SeedNoise":
+        """From {name: significance entry}; entries of one seed pair measure no seed noise and are left out."""
+        return cls(tuple(Comparison.of(name, entry) for name, entry in entries.items() if len(entry["seeds"]) >= 2))
+
+    @property
+    def df(self) -> int:
+        return sum(c.k - 1 for c in self.comparisons)
+
+    def _pooled(self, field: str) -> float:
+        return sum((c.k - 1) * getattr(c, field) for c in self.comparisons) / self.df
+
+    @property
+    def spread(self) -> float:
+        """Pooled s² (σu² + σe²): the part of a claim's variance whose estimate carries the df."""
+        return self._pooled("spread")
+
+    @property
+    def var(self) -> float:
+        """Pooled σu², floored at 0."""
+        return max(0.0, self.spread - self._pooled("test_own"))
+
+    def homogeneity(self) -> float | None:
+        """Bartlett's p that the comparisons' spreads s_j² share one variance (None: fewer than two, or a
+        spread of 0). A small p says the pooled σu² averages recipes whose seed noise differs."""
+        parts = [(c.k - 1, c.spread) for c in self.comparisons]
+        if len(parts) < 2 or any(s <= 0 for _, s in parts):
+            return None
+        df, pooled = sum(n for n, _ in parts), sum(n * s for n, s in parts) / self.df
+        statistic = df * math.log(pooled) - sum(n * math.log(s) for n, s in parts)
+        scale = 1 + (sum(1 / n for n, _ in parts) - 1 / df) / (3 * (len(parts) - 1))
+        return float(chi2.sf(statistic / scale, len(parts) - 1))
+
+    def test(self, entry: dict) -> MeanDifference:
+        """A claim's test over its k seed pairs: σu²/k plus its bootstrap variance of the mean difference,
+        on Satterthwaite's df with the pooled spread s²/k as the estimated part (the rest, the bootstrap's,
+        as known)."""
+        k = len(entry["seeds"])
+        var = self.var / k + entry["var_bootstrap_mean"]
+        random = self.spread / k
+        return MeanDifference(entry["delta"], var, self.df * (var / random) ** 2 if random > 0 else None)

@@ -1,0 +1,297 @@
+"""The claims pages: each claim's test with the run's pooled seed noise, the page's procedure (a primary
+claim gating Holm over the others), the verdicts worded for their cause, and the pages across scales."""
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import norm, t as student_t
+
+from conftest import assert_balanced_html
+from nmtrepro import cli
+from nmtrepro.evaluation.multiplicity import holm
+from nmtrepro.evaluation.seed_noise import SeedNoise
+from nmtrepro.evaluation.significance import MeanDifference
+from nmtrepro.reporting.claims import reading
+
+
+def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None):
+    """A significance JSON of seed pairs with these differences (default: one, `score - baseline`) whose
+    bootstrap puts `sd`² on the mean difference (the test-set part) and `own` on each pair's own
+    test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter."""
+    deltas = seed_deltas or [score - baseline]
+    k = len(deltas)
+    scores = seed_scores or [(baseline + d, baseline) for d in deltas]
+    test = MeanDifference(float(np.mean(deltas)), sd ** 2, None)
+    entry = {"score": score, "baseline": baseline, "delta": float(np.mean(deltas)), "var": sd ** 2, "df": None,
+             "var_seeds": float(np.var(deltas, ddof=1)) / k if k > 1 else None, "var_shared": sd ** 2,
+             "var_bootstrap_mean": sd ** 2, "var_bootstrap_each": sd ** 2 + own * (k - 1) / k,
+             "p_greater": test.p(+1), "p_less": test.p(-1), "samples": 10000, "bootstrap_seed": 12345,
+             "seeds": [{"seed": i + 1, "score": s, "baseline": b, "delta": d}
+                       for i, (d, (s, b)) in enumerate(zip(deltas, scores))]}
+    path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+    return str(path)
+
+
+@pytest.fixture
+def quiet(tmp_path):
+    """A pool of one three-seed comparison whose seeds do not vary: seed noise 0 on 2 df, so a claim's
+    test is its bootstrap's alone, on a normal reference."""
+    return [f"quiet={write_significance(tmp_path / 'quiet.json', 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])}"]
+
+
+def page(tmp_path, *claims, primary=(), pool=(), command="claims"):
+    """The markdown claims page of these --claim specs, its primaries and its pool."""
+    out = tmp_path / "claims.md"
+    argv = [command, "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html"),
+            "--out-svg", str(tmp_path / "claims.svg")]
+    argv += [arg for claim in claims for arg in ("--claim", claim)]
+    argv += [arg for text in primary for arg in ("--primary", text)] + [arg for spec in pool for arg in ("--pool", spec)]
+    assert cli.main(argv) == 0
+    return out.read_text()
+
+
+def rows(text):
+    """{claim: {column: cell}} of a page's table."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return {cells[0]: dict(zip(header, cells)) for cells in
+            ([cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:])}
+
+
+def verdict(tmp_path, spec, quiet, **kw):
+    text = spec.rsplit("=", 1)[1]
+    return rows(page(tmp_path, spec, pool=quiet, **kw))[text]["verdict"]
+
+
+@pytest.mark.parametrize("ours, sd, expected", [
+    (30.0, 0.25, "reproduced"),
+    (28.0, 0.25, "contradicted (Δ < 0: p <0.001)"),   # significantly the other way
+])
+def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, quiet, ours, sd, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
+    row = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps (a=b)", pool=quiet))["+PR helps (a=b)"]
+    assert row["verdict"] == expected and row["ours Δ"] == f"{ours - 29.0:+.2f}" and row["tested"] == "Δ > 0"
+
+
+@pytest.mark.parametrize("ours, expected", [(28.0, "reproduced"), (30.0, "contradicted (Δ > 0: p <0.001)")])
+def test_a_claim_of_a_negative_difference_is_tested_in_its_own_direction(tmp_path, quiet, ours, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0)
+    assert verdict(tmp_path, f"-0.65=tok_bleu=yes={sig}=the layer hurts", quiet) == expected
+
+
+@pytest.mark.parametrize("ours, sd, expected", [
+    (29.02, 0.08, "reproduced"),           # Δ ≈ 0 and its upper bound below the margin: no gain, as claimed
+    (29.9, 0.1, "contradicted (Δ > +0.30: p <0.001)"),   # a gain well beyond the margin
+    # a significant +0.25 is a gain the margin allows, not "no gain", and rules out the paper's -0.65
+    (29.25, 0.05, "paper's Δ excluded (our interval ends at +0.15, short of the paper's -0.65)"),
+    (29.02, 0.5, "inconclusive"),         # Δ ≈ 0 but too uncertain to rule out a gain of 0.3
+])
+def test_a_claim_of_no_gain_is_tested_for_non_superiority_within_its_margin(tmp_path, quiet, ours, sd, expected):
+    sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
+    text = page(tmp_path, f"-0.65<0.3=tok_bleu=yes={sig}=the layer does not help", pool=quiet)
+    row = rows(text)["the layer does not help"]
+    assert row["verdict"].startswith(expected) and row["tested"] == "Δ < +0.30" and "below the stated margin" in text
+
+
+def test_the_primary_claim_gates_holm_over_the_others_and_reads_the_same_on_the_central_page(tmp_path, quiet):
+    """Secondaries at raw one-sided p 0.002, 0.008 and 0.040 (two-sided 0.004, 0.016, 0.080): Holm over
+    the three makes them 0.012, 0.032 and 0.080, so two are reproduced, once the primary is decided; with
+    the primary undecided none is tested. The primary's verdict and page p are the same on the central
+    page, where it stands with other papers' primaries."""
+    claims = [f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0 + norm.isf(p), 29.0, 1.0)}=claim {i}"
+              for i, p in enumerate((0.002, 0.008, 0.040))]
+    strong = f"1.0=tok_bleu=yes={write_significance(tmp_path / 'p.json', 30.0, 29.0, 0.3)}=primary"
+    weak = f"0.5=tok_bleu=yes={write_significance(tmp_path / 'w.json', 29.3, 29.0, 0.3)}=primary"
+    gated = rows(page(tmp_path, strong, *claims, primary=["primary"], pool=quiet))
+    assert [gated[f"claim {i}"]["page p"] for i in range(3)] == ["0.012", "0.032", "0.080"]
+    assert [gated[f"claim {i}"]["verdict"].split(":")[0] for i in range(3)] == ["reproduced", "reproduced", "inconclusive"]
+    assert gated["primary"]["page p"] == "<0.001" and gated["primary"]["verdict"] == "reproduced"
+    closed = page(tmp_path, weak, *claims, primary=["primary"], pool=quiet)
+    assert rows(closed)["primary"]["verdict"].startswith("inconclusive")
+    assert {rows(closed)[f"claim {i}"]["verdict"] for i in range(3)} == {"not tested: the page's primary claim was not decided"}
+    assert "3 not tested (the page's primary claim was not decided)" in closed
+    other = f"-0.5=tok_bleu=yes={write_significance(tmp_path / 'o.json', 28.2, 29.0, 0.3)}=other paper's primary"
+    central = rows(page(tmp_path, strong, other, primary=["primary", "other paper's primary"], pool=quiet))
+    assert {k: central["primary"][k] for k in ("verdict", "page p", "MDE")} == {
+        k: gated["primary"][k] for k in ("verdict", "page p", "MDE")}
+
+
+def test_a_one_seed_claim_takes_the_pooled_seed_noise_of_the_runs_multi_seed_comparisons(tmp_path):
+    """Two three-seed comparisons (spreads s² 0.1033 and 0.09, each pair's own test-set part 0.04) pool
+    σu² = (2 · 0.1033 + 2 · 0.09) / 4 − 0.04 = 0.0567 on 4 df; a one-seed claim whose bootstrap puts 0.09 on
+    its difference gets 0.0567 + 0.09 = 0.1467, on 4 · (0.1467 / 0.0967)² = 9.2 df (Satterthwaite), and a
+    three-seed claim 0.0567 / 3 + its own 0.0225."""
+    pool = [f"a={write_significance(tmp_path / 'a.json', 30, 29, 0.2, [0.6, 1.2, 1.1], own=0.04)}",
+            f"b={write_significance(tmp_path / 'b.json', 30, 29, 0.2, [0.2, 0.5, -0.1], own=0.04)}"]
+    noise = SeedNoise.of({name: json.loads(open(path).read())["tok_bleu"]
+                          for name, path in (spec.split("=") for spec in pool)})
+    spread = (2 * np.var([0.6, 1.2, 1.1], ddof=1) + 2 * np.var([0.2, 0.5, -0.1], ddof=1)) / 4
+    assert noise.df == 4 and noise.var == pytest.approx(spread - 0.04) and noise.var == pytest.approx(0.0567, abs=1e-4)
+    one = json.loads(open(write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)).read())["tok_bleu"]
+    test = noise.test(one)
+    assert test.var == pytest.approx(spread - 0.04 + 0.09) and test.df == pytest.approx(4 * (test.var / spread) ** 2)
+    assert test.df == pytest.approx(9.2, abs=0.05)
+    three = json.loads(open(write_significance(tmp_path / "3.json", 30, 29, 0.15, [1.0, 1.3, 0.7])).read())["tok_bleu"]
+    assert noise.test(three).var == pytest.approx((spread - 0.04) / 3 + 0.0225)
+    row = rows(page(tmp_path, f"0.5=tok_bleu=yes={tmp_path / 'one.json'}=one seed", pool=pool))["one seed"]
+    low, high = test.bounds(0.95)
+    assert row["95% CI of ours"] == f"{low:+.2f} to {high:+.2f}" == "+0.64 to +2.36"
+    assert row["MDE"] == f"{(student_t(test.df).isf(0.025) + student_t(test.df).ppf(0.8)) * np.sqrt(test.var):.2f}"
+
+
+def test_a_run_with_nothing_to_pool_leaves_one_seed_claims_without_a_verdict(tmp_path):
+    """No multi-seed comparison (paper scale with central_seeds 1): a one-seed claim shows its numbers,
+    no verdict, and leaves the family; a three-seed claim is tested with its own seeds' spread."""
+    one = write_significance(tmp_path / "one.json", 31.0, 29.0, 0.25)
+    three = write_significance(tmp_path / "three.json", 30.0, 29.0, 0.1, [1.0, 1.2, 0.8])
+    single = [f"single={write_significance(tmp_path / 's.json', 30.0, 29.0, 0.2)}"]
+    for pool in ((), single):
+        text = page(tmp_path, f"1.0=tok_bleu=yes={one}=one seed", f"1.0=tok_bleu=yes={three}=three seeds", pool=pool)
+        table = rows(text)
+        assert table["one seed"]["verdict"].startswith("seed noise unmeasured") and table["one seed"]["ours Δ"] == "+2.00"
+        assert table["one seed"]["page p"] == "" and table["three seeds"]["verdict"] == "reproduced"
+        assert "1 of 1 judged claims reproduced, 0 contradicted; 1 with seed noise unmeasured." in text
+
+
+def test_a_collapsed_seed_of_either_system_trips_the_floor_by_name(tmp_path, quiet):
+    """The baseline's mean passes 5 BLEU, but seed 2's system scores 0.31: not judged, that seed named."""
+    sig = write_significance(tmp_path / "sig.json", 20.0, 29.0, 0.25, [1.0, -28.69, 1.0],
+                             seed_scores=[(30.0, 29.0), (0.31, 29.0), (30.0, 29.0)])
+    row = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
+    assert row["verdict"] == "not comparable at this scale (seed 2's system scores 0.31, below 5 BLEU)"
+    weak = write_significance(tmp_path / "weak.json", 0.0, 0.0, 0.01)
+    text = page(tmp_path, f"-0.29<0.1=tok_bleu=yes={weak}=16 steps do not beat 8", pool=quiet)
+    assert rows(text)["16 steps do not beat 8"]["Δ per seed"] == "+0.00 (seed 1)"
+    assert "No claim judged at this scale: 1 not comparable at this scale." in text
+
+
+@pytest.mark.parametrize("spec, cause", [
+    # 1: mean and p on the claim's side, two of three seed pairs not
+    (dict(score=30.0, sd=0.25, seed_deltas=[3.2, -0.1, -0.1]), "inconclusive: the seed pairs split (1 of 3"),
+    # 2: +0.20 ± 0.10: significant alone (p2 0.046), not among three claims at Holm's levels
+    (dict(score=29.2, sd=0.1, paper=0.25), "inconclusive: significant before the page's correction only"),
+    # 3: an SD of 1.0 detects only ~2.8 at 80% power; the paper claims 1.29
+    (dict(score=29.5, sd=1.0), "inconclusive: this run detects only"),
+    # 4: an MDE below the paper's, the interval holding 0 and 1.29 both
+    (dict(score=29.5, sd=0.45, paper=1.29, alone=True), "inconclusive: our interval holds both"),
+    # 5: +0.10 ± 0.20: the interval ends at +0.49, short of the paper's +1.29
+    (dict(score=29.1, sd=0.2), "paper's Δ excluded (our interval ends at +0.49, short of the paper's +1.29)"),
+])
+def test_every_reading_sentence_matches_the_rows_under_it(tmp_path, quiet, spec, cause):
+    """Each cause of a not-decisive verdict, alone on a page or beside two claims (Holm over three), and
+    the reading line counting it in its own words."""
+    sig = write_significance(tmp_path / "sig.json", spec["score"], 29.0, spec["sd"], spec.get("seed_deltas"))
+    paper = spec.get("paper", 1.29)
+    others = [] if spec.get("alone") else [
+        f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0, 29.0, 1.0)}=other {i}" for i in range(2)]
+    text = page(tmp_path, f"{paper}=tok_bleu=yes={sig}=the claim", *others, pool=quiet)
+    found = rows(text)["the claim"]["verdict"]
+    assert found.startswith(cause), found
+    line = text.splitlines()[2]
+    kind = found.split(" (")[0] if found.startswith("paper's") else found.split(": ")[1].split(" (")[0]
+    words = {"the seed pairs split": "1: the seed pairs split", "paper's Δ excluded": "1 with the paper's Δ excluded",
+             "significant before the page's correction only": "1: significant before the page's correction only",
+             "this run detects only": "the run could not detect a difference of the paper's size",
+             "our interval holds both the threshold and the paper's Δ": "1: our interval holds both"}
+    assert any(words[key] in line for key in words if kind.startswith(key)), line
+    assert "cannot tell" not in text and "no evidence against the paper" not in text
+
+
+def test_a_paper_difference_outside_our_interval_is_flagged_beside_the_verdict(tmp_path, quiet):
+    sig = write_significance(tmp_path / "sig.json", 29.2, 29.0, 0.05)    # 95% CI +0.10 to +0.30
+    far = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
+    near = rows(page(tmp_path, f"0.25=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
+    assert far["verdict"] == near["verdict"] == "reproduced"
+    assert far["size"] == "paper Δ outside" and near["size"] == "consistent"
+
+
+def test_holm_multiplies_the_ith_smallest_of_m_by_m_minus_i_and_keeps_the_order():
+    assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([]) == []
+
+
+def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, quiet, capsys):
+    row = rows(page(tmp_path, "2.01=tok_bleu=no=-=NPMT beats LL", pool=quiet))["NPMT beats LL"]
+    assert row["verdict"] == "not comparable at this scale" and row["paper Δ"] == "+2.01"
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0)
+    assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
+                     str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
+    assert "names none" in capsys.readouterr().err
+
+
+def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, quiet):
+    sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.6)
+    found = verdict(tmp_path, f"0.09:marginally=tok_bleu=yes={sig}=stack beats gated", quiet)
+    assert found.startswith("inconclusive") and found.endswith("(the paper: marginally)")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--claim", "big=tok_bleu=yes=x.json=a text"], "'big' is not a number"),
+    (["--claim", "0=tok_bleu=yes=x.json=a text"], "needs a non-zero paper difference"),
+    (["--claim", "-0.2<0=tok_bleu=yes=x.json=a text"], "needs a positive margin"),
+    (["--claim", "1=tok_bleu=no=-=a text", "--primary", "another text"], "no --claim has that sentence"),
+])
+def test_a_malformed_claim_is_named(tmp_path, capsys, argv, message):
+    assert cli.main(["claims", "--title", "t", *argv, "--out-md", str(tmp_path / "a.md"),
+                     "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_verdicts(tmp_path, quiet):
+    """The HTML page: the one-line reading first, the forest plot inline with each claim's MDE (the SVG on
+    disk too), each verdict a label, the notes folded away; the page parses with every tag closed."""
+    good, flat = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25), write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
+    text = page(tmp_path, f"1.29=tok_bleu=yes={good}=helps", f"0.5=tok_bleu=yes={flat}=also helps",
+                "2.0=tok_bleu=no=-=a claim made at paper scale", pool=quiet)
+    assert text.index("1 of 2 judged claims reproduced, 0 contradicted, 1 inconclusive") < text.index("| helps")
+    assert "1 not comparable at this scale" in text
+    html = (tmp_path / "claims.html").read_text()
+    assert html.index('<p class="reading">') < html.index("<figure><svg") < html.index("<table>") < html.index("<details>")
+    assert '<span class="label good">reproduced</span>' in html and '<span class="label open">inconclusive: ' in html
+    assert '<span class="label none">not comparable at this scale</span>' in html
+    svg = (tmp_path / "claims.svg").read_text()
+    assert "helps" in svg and "a claim made at paper scale" in svg and "detectable at 80% power" in svg
+    assert_balanced_html(html)
+
+
+def test_the_reading_counts_what_each_verdict_says():
+    import pandas as pd
+    table = pd.DataFrame({"verdict": ["reproduced", "contradicted (Δ < 0: p 0.001)", "not tested: x", "not comparable"]})
+    assert reading(table) == ("1 of 3 judged claims reproduced, 1 contradicted, 1 not tested (the page's primary "
+                              "claim was not decided); 1 not comparable at this scale.")
+
+
+def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp_path):
+    """Two scales' JSONs of the same claims: one row a (claim, scale), claims first, each scale's verdict
+    by its own test with its own pooled seed noise; a JSON of the old test at another scale is named in
+    the reading, not read."""
+    specs = []
+    for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
+        path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
+        pool = write_significance(tmp_path / f"{scale}-pool.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])
+        specs += ["--claim", f"{scale}=1.29=tok_bleu=yes={path}=+PR helps", "--pool", f"{scale}=central={pool}"]
+    (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
+    specs += ["--claim", f"gpu=1.29=tok_bleu=yes={tmp_path / 'old.json'}=+PR helps",
+              "--claim", "tiny=2.0=tok_bleu=no=-=NPMT helps", "--primary", "+PR helps"]
+    out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
+    assert cli.main(["across-scales", "--title", "Claims at every scale", *specs,
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    text = out["md"].read_text()
+    lines = [line for line in text.splitlines() if line.startswith("| +PR") or line.startswith("| NPMT")]
+    assert [line.split("|")[2].strip() for line in lines] == ["ci", "tiny", "tiny"]
+    assert "paper's Δ excluded" in lines[0] and "| reproduced" in lines[1] and "not comparable" in lines[2]
+    assert "29.00" in lines[0] and "+0.20" in lines[0] and "+1.50" in lines[1]
+    assert "Not read, written by an earlier version of the test" in text and "gpu: +PR helps" in text
+    assert "<figure><svg" in out["html"].read_text() and "+PR helps [tiny]" in out["svg"].read_text()
+    assert_balanced_html(out["html"].read_text())
+
+
+def test_a_pooled_comparison_whose_seed_does_not_translate_is_left_out_of_the_pool(tmp_path):
+    """A central comparison with a collapsed seed (ci's models, or one failed training) measures no seed
+    noise: the pool holds the other one alone (2 df)."""
+    good = write_significance(tmp_path / "good.json", 30, 29, 0.2, [0.6, 1.2, 1.1], own=0.04)
+    bad = write_significance(tmp_path / "bad.json", 20, 29, 0.2, [1.0, -28.0, 1.0],
+                             seed_scores=[(30.0, 29.0), (1.0, 29.0), (30.0, 29.0)])
+    one = write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)
+    text = page(tmp_path, f"1.0=tok_bleu=yes={one}=one seed", pool=[f"good={good}", f"bad={bad}"])
+    assert "pooled on 2 degrees of freedom" in text and "good 0.32" in text and "bad " not in text
