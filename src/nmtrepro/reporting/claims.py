@@ -8,11 +8,13 @@ bootstrap; the verdict follows from it alone, never from typing. Each claim is a
 (its `tested` column): the paper's direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of
 no gain ("the reordering layer does not help", a `margin`) non-superiority, Δ below the margin.
 
-A page is one family under serial gatekeeping: its primary claim (the paper's central one, `--primary`)
-is tested first, two-sided at ALPHA (both a false "reproduced" and a false "contradicted" count as
-errors); only if every primary is decided are the secondary claims tested, with Holm's correction over
-their two-sided p's at ALPHA. The chance of any wrong decisive verdict on the page stays at ALPHA, and a
-primary's verdict is the same on its paper's page and on the central page (each paper its own family).
+A page is one family under the fallback procedure (a graphical procedure, Bretz et al. 2009): its
+primary claim (the paper's central one, `--primary`) is tested two-sided (both a false "reproduced" and
+a false "contradicted" count as errors) at PRIMARY_WEIGHT of ALPHA; the secondary claims, with Holm's
+correction over their two-sided p's, at the rest of ALPHA, and at all of it once the primary is
+rejected. The chance of any wrong decisive verdict on the page stays at ALPHA, a secondary claim is
+tested whatever its primary's fate, and a primary's verdict is the same on its paper's page and on the
+central page (each paper its own family).
 
 The verdicts of a judged claim:
 - reproduced: the page's p < ALPHA, our mean and more than half of the seed pairs on the claim's side;
@@ -22,7 +24,6 @@ The verdicts of a judged claim:
 - inconclusive, with its cause: the seed pairs split; significant before the page's correction only; the
   run could detect (80% power at the claim's level) only differences larger than the paper's; or our
   interval holds both the threshold and the paper's Δ;
-- not tested: a secondary claim on a page whose primary was not decided.
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
 has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison at
@@ -49,8 +50,11 @@ from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
 from .report import format_p, read_significance, resampling
 
 ALPHA = 0.05
-CONFIDENCE = 1 - ALPHA  # the interval whose bounds are the primary's two-sided test at ALPHA: 95%, as the JSON's
+CONFIDENCE = 1 - ALPHA  # the interval whose bounds are two-sided tests at ALPHA: 95%, as the JSON's
 POWER = 0.8  # the power at which a row's minimal detectable effect is computed
+# The primary claim's share of a page's ALPHA (the rest is the secondary claims', and passes to them once
+# the primary is rejected): the fallback procedure, a graphical procedure of Bretz et al. (2009).
+PRIMARY_WEIGHT = 0.8
 CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
@@ -72,7 +76,7 @@ class Claim:
     comparable: bool = True
     paper_says: str = ""       # the word the paper qualifies the claim by ("marginally"), if any
     margin: float | None = None  # a claim of no gain: tested as Δ < margin (non-superiority)
-    primary: bool = False      # its paper's central claim: tested first, gating the page's others
+    primary: bool = False      # its paper's central claim: the larger share of the page's ALPHA
 
     @property
     def direction(self) -> int:
@@ -187,14 +191,17 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
     judged = {i: judge(claims[i], sig, noises[claims[i].metric]) for i, sig in sigs.items() if unjudged[i] == []}
     primaries = [i for i in judged if claims[i].primary]
     secondaries = [i for i in judged if not claims[i].primary]
-    page_p = {i: judged[i].two_sided for i in primaries}
-    levels = {i: ALPHA / 2 for i in primaries}
-    decided = {i: decide(claims[i], judged[i], page_p[i], *judged[i].test.bounds(CONFIDENCE),
-                         detectable(judged[i].test, levels[i])) for i in primaries}
-    gate = all(verdict.startswith(("reproduced", "contradicted")) for verdict in decided.values()) and (
-        len(primaries) == sum(claim.primary for claim in claims))
-    page_p.update(zip(secondaries, holm([judged[i].two_sided for i in secondaries])) if gate else {})
-    levels.update({i: ALPHA / (2 * len(secondaries)) for i in secondaries})  # Holm's first step, one-sided
+    page_p = {i: min(1.0, judged[i].two_sided / PRIMARY_WEIGHT) for i in primaries}
+    levels = {i: PRIMARY_WEIGHT * ALPHA / 2 for i in primaries}
+    # The secondaries' share of ALPHA: all of it on a page without a primary, else 1 - PRIMARY_WEIGHT of
+    # it, and all once every primary is rejected (its share passes on).
+    has_primary = any(claim.primary for claim in claims)
+    # the smallest level at which every primary is rejected (1: one was not judged)
+    gate = max(page_p.values(), default=0.0) if len(primaries) == sum(claim.primary for claim in claims) else 1.0
+    passed = not has_primary or gate < ALPHA
+    for i, adjusted in zip(secondaries, holm([judged[i].two_sided for i in secondaries])):
+        page_p[i] = min(adjusted / (1 - PRIMARY_WEIGHT), max(gate, adjusted)) if has_primary else adjusted
+        levels[i] = (ALPHA if passed else (1 - PRIMARY_WEIGHT) * ALPHA) / (2 * len(secondaries))
     rows = []
     for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
@@ -220,13 +227,8 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
         row.update({"ours Δ": test.delta, CI: f"{low:+.2f} to {high:+.2f}", MDE: mde, "p": judged[i].p_for,
                     "_low": low, "_high": high,
                     "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
-        if i in decided:
-            found = decided[i]
-        elif i in page_p:
-            found = decide(claim, judged[i], page_p[i], low, high, mde)
-        else:
-            found = "not tested: the page's primary claim was not decided"
-        rows.append({**row, "page p": page_p.get(i, float("nan")), "verdict": found + says})
+        found = decide(claim, judged[i], page_p[i], low, high, mde)
+        rows.append({**row, "page p": page_p[i], "verdict": found + says})
     return pd.DataFrame(rows, columns=COLUMNS + ["_low", "_high", "_seeds"])
 
 
@@ -259,34 +261,36 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
             f"direction; for a claim of no gain, a difference below the stated margin); {CI}: the interval whose "
             f"bounds are two-sided tests at {ALPHA}. Size: whether the paper's Δ lies inside it. MDE: the "
             f"distance from the threshold that the claim's test detects with {POWER:.0%} power at the level it "
-            f"is tested at ({ALPHA / 2:g} one-sided for a primary claim"
-            + (", Holm's first step for a secondary one)." if any(not c.primary for c in claims) else ")."))
+            f"is tested at ({PRIMARY_WEIGHT * ALPHA / 2:g} one-sided for a primary claim"
+            + (", Holm's first step at the secondary claims' share for a secondary one)."
+               if any(not c.primary for c in claims) else ")."))
     noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises))
     primaries = [claim.text for claim in claims if claim.primary]
     secondary = any(not claim.primary for claim in claims)
+    level = PRIMARY_WEIGHT * ALPHA
     procedure = (f"Procedure: the primary claim{'s' * (len(primaries) > 1)} ({'; '.join(primaries)}) "
-                 f"{'are' if len(primaries) > 1 else 'is'} tested first, two-sided at {ALPHA} ('page p')"
-                 if primaries else "No primary claim on this page")
+                 f"{'are' if len(primaries) > 1 else 'is'} tested two-sided at {level:g}, {PRIMARY_WEIGHT:g} of "
+                 f"{ALPHA} (page p: its p over {PRIMARY_WEIGHT:g})" if primaries else "No primary claim on this page")
     if secondary:
-        procedure += (f"; {'if every primary is decided, ' if primaries else ''}the secondary claims are tested with "
-                      f"Holm's correction over their two-sided p's at {ALPHA} ('page p', adjusted), so that the chance "
-                      f"of any wrong decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at "
-                      f"{ALPHA}.")
+        procedure += (f"; the secondary claims with Holm's correction over their two-sided p's, at "
+                      f"{(1 - PRIMARY_WEIGHT) * ALPHA:g}, and at {ALPHA} once the primary is rejected" if primaries else
+                      f"; the claims with Holm's correction over their two-sided p's at {ALPHA}")
+        procedure += (f" ('page p': the p's adjusted so that each compares with {ALPHA}). The chance of any wrong "
+                      f"decisive verdict on the page (a false 'reproduced' or 'contradicted') stays at {ALPHA}.")
     elif primaries:
-        procedure += (f". A primary claim is its paper's central one and the first test of that paper's family, "
+        procedure += (f". A primary claim is its paper's central one, which holds most of that paper's family's level, "
                       f"with the verdict its paper's page gives it: with no true difference it reads 'reproduced' or "
-                      f"'contradicted' with chance {ALPHA} in all.")
+                      f"'contradicted' with chance {level:g} in all.")
         if len(primaries) > 1:
             procedure += (f" Each paper is its own family, not corrected over the others (each is its own "
                           f"question): among {len(primaries)} claims of no true difference one reads decisive with "
-                          f"chance up to {1 - (1 - ALPHA) ** len(primaries):.0%}.")
+                          f"chance up to {1 - (1 - level) ** len(primaries):.0%}.")
     else:
         procedure += "."
     meaning = ("Reproduced: this run shows what the claim says at the page's level, our mean and most seed pairs on "
                "that side; contradicted: it shows the opposite as firmly. Paper's Δ excluded: not significant, but "
                "our interval rules out a difference as large as the paper's. Inconclusive: neither, for the cause "
-               "it names. Not tested: the page's primary claim was not decided, so the secondary claims are not "
-               "tested. Not comparable: the claim was not measured at this scale, or a seed of either system "
+               "it names. Not comparable: the claim was not measured at this scale, or a seed of either system "
                f"scores below {MIN_BASELINE_BLEU:g} BLEU (a model that has not learned to translate); seed noise "
                "unmeasured: one seed pair, with nothing at this scale to pool the seed noise from. Those two are "
                "shown with their numbers and stay out of the page's family.")
@@ -295,7 +299,7 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
 
 # A verdict's label class (render.STYLE) by its first words.
 LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "paper's Δ excluded": "warn", "inconclusive": "open",
-               "not tested": "none", "not comparable": "none", "seed noise unmeasured": "none"}
+               "not comparable": "none", "seed noise unmeasured": "none"}
 UNJUDGED = ("not comparable", "seed noise unmeasured")
 # The causes of an inconclusive verdict, by its words after "inconclusive: ", as the reading counts them.
 CAUSES = {"the seed pairs split": "the seed pairs split", "significant before": "significant before the page's "
@@ -332,8 +336,6 @@ def reading(table: pd.DataFrame) -> str:
         causes = [f"{int(verdicts.str.startswith('inconclusive: ' + start).sum())}: {words}"
                   for start, words in CAUSES.items() if verdicts.str.startswith("inconclusive: " + start).any()]
         parts.append(f"{counts['inconclusive']} inconclusive ({'; '.join(causes)})")
-    if counts["not tested"]:
-        parts.append(f"{counts['not tested']} not tested (the page's primary claim was not decided)")
     return ", ".join(parts) + (f"; {'; '.join(left)}." if left else ".")
 
 
@@ -426,8 +428,8 @@ def add_procedure_arguments(parser) -> None:
     """The options that set a page's procedure: its primary claims and the comparisons its seed noise
     pools over (the claims and across-scales commands)."""
     parser.add_argument("--primary", action="append", default=[], metavar="TEXT",
-                        help="the sentence of a primary claim (its paper's central one): tested first, two-sided "
-                             "at 0.05, the page's other claims only if it is decided (repeat)")
+                        help="the sentence of a primary claim (its paper's central one): tested two-sided at "
+                             "0.8 of 0.05, the page's others by Holm at the rest, and at all once it is rejected (repeat)")
     parser.add_argument("--pool", action="append", default=[], metavar="NAME=JSON",
                         help="a significance JSON whose seed pairs' spread the seed noise pools over, under "
                              "its name on the page (repeat: the central claims')")

@@ -45,7 +45,7 @@ th { background: #f1f3f5; position: sticky; top: 0; z-index: 1; }
 tbody tr:nth-child(even) td { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .label { display: inline-block; padding: .05rem .5rem; border-radius: .75rem; font-weight: 600;
-         white-space: nowrap; border: 1px solid transparent; }
+         max-width: 24rem; border: 1px solid transparent; }
 .label.good { background: #d8ecdb; color: #14532d; border-color: #8cc59a; }
 .label.bad { background: #f9dcdc; color: #7f1d1d; border-color: #e19b9b; }
 .label.warn { background: #fdf0d5; color: #78350f; border-color: #e5b766; }
