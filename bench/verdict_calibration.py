@@ -20,7 +20,7 @@ k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, a
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
 workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
 
-    python bench/verdict_calibration.py pages --runs 500      # ~15 min on 2 cores
+    python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~18 min on 2 cores
     python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
 
 Each rate is printed with its binomial standard error; "var ratio" is the mean estimated variance of the
@@ -110,15 +110,16 @@ PAGE_K = [3, 3, 3] + [1] * 8
 POOL_OTHERS = 3
 LEVELS = [0.05, 0.01, 0.005, 0.0025, 0.001]
 # Seed pairs' spread at tiny: the SD of the three Δ's of A's +PR (-0.38, -0.66, -1.01) is 0.32, of D's
-# +Fusing_Diverse (+2.10, +1.86, +2.36) 0.25; seed offsets of SD 0.3 with the realistic test-set noise
-# give a spread of that order (the run prints the pooled one).
+# +Fusing_Diverse (+2.10, +1.86, +2.36) 0.25; half the realistic mix's own test-set noise and seed offsets
+# of SD 0.2 give a spread of 0.29 on a bootstrap SD of the mean difference of 0.38 (the run prints the
+# pooled spread).
 PAGE_MIXES = [
     Mix("realistic: test set + seed offsets N(0, 0.5)"),
-    Mix("tiny-like: seed offsets N(0, 0.3)", seed_sd=0.3),
+    Mix("tiny-like: own test-set noise 0.5, seed offsets N(0, 0.2)", own=0.5, seed_sd=0.2),
     Mix("no seed variation", seed_sd=0.0),
     Mix("heavy per-pair test-set noise", own_sd=1.0, seed_sd=0.0),
     Mix("seed noise only", shared=0.0, own=0.0),
-    Mix("power: tiny-like, true +1.0", seed_sd=0.3, effect=1.0),
+    Mix("power: tiny-like, true +1.0", own=0.5, seed_sd=0.2, effect=1.0),
 ]
 
 
