@@ -243,7 +243,8 @@ def test_a_malformed_claim_is_named(tmp_path, capsys, argv, message):
 def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_verdicts(tmp_path, quiet):
     """The HTML page: the one-line reading first, the forest plot inline with each claim's MDE (the SVG on
     disk too), each verdict a label, the notes folded away; the page parses with every tag closed."""
-    good, flat = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25), write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
+    good = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25)
+    flat = write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
     text = page(tmp_path, f"1.29=tok_bleu=yes={good}=helps", f"0.5=tok_bleu=yes={flat}=also helps",
                 "2.0=tok_bleu=no=-=a claim made at paper scale", pool=quiet)
     assert text.index("1 of 2 judged claims reproduced, 0 contradicted, 1 inconclusive") < text.index("| helps")

@@ -9,10 +9,10 @@ scale (how much a difference of two trainings moves with their seeds), not to on
 pools it over its multi-seed comparisons, Σ(k_j − 1)(s_j² − σe_j²) / Σ(k_j − 1), and every claim of that
 run is tested with it: the variance of a claim's mean over k pairs is σu²/k plus its own bootstrap
 variance of that mean (σc² + σe²/k: the test-set part, measured for every claim whatever its k), on
-degrees of freedom that grow from the pool's with the known part's share (`SeedNoise.test`). Each comparison's own σe²
-is taken out before pooling, so that comparisons on test sets of other sizes or of systems that differ
-more sentence by sentence pool only what they share. docs/statistics.md says which comparisons pool (the
-central claims') and why; `bench/verdict_calibration.py` measures the rates.
+degrees of freedom that grow from the pool's with the known part's share (`SeedNoise.test`). Each
+comparison's own σe² is taken out before pooling, so that comparisons on test sets of other sizes or of
+systems that differ more sentence by sentence pool only what they share. docs/statistics.md says which
+comparisons pool (the central claims') and why; `bench/verdict_calibration.py` measures the rates.
 """
 from __future__ import annotations
 
@@ -38,11 +38,6 @@ class Comparison:
         k = len(entry["seeds"])
         return cls(name, k, entry["var_seeds"] * k,
                    max(0.0, (entry["var_bootstrap_each"] - entry["var_bootstrap_mean"]) * k / (k - 1)))
-
-    @property
-    def seeds(self) -> float:
-        """This comparison's own estimate of σu² (may be negative: a small sample)."""
-        return self.spread - self.test_own
 
 
 @dataclass(frozen=True)
@@ -83,9 +78,8 @@ class SeedNoise:
         parts = [(c.k - 1, c.spread) for c in self.comparisons]
         if len(parts) < 2 or any(s <= 0 for _, s in parts):
             return None
-        df, pooled = sum(n for n, _ in parts), sum(n * s for n, s in parts) / self.df
-        statistic = df * math.log(pooled) - sum(n * math.log(s) for n, s in parts)
-        scale = 1 + (sum(1 / n for n, _ in parts) - 1 / df) / (3 * (len(parts) - 1))
+        statistic = self.df * math.log(self.spread) - sum(n * math.log(s) for n, s in parts)
+        scale = 1 + (sum(1 / n for n, _ in parts) - 1 / self.df) / (3 * (len(parts) - 1))
         return float(chi2.sf(statistic / scale, len(parts) - 1))
 
     def test(self, entry: dict) -> MeanDifference:

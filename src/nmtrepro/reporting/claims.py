@@ -30,7 +30,7 @@ has not learned to translate), or seed noise unmeasured (one seed pair, and no m
 this scale to pool the seed noise from).
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
-beside the verdict. Beside the verdict, each row says whether the paper's Δ lies inside our interval.
+beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
 """
 from __future__ import annotations
 
@@ -115,8 +115,9 @@ def detectable(test: MeanDifference, level: float) -> float:
 
 @dataclass(frozen=True)
 class Judged:
-    """A judged claim's test: its variance's source, the one-sided p's of its hypothesis and of the
-    opposite, the sides of the threshold our mean and each seed pair fall on (+1: the claim's)."""
+    """A judged claim's test (pooled seed noise, or its own seeds' spread where nothing pools), the
+    one-sided p's of its hypothesis and of the opposite, the sides of the threshold our mean and each
+    seed pair fall on (+1: the claim's)."""
     test: MeanDifference
     p_for: float
     p_against: float
@@ -164,7 +165,8 @@ def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
     noises = {}
     for metric in sorted(set(metrics)):
         entries = {name: read_significance(path, metric) for name, path in pool.items()}
-        noises[metric] = SeedNoise.of({name: entry for name, entry in entries.items() if not collapsed(entry)}) if pool else None
+        translating = {name: entry for name, entry in entries.items() if not collapsed(entry)}
+        noises[metric] = SeedNoise.of(translating) if pool else None
     return noises
 
 
@@ -257,7 +259,8 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
             f"seeds both were trained with (each seed pair's own difference beside it). Its variance: the seed "
             f"noise pooled over this run's multi-seed comparisons, divided by the claim's seed pairs, plus the "
             f"claim's own test-set part (a paired bootstrap of the sentences, {runs}), against a t distribution "
-            f"with Satterthwaite's degrees of freedom. p: one-sided, of the hypothesis in 'tested' (the paper's "
+            f"whose degrees of freedom grow from the pool's with the test-set part's share (docs/statistics.md). "
+            f"p: one-sided, of the hypothesis in 'tested' (the paper's "
             f"direction; for a claim of no gain, a difference below the stated margin); {CI}: the interval whose "
             f"bounds are two-sided tests at {ALPHA}. Size: whether the paper's Δ lies inside it. MDE: the "
             f"distance from the threshold that the claim's test detects with {POWER:.0%} power at the level it "
