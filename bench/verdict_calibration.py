@@ -20,7 +20,7 @@ k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, a
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
 workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
 
-    python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~18 min on 2 cores
+    python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~35 min on 2 cores
     python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
 
 Each rate is printed with its binomial standard error; "var ratio" is the mean estimated variance of the
