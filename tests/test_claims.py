@@ -302,3 +302,15 @@ def test_a_pooled_comparison_whose_seed_does_not_translate_is_left_out_of_the_po
     one = write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)
     text = page(tmp_path, f"1.0=tok_bleu=yes={one}=one seed", pool=[f"good={good}", f"bad={bad}"])
     assert "pooled on 2 degrees of freedom" in text and "good 0.32" in text and "bad " not in text
+
+
+def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tmp_path, capsys):
+    """A JSON written before the pooling (no var_bootstrap_mean) is named with the command that
+    recomputes it; a table still reads it (tests/test_analyses.py)."""
+    old = tmp_path / "old.json"
+    entry = json.loads(open(write_significance(tmp_path / "s.json", 30.0, 29.0)).read())["tok_bleu"]
+    del entry["var_bootstrap_mean"]
+    old.write_text(json.dumps({"tok_bleu": entry}))
+    assert cli.main(["claims", "--title", "t", "--claim", f"1.0=tok_bleu=yes={old}=x", "--out-md", str(tmp_path / "a.md"),
+                     "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
+    assert "old.json: written by an earlier version" in capsys.readouterr().err and not (tmp_path / "a.md").exists()

@@ -18,9 +18,8 @@ import pandas as pd
 
 from ..core.files import InputError
 from .claims import (CI, FORMAT, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
-                     mark_primaries, parse_claim, parse_pool, shown_table)
+                     mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
-from .report import read_significance
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
            "size", "_low", "_high", "_seeds"]
@@ -39,7 +38,7 @@ def readable(path: str, metrics) -> bool:
     predate it)."""
     try:
         for metric in metrics:
-            read_significance(path, metric)
+            read_entry(path, metric)
     except InputError:
         return False
     return True
@@ -48,7 +47,7 @@ def readable(path: str, metrics) -> bool:
 def baseline_bleu(claim: Claim) -> float:
     """The baseline's BLEU, the mean over the seed pairs of the claim's test (as the test wrote it, the
     number the claims page's 5-BLEU floor reads)."""
-    return read_significance(claim.significance, claim.metric)["baseline"]
+    return read_entry(claim.significance, claim.metric)["baseline"]
 
 
 def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str]]

@@ -164,15 +164,26 @@ def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
     where none is named."""
     noises = {}
     for metric in sorted(set(metrics)):
-        entries = {name: read_significance(path, metric) for name, path in pool.items()}
+        entries = {name: read_entry(path, metric) for name, path in pool.items()}
         translating = {name: entry for name, entry in entries.items() if not collapsed(entry)}
         noises[metric] = SeedNoise.of(translating) if pool else None
     return noises
 
 
+def read_entry(path: str, metric: str) -> dict:
+    """A significance JSON's entry as a claims page needs it: with the bootstrap's two variances that
+    seed noise pools with (a JSON written before 2026-12-01 lacks them; a table reads it still)."""
+    entry = read_significance(path, metric)
+    if "var_bootstrap_mean" not in entry:
+        raise InputError(f"{path}: written by an earlier version of the test, without the bootstrap variances "
+                         "that the claims pages pool seed noise with; compute it again (no training): "
+                         "snakemake --forcerun significance")
+    return entry
+
+
 def load(claims: list[Claim]) -> dict[int, dict]:
     """The significance entries of the comparable claims, by index, each file read once."""
-    return {i: read_significance(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
+    return {i: read_entry(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
 
 
 def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.DataFrame:

@@ -97,10 +97,9 @@ def read_significance(path, metric: str) -> dict:
         entry = read_json(path)[metric]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
-    if "var_bootstrap_mean" not in entry:  # before 2026-12-01: without the parts a pooled seed noise needs
-        raise InputError(f"{path}: written by an earlier version of the test, without the bootstrap variances "
-                         "that the claims pages pool seed noise with; compute it again (no training): "
-                         "snakemake --forcerun significance")
+    if "var" not in entry:  # the two-level bootstrap's JSON, before 2026-11-28
+        raise InputError(f"{path}: written by the seed-resampling test this project used before 2026-11-28; "
+                         "compute it again: snakemake --forcerun significance")
     return entry
 
 
