@@ -51,7 +51,7 @@ from nmtrepro.evaluation.significance import (MeanDifference, bleu_from_statisti
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
-from nmtrepro.reporting.claims import Claim, assess  # noqa: E402
+from nmtrepro.reporting.claims import Claim, assess, verdict_word  # noqa: E402
 
 ALPHA = 0.05
 MIXES = [
@@ -178,7 +178,7 @@ def run_pages(job) -> dict:
             for rule, test in (("old", MeanDifference.of(entry)), ("new", noise.test(entry))):
                 rejected[rule][k] += np.array([test.p(+1) < level for level in LEVELS])
         table = assess(claims, dict(enumerate(entries)), {"tok_bleu": noise})
-        new = [v.split(":")[0].split(" (")[0] for v in table["verdict"]]
+        new = [verdict_word(v) for v in table["verdict"]]
         old = old_page(claims, entries)
         central = MeanDifference.of(entries[0])       # before: the central page tested it alone, both ways
         decisive["old primary"] += central.p(+1) < ALPHA or central.p(-1) < ALPHA
@@ -216,7 +216,7 @@ def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict],
             return False
         lines = [line for line in Path(f"{tmp}/p.md").read_text().splitlines() if re.match(r"\| claim \d", line)]
         words = [re.split(r" \\?\(|:", line.split("|")[-3].strip())[0] for line in lines]  # Markdown escapes < >
-        return words == [re.split(r" \(|:", v)[0] for v in verdicts]
+        return words == [verdict_word(v) for v in verdicts]
 
 
 def rate(hits: float, n: int) -> str:

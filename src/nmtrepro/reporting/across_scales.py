@@ -17,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
-from .claims import (CI, FORMAT, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
+from .claims import (CI, FORMAT, HIDDEN, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
                      mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
-           "size", "_low", "_high", "_seeds"]
+           "size", *HIDDEN]
 
 
 def parse_scaled(spec: str) -> tuple[str, Claim]:
@@ -42,12 +42,6 @@ def readable(path: str, metrics) -> bool:
     except InputError:
         return False
     return True
-
-
-def baseline_bleu(claim: Claim) -> float:
-    """The baseline's BLEU, the mean over the seed pairs of the claim's test (as the test wrote it, the
-    number the claims page's 5-BLEU floor reads)."""
-    return read_entry(claim.significance, claim.metric)["baseline"]
 
 
 def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str]]
@@ -72,8 +66,8 @@ def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str
             if (text, scale) not in found:
                 continue
             claim, row = found[text, scale]
-            rows.append({"claim": text, "scale": scale,
-                         "baseline BLEU": baseline_bleu(claim) if claim.comparable else float("nan"),
+            # baseline BLEU: the mean over the seed pairs of the claim's test, as the test wrote it
+            rows.append({"claim": text, "scale": scale, "baseline BLEU": row["_baseline"],
                          **{column: row[column] for column in COLUMNS if column in row.index}})
             shown.append(replace(claim, text=f"{text} [{scale}]"))
     return pd.DataFrame(rows, columns=COLUMNS), shown, stale

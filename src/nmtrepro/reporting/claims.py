@@ -59,6 +59,9 @@ CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
 METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
 COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, MDE, "p", "page p", "verdict", "size"]
+# The numbers behind a row that the page does not print: the interval's bounds and each seed pair's Δ (the
+# forest plot draws them), the baseline's BLEU as the test wrote it (the page across scales prints it).
+HIDDEN = ["_low", "_high", "_seeds", "_baseline"]
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
 # Below this BLEU a claim is not judged: a model there writes a few frequent words, and two such models
 # can "agree" on 0.00 (a claim of no gain reproduced) or differ by a lucky n-gram. Every trained seed of
@@ -188,8 +191,7 @@ def load(claims: list[Claim]) -> dict[int, dict]:
 
 def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.DataFrame:
     """The claims page's rows under the page's procedure (module docstring), the seed noise pooled over
-    `pool` ({name: significance JSON}); the columns after COLUMNS (_low, _high, _seeds) hold the numbers
-    the forest plot draws."""
+    `pool` ({name: significance JSON}); the columns after COLUMNS are HIDDEN's."""
     sigs = load(claims)
     return assess(claims, sigs, seed_noises(pool or {}, [claims[i].metric for i in sigs]))
 
@@ -208,12 +210,12 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
     levels = {i: PRIMARY_WEIGHT * ALPHA / 2 for i in primaries}
     # The secondaries' share of ALPHA: all of it on a page without a primary, else 1 - PRIMARY_WEIGHT of
     # it, and all once every primary is rejected (its share passes on).
-    has_primary = any(claim.primary for claim in claims)
+    named = sum(claim.primary for claim in claims)
     # the smallest level at which every primary is rejected (1: one was not judged)
-    gate = max(page_p.values(), default=0.0) if len(primaries) == sum(claim.primary for claim in claims) else 1.0
-    passed = not has_primary or gate < ALPHA
+    gate = max(page_p.values(), default=0.0) if len(primaries) == named else 1.0
+    passed = not named or gate < ALPHA
     for i, adjusted in zip(secondaries, holm([judged[i].two_sided for i in secondaries])):
-        page_p[i] = min(adjusted / (1 - PRIMARY_WEIGHT), max(gate, adjusted)) if has_primary else adjusted
+        page_p[i] = min(adjusted / (1 - PRIMARY_WEIGHT), max(gate, adjusted)) if named else adjusted
         levels[i] = (ALPHA if passed else (1 - PRIMARY_WEIGHT) * ALPHA) / (2 * len(secondaries))
     rows = []
     for i, claim in enumerate(claims):
@@ -221,12 +223,12 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
         row = {"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
                "tested": hypothesis(claim.direction, claim.threshold), "ours Δ": float("nan"), "Δ per seed": "",
                CI: "", MDE: float("nan"), "p": float("nan"), "page p": float("nan"), "size": "",
-               "_low": float("nan"), "_high": float("nan"), "_seeds": []}
+               "_low": float("nan"), "_high": float("nan"), "_seeds": [], "_baseline": float("nan")}
         if i not in sigs:
             rows.append({**row, "verdict": "not comparable at this scale" + says})
             continue
         row["Δ per seed"] = " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in sigs[i]["seeds"])
-        row["_seeds"] = [e["delta"] for e in sigs[i]["seeds"]]
+        row["_seeds"], row["_baseline"] = [e["delta"] for e in sigs[i]["seeds"]], sigs[i]["baseline"]
         if i not in judged:
             test = MeanDifference.of(sigs[i])
             why = (f"not comparable at this scale ({'; '.join(unjudged[i])}, below {MIN_BASELINE_BLEU:g} BLEU)"
@@ -242,7 +244,7 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
                     "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
         found = decide(claim, judged[i], page_p[i], low, high, mde)
         rows.append({**row, "page p": page_p[i], "verdict": found + says})
-    return pd.DataFrame(rows, columns=COLUMNS + ["_low", "_high", "_seeds"])
+    return pd.DataFrame(rows, columns=COLUMNS + HIDDEN)
 
 
 def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
