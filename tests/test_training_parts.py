@@ -9,7 +9,7 @@ from conftest import TINY, write_copy_corpus
 from nmtrepro.core.files import read_lines
 from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.models import build_model
-from nmtrepro.models.layers import recording_heads
+from nmtrepro.models.layers import dropout, recording_heads
 
 from nmtrepro.core.vocab import IndexedData, Vocab, save_indexed
 from nmtrepro.training import memory
@@ -78,6 +78,35 @@ def test_smoothed_loss_compiled_backward_is_the_eager_one_on_bf16_logits():
     for a, b, c in zip(ours, eager, reference):
         assert torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-3)
         assert torch.allclose(b.float(), c.float(), rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_smoothed_loss_kernels_are_the_eager_loss(padded):
+    """`fast: loss` compiles the two passes over the logits alone, inside the hand-written Function: the
+    same sums and gradient as eager, with padding masked or at real positions only (real None)."""
+    torch.manual_seed(0)
+    logits, target = (torch.randn(2, 5, 40) * 3).bfloat16(), torch.randint(0, 40, (2, 5))
+    real = torch.rand(2, 5) > 0.3 if padded else None
+    kernels = smoothed_loss_gradients(lambda *args: label_smoothed_loss(*args, kernels=True), logits, target, real)
+    eager = smoothed_loss_gradients(label_smoothed_loss, logits, target, real)
+    assert [t.dtype for t in kernels] == [torch.float32, torch.float32, torch.bfloat16]
+    for a, b in zip(kernels, eager):
+        assert torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cpu_dropout_keeps_one_minus_p_of_the_units_scaled_and_routes_the_gradient_through_them(dtype):
+    torch.manual_seed(0)
+    x = torch.ones(200_001, dtype=dtype, requires_grad=True)
+    y = dropout(x, 0.1, True)
+    kept = y != 0
+    assert y.dtype == dtype and abs(kept.float().mean().item() - 0.9) < 0.003
+    assert torch.allclose(y[kept].float(), torch.tensor(1 / 0.9), rtol=1e-2)
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())          # d(x * mask / (1 - p)) / dx at x = 1 is y
+    torch.manual_seed(0)
+    assert torch.equal(dropout(x, 0.1, True), y)    # the seed fixes the mask
+    assert dropout(x, 0.1, False) is x and dropout(x, 0.0, True) is x
 
 
 def test_output_agreement_by_hand():

@@ -51,7 +51,18 @@ def setup(threads: int | None, device: str = "auto", cudnn_attention: bool = Fal
         torch.cuda.set_device(device)
     if device.startswith("cuda"):
         cuda_defaults(cudnn_attention)
+    else:
+        cpu_defaults()
     return torch.device(device)
+
+
+def cpu_defaults() -> None:
+    """Attention through SDPA's math kernels (batched matmuls and a softmax), not its CPU flash kernel:
+    in bf16 that kernel's backward took 46 ms a call where the whole math path takes 14, on the `tiny`
+    Base's shapes (160 sentences, 4 heads of 32, ~26 tokens), 40 % of an update on one thread; in fp32
+    the two are alike (docs/measurements.md, "Where a tiny training step goes"). torch's switch for it
+    is named for CUDA and is global: a CPU process sets it here and on no GPU."""
+    torch.backends.cuda.enable_flash_sdp(False)
 
 
 def cuda_defaults(cudnn_attention: bool = False) -> None:

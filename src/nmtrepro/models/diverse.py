@@ -40,7 +40,7 @@ from torch import nn
 
 from ..core.pos import POS_VOCAB
 from . import register
-from .layers import BiRNN, ModelConfig, sinusoidal_positions, xavier_init
+from .layers import BiRNN, ModelConfig, dropout, sinusoidal_positions, xavier_init
 from .transformer import Transformer
 
 
@@ -149,7 +149,7 @@ class DiverseTransformer(Transformer):
         if self.config.pos_factor:                                                       # LinguisticFeatures
             positions = sinusoidal_positions(src.size(1), x.size(-1), device=x.device).to(x)  # Base's (S, d)
             x = torch.cat([x[..., :-self.config.pos_factor], tags], dim=-1) + positions
-            return F.dropout(x, self.config.dropout, self.training)
+            return dropout(x, self.config.dropout, self.training)
         features = []
         for name, project in self.groups.items():
             group = project(x)                                                           # X_g (B, S, d_g)
@@ -162,7 +162,7 @@ class DiverseTransformer(Transformer):
             elif name == "loc":
                 group = self.loc(group, pad)                                             # Eq. 10
             features.append(group)
-        return F.dropout(torch.cat(features, dim=-1), self.config.dropout, self.training)  # Eq. 7
+        return dropout(torch.cat(features, dim=-1), self.config.dropout, self.training)  # Eq. 7
 
     def encode(self, src: torch.Tensor, pos: torch.Tensor | None = None) -> dict:
         """src (B, S); pos (B, S) POS-tag ids aligned with src, required when syn_heads > 0."""

@@ -11,12 +11,11 @@ call, given the cached state, runs one beam-search step (incremental and full de
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..core.vocab import Vocab
 from . import register
-from .layers import masked_mean, reorder_cache, reorder_encoder
+from .layers import dropout, masked_mean, reorder_cache, reorder_encoder
 from .rnn_encoder import RnnConfig, SourceEncoder
 
 
@@ -44,7 +43,7 @@ class AttentionGRU(nn.Module):
 
     def decode(self, prev: torch.Tensor, enc: dict, cache: dict | None = None) -> torch.Tensor:
         """prev (B, T) -> (B, T, d); with a cache, the GRU goes on from the state it left there."""
-        x = F.dropout(self.tgt_embed(prev), self.config.dropout, self.training)
+        x = dropout(self.tgt_embed(prev), self.config.dropout, self.training)
         if cache is not None and "state" in cache:
             state = cache["state"].transpose(0, 1).contiguous()          # cached batch first: (L, B, d)
         else:
@@ -55,7 +54,7 @@ class AttentionGRU(nn.Module):
         scores = (out @ enc["out"].transpose(1, 2)).masked_fill(enc["pad"][:, None], float("-inf"))
         context = torch.softmax(scores.float(), dim=-1).to(out.dtype) @ enc["out"]   # (B, T, d)
         hidden = torch.tanh(self.combine(torch.cat([out, context], dim=-1)))
-        return F.dropout(hidden, self.config.dropout, self.training)
+        return dropout(hidden, self.config.dropout, self.training)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.out(hidden)

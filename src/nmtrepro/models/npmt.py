@@ -32,6 +32,7 @@ from torch import nn
 from ..core.runtime import to_device
 from ..core.vocab import Vocab
 from . import register
+from .layers import dropout
 from .rnn_encoder import RnnConfig, SourceEncoder
 
 # Stands in for log 0 inside the DP: with -inf, logsumexp over all -inf entries has a NaN gradient
@@ -301,7 +302,7 @@ class SegmentDecoder(nn.Module):
         for i, cell in enumerate(self.cells):
             x = cell(x, state[:, i])
             new.append(x)
-            x = F.dropout(x, self.dropout, self.training)
+            x = dropout(x, self.dropout, self.training)
         return torch.stack(new, 1).reshape(*lead, self.layers, self.d), x.reshape(*lead, self.d)
 
     def step(self, inputs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

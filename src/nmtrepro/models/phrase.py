@@ -36,7 +36,7 @@ from torch import nn
 
 from ..data.parse import tokens_per_phrase
 from . import register
-from .layers import ModelConfig, MultiheadAttention, Residual, xavier_init
+from .layers import ModelConfig, MultiheadAttention, Residual, dropout, xavier_init
 from .transformer import DecoderLayer, EncoderLayer, Transformer
 
 
@@ -209,7 +209,7 @@ class ResidueCombiner(nn.Module):
         if self.in_norm is not None:
             x = self.in_norm(x)
         out, combined = self.sublayer.parts(x, phrases, phrase_pad, cache)
-        return self.norm(x + out + F.dropout(combined, self.dropout, self.training))
+        return self.norm(x + out + dropout(combined, self.dropout, self.training))
 
 
 def phrase_sublayer(c: PhraseConfig) -> nn.Module:

@@ -31,11 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from . import register
-from .layers import BiRNN, ModelConfig, MultiheadAttention, masked_mean, reversed_real, xavier_init
+from .layers import BiRNN, ModelConfig, MultiheadAttention, dropout, masked_mean, reversed_real, xavier_init
 from .transformer import DecoderLayer, Transformer, attention, feed_forward
 
 
@@ -119,7 +118,7 @@ class RecurrenceLayer(nn.Module):
 
     def forward(self, x, pad):
         h, out_pad = self.rec(self.norm(x) if self.pre_norm else x, pad)
-        h = F.dropout(h, self.dropout, self.training)
+        h = dropout(h, self.dropout, self.training)
         c = h if self.bottom else x + h
         c = c if self.pre_norm else self.norm(c)
         return (c if self.ffn is None else self.ffn(c)), out_pad

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import ModelConfig, run_bidirectional
+from .layers import ModelConfig, dropout, run_bidirectional
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class SourceEncoder(nn.Module):
                           bidirectional=True, dropout=self.hidden_dropout if c.encoder_layers > 1 else 0.0)
 
     def forward(self, src: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        x = F.dropout(self.embed(src), self.dropout, self.training)
+        x = dropout(self.embed(src), self.dropout, self.training)
         if self.reorder is not None:
             x = self.reorder(x, ~pad)
-        return F.dropout(run_bidirectional(self.gru, x, pad), self.hidden_dropout, self.training)
+        return dropout(run_bidirectional(self.gru, x, pad), self.hidden_dropout, self.training)

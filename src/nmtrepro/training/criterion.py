@@ -8,6 +8,7 @@ small model's step, and padding is often a fifth of a batch.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -18,58 +19,84 @@ from ..models.layers import encoder_attentions, recording_heads
 from .corpus import Corpus
 
 
+def smoothed_sums(logits: torch.Tensor, target: torch.Tensor, real: torch.Tensor | None, epsilon: float):
+    """(summed smoothed loss, summed NLL, lse (...)) of (..., V) logits at (...) targets where `real`.
+
+    A row's NLL is lse - logit[gold], with lse its log-normaliser, and its smoothing term, minus the
+    mean log-probability, lse - mean(logits): the mean of the logits themselves, which a compiler reads
+    in the same pass as their max."""
+    wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    lprobs = F.log_softmax(wide, dim=-1)              # eager: one kernel; compiled: read where used
+    nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
+    lse = wide.gather(-1, target[..., None]).squeeze(-1) + nll   # to the rounding of a log p near 0, mostly
+    loss = (1.0 - epsilon) * nll + epsilon * (lse - wide.mean(dim=-1))
+    if real is not None:
+        loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
+    return loss.sum(), nll.sum(), lse
+
+
+def logit_gradient(logits: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, real: torch.Tensor | None,
+                   epsilon: float, grad_loss: torch.Tensor, grad_nll: torch.Tensor) -> torch.Tensor:
+    """The gradient of `smoothed_sums`' two sums (weighted `grad_loss`, `grad_nll`) at the logits, in
+    one pass and no reduction: softmax * (g_loss + g_nll) - g_loss * eps / V, less (1 - eps) g_loss +
+    g_nll at the gold token."""
+    vocab = logits.size(-1)
+    keep = 1.0 if real is None else real[..., None].to(lse.dtype)                    # (..., 1)
+    scale, floor, gold = (keep * g for g in (grad_loss + grad_nll, grad_loss * (epsilon / vocab),
+                                             (1.0 - epsilon) * grad_loss + grad_nll))
+    grad = torch.sub(logits, lse[..., None]).exp_().mul_(scale).sub_(floor)          # (..., V) fp32
+    if torch.compiler.is_compiling():   # fused into the pass above, where a scatter is a buffer of its own
+        grad = grad - torch.where(torch.arange(vocab, device=grad.device) == target[..., None], gold, 0.0)
+    else:                               # eager: in place, one write a row
+        grad.scatter_add_(-1, target[..., None], (-gold).expand(target[..., None].shape))
+    return grad.to(logits.dtype)
+
+
+@functools.cache
+def compiled(function):
+    """`function` compiled by inductor, every dimension dynamic: one compile for every batch shape."""
+    return torch.compile(function, dynamic=True)
+
+
 class SmoothedCrossEntropy(torch.autograd.Function):
     """Summed label-smoothed loss and summed NLL of (..., V) logits at (...) targets, only where `real`
     (...) is True (None: everywhere); the sums in fp32 at least, whatever the logits' dtype.
 
-    A row's NLL is lse - logit[gold], with lse its log-normaliser, and its smoothing term, minus the
-    mean log-probability, lse - mean(logits): the mean of the logits themselves, which a compiler reads
-    in the same pass as their max. Backward keeps only the logits (in their own dtype, bf16 under
-    autocast) and lse, and writes the gradient in one pass with no reduction:
-    softmax * (g_loss + g_nll) - g_loss * eps / V, less (1 - eps) g_loss + g_nll at the gold token.
-    As log_softmax, gather and mean, inductor's graphs took a third reduction in forward and, in
-    backward, another and a (rows, V) fp32 buffer to scatter the gold tokens' gradient into; on an
-    H200 their two kernels took 10 % of the Base's GPU time, 480 + 319 us a 4,096-row micro-batch,
-    where a pass over its bf16 logits takes ~65 (bench/gpu_kernels.py loss)."""
+    Backward keeps only the logits (in their own dtype, bf16 under autocast) and lse, and writes the
+    gradient in one pass (`logit_gradient`). As log_softmax, gather and mean, inductor's graphs took a
+    third reduction in forward and, in backward, another and a (rows, V) fp32 buffer to scatter the
+    gold tokens' gradient into; on an H200 their two kernels took 10 % of the Base's GPU time, 480 + 319
+    us a 4,096-row micro-batch, where a pass over its bf16 logits takes ~65 (bench/gpu_kernels.py loss).
+
+    `kernels`: run the two passes over the logits compiled (`fast: loss`, an eager step's only compiled
+    part): on one CPU thread 17 + 19 ms for a (3,700, 5,781) bf16 batch against 91 eagerly, whose
+    elementwise ops each read and write the whole (rows, V) tensor (docs/measurements.md)."""
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, real: torch.Tensor | None, epsilon: float):
-        wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
-        lprobs = F.log_softmax(wide, dim=-1)              # eager: one kernel; compiled: read where used
-        nll = -lprobs.gather(-1, target[..., None]).squeeze(-1)
-        lse = wide.gather(-1, target[..., None]).squeeze(-1) + nll   # to the rounding of a log p near 0, mostly
-        loss = (1.0 - epsilon) * nll + epsilon * (lse - wide.mean(dim=-1))
-        if real is not None:
-            loss, nll = loss.where(real, 0.0), nll.where(real, 0.0)
+    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, real: torch.Tensor | None, epsilon: float,
+                kernels: bool = False):
+        loss, nll, lse = (compiled(smoothed_sums) if kernels else smoothed_sums)(logits, target, real, epsilon)
         ctx.save_for_backward(logits, target, lse, real)
-        ctx.epsilon = epsilon
-        return loss.sum(), nll.sum()
+        ctx.epsilon, ctx.kernels = epsilon, kernels
+        return loss, nll
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_loss: torch.Tensor, grad_nll: torch.Tensor):
-        logits, target, lse, real = ctx.saved_tensors
-        eps, vocab = ctx.epsilon, logits.size(-1)
-        keep = 1.0 if real is None else real[..., None].to(lse.dtype)                    # (..., 1)
-        scale, floor, gold = (keep * g for g in (grad_loss + grad_nll, grad_loss * (eps / vocab),
-                                                 (1.0 - eps) * grad_loss + grad_nll))
-        grad = torch.sub(logits, lse[..., None]).exp_().mul_(scale).sub_(floor)          # (..., V) fp32
-        if torch.compiler.is_compiling():   # fused into the pass above, where a scatter is a buffer of its own
-            grad = grad - torch.where(torch.arange(vocab, device=grad.device) == target[..., None], gold, 0.0)
-        else:                               # eager: in place, one write a row
-            grad.scatter_add_(-1, target[..., None], (-gold).expand(target[..., None].shape))
-        return grad.to(logits.dtype), None, None, None
+        gradient = compiled(logit_gradient) if ctx.kernels else logit_gradient
+        return gradient(*ctx.saved_tensors, ctx.epsilon, grad_loss, grad_nll), None, None, None, None
 
 
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float,
-                        real: torch.Tensor | None = None):
+                        real: torch.Tensor | None = None, kernels: bool = False):
     """Summed smoothed loss and summed NLL over (..., V) logits and (...) targets; `real` (...) bool:
-    the positions that count, the others (padding) add nothing (`SmoothedCrossEntropy`).
+    the positions that count, the others (padding) add nothing; `kernels`: its passes compiled
+    (`SmoothedCrossEntropy`).
 
     The smoothed target puts 1 - eps on the gold token and eps spread uniformly over the whole
     vocabulary, which is torch's `label_smoothing` definition (fairseq spreads eps over V - 1).
     """
-    return SmoothedCrossEntropy.apply(logits, target, real, epsilon)
+    return SmoothedCrossEntropy.apply(logits, target, real, epsilon, kernels)
 
 
 def output_agreement(outputs: torch.Tensor, pad: torch.Tensor, sentences: torch.Tensor) -> torch.Tensor:
@@ -85,7 +112,7 @@ def output_agreement(outputs: torch.Tensor, pad: torch.Tensor, sentences: torch.
     return (unit @ unit.transpose(1, 2)).mean(dim=(1, 2)).where(sentences, 0.0).sum()  # (B, H, H) -> ()
 
 
-def model_loss(model, net_input: dict, prev, target, epsilon: float, static: bool = False):
+def model_loss(model, net_input: dict, prev, target, epsilon: float, static: bool = False, kernels: bool = False):
     """Run a batch's encoder inputs (`net_input`: "src" (B, S) and the family's extra inputs) and
     (B, T) decoder inputs/targets through an encoder-decoder; return (summed loss, summed NLL).
 
@@ -98,7 +125,8 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float, static: boo
 
     `static`: project every position to the vocabulary and mask the padding out of the sums, rather than
     pick the real positions first, whose count depends on the data; a compiled step (fast.py) then sees
-    one shape per bucket. It costs the padding's share of the output layer."""
+    one shape per bucket. It costs the padding's share of the output layer. `kernels`: the loss's passes
+    over the logits compiled (`SmoothedCrossEntropy`)."""
     if hasattr(model, "sequence_loss"):
         return model.sequence_loss(net_input, prev, target, epsilon)
     weight = getattr(model.config, "disagreement", 0.0)
@@ -110,9 +138,9 @@ def model_loss(model, net_input: dict, prev, target, epsilon: float, static: boo
     hidden = model.decode(prev, enc)
     real = target.ne(model.pad)                                                    # (B, T)
     if static:
-        loss, nll = label_smoothed_loss(model.logits(hidden), target, epsilon, real)  # (B, T, V) logits
+        loss, nll = label_smoothed_loss(model.logits(hidden), target, epsilon, real, kernels)  # (B, T, V) logits
     else:
-        loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon)  # (N, V)
+        loss, nll = label_smoothed_loss(model.logits(hidden[real]), target[real], epsilon, None, kernels)  # (N, V)
     if weight:
         pad = net_input["src"].eq(model.pad)
         sentences = real.any(dim=1)                                                # (B,)
@@ -129,10 +157,11 @@ class LossOf(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, label_smoothing: float):
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
-        self.static = False  # the compiled step's loss (fast.py, `model_loss`)
+        self.static = False   # the compiled step's loss (fast.py, `model_loss`)
+        self.kernels = False  # `fast: loss`: the loss's passes over the logits compiled (`model_loss`)
 
     def forward(self, net_input, prev, target):
-        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static)
+        return model_loss(self.model, net_input, prev, target, self.label_smoothing, self.static, self.kernels)
 
 
 def valid_loss(model: torch.nn.Module, corpus: Corpus, max_tokens: int, label_smoothing: float, device,

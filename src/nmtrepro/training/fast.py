@@ -33,6 +33,12 @@ micro-batch (its loss in the update's totals, its gradients in the sums) it has 
 On a CPU `graphs` compiles and pads as on a GPU, without graphs, so the CPU tests see the same
 batches.
 
+`fast: loss` compiles only the label-smoothed loss's two passes over the logits (criterion.py) and runs
+the rest of the step eagerly: a CPU's fastest step. There the whole step compiled ran slower than eager
+(inductor's CPU code for dropout, layer norms and residuals lost to torch's own kernels), while the loss,
+a handful of elementwise passes over a (rows, V) tensor each, ran 2.5x as fast compiled
+(docs/measurements.md, "Where a tiny training step goes").
+
 A family whose step cannot be compiled stays eager and says why in the log. Where dynamo cannot trace
 a part of a step, the step breaks there into graphs with that part run eagerly between them, and the
 log names each break once: the GRUs (which dynamo leaves to eager code: traced, they would unroll over
@@ -206,6 +212,10 @@ def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.devic
     compiled, with CUDA graphs for `graphs` on a GPU. Wrap it in DistributedDataParallel after this, so
     that DDP's no_sync still applies."""
     if mode == "off":
+        return loss
+    if mode == "loss":
+        log.info("fast path: the loss's passes over the logits compiled once with dynamic shapes, the rest eager")
+        loss.kernels = True
         return loss
     if family in EAGER_FAMILIES:
         log.info("fast path: the %s family stays eager: %s", family, EAGER_FAMILIES[family])

@@ -53,8 +53,9 @@ class Settings:
     threads: int = 0                # 0: torch's default
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16 or fp16: autocast (runtime.resolve_precision)
     buckets: bool = False           # pad training batches to a few lengths (batching.bucket_length): other batches
-    fast: Literal["off", "compile", "graphs"] = "off"  # compile: the step compiled once, its shapes dynamic |
-                                    # graphs: and replayed as CUDA graphs over fixed shapes, needs buckets (fast.py)
+    fast: Literal["off", "loss", "compile", "graphs"] = "off"  # loss: the loss's passes over the logits compiled,
+                                    # the rest eager (a CPU's fastest) | compile: the step compiled once, its shapes
+                                    # dynamic | graphs: and replayed as CUDA graphs over fixed shapes, needs buckets
     cudnn_attention: bool = False   # GPU: SDPA may take cuDNN's attention kernels (runtime.cuda_defaults)
     device: Literal["auto", "cpu", "cuda"] = "auto"
 
