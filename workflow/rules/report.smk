@@ -141,6 +141,19 @@ def claim_significance(names):
             for name in names if at_scale(config, config["claims"][name])}
 
 
+def claim_curves(names):
+    """{claim: {"system": [curve TSV of each seed], "baseline": [...]}} of these claims comparable at this
+    scale, seed k beside seed k as the significance test pairs them."""
+    return {name: {side: [results(f"train/{replica}/curve.tsv") for replica in REPLICATES[config["claims"][name][key]]]
+                   for side, key in (("system", "experiment"), ("baseline", "baseline"))}
+            for name in names if at_scale(config, config["claims"][name])}
+
+
+def curves_arg(names):
+    """--curves: the JSON of `claim_curves`, keyed by each claim's sentence (nmtrepro claims)."""
+    return shlex.quote(json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()}))
+
+
 def procedure_args(names, pools, scaled=False):
     """--primary for each of these claims that is its paper's central one, and --pool for each central
     claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
@@ -238,12 +251,15 @@ rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
         pool=lambda w: list(claim_significance(CENTRAL["claims"]).values()),
+        curves=lambda w: [path for sides in claim_curves(CLAIMS_PAGES[w.page]).values()
+                          for paths in sides.values() for path in paths],
     output:
         md=results("report/{page}.md"),
         # The label orders the category: the central claims ("central ...") before "paper A" ...
         html=report(results("report/{page}.html"), caption="../report/claims.rst", category="Claims",
                     labels=lambda w: {"claims": claims_label(w.page)}),
         svg=results("report/{page}.svg"),
+        gap_svg=results("report/{page}.gap.svg"),
     log:
         results("logs/report/{page}.log"),
     wildcard_constraints:
@@ -254,10 +270,11 @@ rule claims:
         # the central claims, each its paper's primary; the seed noise pooled over their comparisons
         procedure=lambda w: procedure_args(CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}),
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
+        curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} "
+        "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
         "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
-        "--out-svg {output.svg} 2> {log}"
+        "--out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
 
 
 def report_files(tables, analyses, papers=()):

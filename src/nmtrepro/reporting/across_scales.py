@@ -111,6 +111,5 @@ def run_across_scales(args) -> None:
                      *args.note])
     plot = forest_plot(claims, table, None)
     save_figure(plot, None, args.out_svg)
-    write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, svg=figure_svg(plot),
-                svg_file=Path(args.out_svg).name,
-                colalign=["right" if c in NUMERIC else "left" for c in shown.columns])
+    write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading,
+                figures=[(figure_svg(plot), Path(args.out_svg).name)], colalign=["right" if c in NUMERIC else "left" for c in shown.columns])

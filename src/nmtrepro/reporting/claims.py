@@ -34,6 +34,7 @@ beside the verdict. Each row also says whether the paper's Δ lies inside our in
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +47,7 @@ from ..core.files import InputError
 from ..evaluation.multiplicity import holm
 from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
+from . import budget
 from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
 from .report import format_p, read_significance, resampling
 
@@ -328,8 +330,8 @@ def verdict_label(text: str) -> Label:
 
 
 def verdict_word(text: str) -> str:
-    """A verdict's first words, before its cause or numbers: what the forest plot prints."""
-    return re.split(r" \(|:", text)[0]
+    """A verdict's first words, before its cause, numbers or qualifier: what the forest plot prints."""
+    return re.split(r" \(|:|;", text)[0]
 
 
 def reading(table: pd.DataFrame) -> str:
@@ -433,11 +435,15 @@ def add_arguments_claims(parser) -> None:
                              "is in, whether it is comparable at this scale, the paired bootstrap of its two "
                              "experiments, its sentence (repeat)")
     add_procedure_arguments(parser)
+    parser.add_argument("--curves", default="{}", metavar="JSON",
+                        help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
+                             "trainings, seed k against seed k, whose validation NLL gap over training the page draws")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
-    parser.add_argument("--scale", help="the configured scale, named on the plot")
+    parser.add_argument("--scale", help="the configured scale, named on the plots")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True, help="the page, its forest plot inline")
     parser.add_argument("--out-svg", required=True, help="the forest plot, which the Markdown page links")
+    parser.add_argument("--out-gap-svg", help="the gap over training (--curves), which the Markdown page links")
 
 
 def add_procedure_arguments(parser) -> None:
@@ -481,15 +487,53 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 NUMERIC = ("baseline BLEU", "paper Δ", "ours Δ", CI, MDE, "p", "page p")
 
 
+def parse_curves(text: str, claims: list[Claim]) -> dict[str, dict[str, list[str]]]:
+    """--curves' JSON, each entry a claim's sentence with its system's and baseline's curves."""
+    try:
+        curves = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"--curves is not valid JSON: {err}") from None
+    unknown = set(curves) - {claim.text for claim in claims}
+    if unknown:
+        raise InputError(f"--curves {sorted(unknown)}: no --claim has that sentence")
+    return curves
+
+
+def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale: str | None):
+    """The gap over training of each claim `curves` names (budget.py): the table with the qualifier of a
+    closing gap added to its verdict, the reading's clause on them, and the small multiples (None
+    where `curves` names none)."""
+    panels, closing = {}, []
+    verdicts = table["verdict"].copy()
+    for row, claim in enumerate(claims):
+        if claim.text not in curves:
+            continue
+        found = budget.gaps(curves[claim.text]["system"], curves[claim.text]["baseline"])
+        trend = budget.trend(found)
+        panels[claim.text] = (found, trend, claim.direction if claim.margin is None else 1)
+        if budget.qualifier(trend):
+            verdicts.iloc[row] = f"{verdicts.iloc[row]}; {budget.qualifier(trend)}"
+            closing.append(claim.text)
+    clause = (f" The gap in validation NLL was closing when training stopped for {len(closing)} of them: "
+              f"{'; '.join(closing)}." if closing else "")
+    return table.assign(verdict=verdicts), clause, budget.gap_figure(panels, scale) if panels else None
+
+
 def run_claims(args) -> None:
     claims = mark_primaries([parse_claim(spec) for spec in args.claim], args.primary)
+    curves = parse_curves(args.curves, claims)
     sigs = load(claims)
     noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])
-    table = assess(claims, sigs, noises)
+    table, closing, gap_plot = over_training(claims, curves, assess(claims, sigs, noises), args.scale)
     note = " ".join([claims_note(claims, list(sigs.values()), noises), *args.note])
     plot = forest_plot(claims, table, args.scale)
     save_figure(plot, None, args.out_svg)
+    figures = [(figure_svg(plot), Path(args.out_svg).name)]
+    if args.out_gap_svg:   # a page without curves (no claim trained at this scale) says so in the figure
+        gap_plot = gap_plot or budget.no_curves(args.scale)
+        save_figure(gap_plot, None, args.out_gap_svg)
+        figures.append((figure_svg(gap_plot), Path(args.out_gap_svg).name))
     shown = shown_table(table)
     write_table(shown, args.title, note, args.out_md, args.out_html,
                 colalign=["right" if column in NUMERIC else "left" for column in shown.columns],
-                reading=reading(table), svg=figure_svg(plot), svg_file=Path(args.out_svg).name)
+                reading=reading(table) + closing, figures=figures)

@@ -154,7 +154,7 @@ def add_table_arguments(parser, note_help: str = "line under the table") -> None
 def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
                 out_tex: str | None = None, *, colalign: list[str] | None = None, numparse: bool = False,
                 escape_tex: bool = True, fragment: bool = False, reading: str = "",
-                svg: str | None = None, svg_file: str | None = None) -> None:
+                figures: list[tuple[str, str | None]] = ()) -> None:
     """One table three ways: Markdown for reading, HTML for the Snakemake report, LaTeX for a paper.
 
     `shown` is written as it is, without its index. `colalign` per column ('left'/'right': numbers,
@@ -162,8 +162,8 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
     aligned on the decimal point by tabulate (else every cell is text). `escape_tex` escapes LaTeX's
     special characters in the cells. `Marked` and `Label` cells are spelled in each format's markup,
     their text escaped in all three. `reading`: one line above the table, what it says at a glance.
-    `svg`: a figure's SVG text, drawn inline above the table in HTML (Markdown links `svg_file`, the
-    same figure on disk, when given). A `fragment` is a section to embed (second-level heading, no HTML
+    `figures`: (SVG text, its file's name or None) each, drawn inline above the table in HTML (Markdown
+    links the file, the same figure on disk, when named). A `fragment` is a section to embed (second-level heading, no HTML
     page around it); otherwise each file is a whole document with the title as its heading.
     """
     def md_cell(value):  # a '|' inside a cell would end the Markdown cell
@@ -173,13 +173,13 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
     body = shown.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
     level = 2 if fragment else 1
     lead = f"{reading}\n\n" if reading else ""
-    picture = f"![{title}]({svg_file})\n\n" if svg_file else ""
+    picture = "".join(f"![{title}]({name})\n\n" for _, name in figures if name)
     with atomic_open(out_md) as handle:
         handle.write(f"{'#' * level} {title}\n\n{lead}{picture}{body}\n\n{note}\n")
     parts = [f"<h{level}>{html.escape(title, quote=False)}</h{level}>"]
     if reading:
         parts.append(f'<p class="reading">{html.escape(reading, quote=False)}</p>')
-    if svg:
+    for svg, _ in figures:
         parts.append(f"<figure>{svg[svg.index('<svg'):]}</figure>")   # without the XML prologue
     parts.append(html_table(shown, colalign))
     if note:

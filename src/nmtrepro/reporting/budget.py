@@ -1,0 +1,137 @@
+"""A claim's gap over training, from what every training already logs: the difference in validation NLL
+(bits a target token, system minus baseline) at each validation step, per seed pair, and its trend over
+the last half of training.
+
+A BLEU verdict is taken at one budget; the curves say whether the gap was still moving there. A system
+ahead has Δ < 0 (a lower NLL); where the trend's interval lies on the other side of zero from the last
+Δ, the gap was closing toward zero when training stopped, and a verdict taken there may not hold at a
+longer budget (the default run's +Fusing_Diverse: reproduced at `tiny`, none at `gpu`'s ten times the
+tokens: issue 73). The seed pairs are the significance test's: a system's seed k against the
+baseline's seed k, each pair on the validation steps both logged.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import t as student_t
+
+from ..core.files import InputError
+from .render import PALETTE, figure
+
+PER_UPDATES = 1000  # the slope's unit: bits a target token per this many updates
+MIN_POINTS = 3      # validation steps in the last half that a seed pair's slope needs
+
+
+def valid_nll(path: str) -> pd.Series:
+    """The validation NLL (bits a target token) of a training curve TSV (train.py), by step."""
+    try:
+        curve = pd.read_csv(path, sep="\t")
+    except (OSError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a training curve ({err})") from err
+    if not {"step", "valid_nll"} <= set(curve):
+        raise InputError(f"{path}: a training curve needs step and valid_nll columns, has {list(curve)}")
+    rows = curve.dropna(subset=["valid_nll"])
+    return rows.groupby("step")["valid_nll"].last()
+
+
+def gaps(system: list[str], baseline: list[str]) -> pd.DataFrame:
+    """(step, pair, delta) rows: system seed k's validation NLL minus the baseline seed k's, at the steps
+    both logged; pairs numbered from 1 in the order given."""
+    if len(system) != len(baseline) or not system:
+        raise InputError(f"the gap over training pairs seeds: {len(system)} system curves, {len(baseline)} baseline")
+    rows = []
+    for pair, (ours, theirs) in enumerate(zip(system, baseline), 1):
+        delta = (valid_nll(ours) - valid_nll(theirs)).dropna()
+        rows += [{"step": int(step), "pair": pair, "delta": float(value)} for step, value in delta.items()]
+    return pd.DataFrame(rows, columns=["step", "pair", "delta"])
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The slope of Δ over the last half of training (per PER_UPDATES updates), the mean of the seed
+    pairs' least-squares slopes, with its 95 % interval (t over the pairs; one pair: its fit's own), and
+    the mean Δ at the last step all pairs logged."""
+    slope: float
+    low: float
+    high: float
+    final: float
+    pairs: int
+
+    @property
+    def closing(self) -> bool:
+        """Δ moving toward zero at 95 %: the interval wholly on the other side of zero from the last Δ."""
+        return bool((self.final > 0 and self.high < 0) or (self.final < 0 and self.low > 0))
+
+
+def trend(table: pd.DataFrame) -> Trend | None:
+    """`gaps`' trend over the second half of the steps; None where a pair has fewer than MIN_POINTS there."""
+    if table.empty:
+        return None
+    half = table[table["step"] >= table["step"].max() / 2]
+    slopes, errors = [], []
+    for _, rows in half.groupby("pair"):
+        if len(rows) < MIN_POINTS:
+            return None
+        x, y = rows["step"].to_numpy(float) / PER_UPDATES, rows["delta"].to_numpy(float)
+        slope, intercept = np.polyfit(x, y, 1)
+        residual = y - (slope * x + intercept)
+        errors.append(math.sqrt((residual @ residual) / max(len(x) - 2, 1) / ((x - x.mean()) @ (x - x.mean()))))
+        slopes.append(slope)
+    k = len(slopes)
+    if k > 1:
+        half_width = student_t.ppf(0.975, k - 1) * np.std(slopes, ddof=1) / math.sqrt(k)
+    else:
+        half_width = student_t.ppf(0.975, max(len(half) - 2, 1)) * errors[0]
+    last = table.groupby("step")["pair"].nunique()
+    final = table[table["step"] == last[last == k].index.max()]["delta"].mean()
+    mean, half_width = float(np.mean(slopes)), float(half_width)
+    return Trend(mean, mean - half_width, mean + half_width, float(final), k)
+
+
+def qualifier(found: Trend | None) -> str:
+    """The words a verdict carries where the gap was closing; empty otherwise."""
+    if found is None or not found.closing:
+        return ""
+    return (f"the gap was closing when training stopped (Δ valid NLL {found.final:+.3f} bits, "
+            f"{found.slope:+.3f} per {PER_UPDATES:,} updates)")
+
+
+def gap_figure(panels: dict[str, tuple[pd.DataFrame, Trend | None, int]], scale: str | None = None):
+    """Small multiples, one panel a claim ({sentence: (gaps, trend, the paper's sign of Δ BLEU)}): each
+    seed pair's Δ valid NLL over the updates (thin), their mean (thick), zero, and the side of zero the
+    paper's gain lies on (shaded: a BLEU gain is a lower NLL)."""
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig = figure("Δ valid NLL over training, system − baseline (thin: seed pairs; shaded: the side of "
+                 "the paper's gain)", scale, figsize=(4.2 * columns, 0.6 + 2.6 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax, (text, (table, found, sign)) in zip(axes, panels.items()):
+        for _, pair in table.groupby("pair"):
+            ax.plot(pair["step"], pair["delta"], color=PALETTE[0], alpha=0.35, linewidth=0.8)
+        mean = table.groupby("step")["delta"].mean()
+        ax.plot(mean.index, mean.values, color=PALETTE[0], linewidth=2)
+        ax.axhline(0, color="black", linewidth=0.6)
+        low, high = ax.get_ylim()
+        ax.axhspan(*((low, 0) if sign > 0 else (0, high)), color=PALETTE[1], alpha=0.08, linewidth=0)
+        ax.set_ylim(low, high)
+        note = f"\nslope {found.slope:+.3f} [{found.low:+.3f}, {found.high:+.3f}] / 1k" if found else ""
+        ax.set_title((text if len(text) < 60 else text[:57] + "...") + note, fontsize=8)
+        ax.set_xlabel("updates", fontsize=8)
+        ax.set_ylabel("Δ valid NLL (bits)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    return fig
+
+
+def no_curves(scale: str | None = None):
+    """The gap figure of a page none of whose claims trained at this scale."""
+    fig = figure(None, scale, figsize=(6, 1.2))
+    ax = fig.subplots()
+    ax.axis("off")
+    ax.text(0.5, 0.5, "no claim on this page trained at this scale: no gap over training", ha="center",
+            va="center", fontsize=9)
+    return fig

@@ -1,0 +1,82 @@
+"""The gap over training (reporting/budget.py) and the claims page that draws it."""
+import numpy as np
+import pytest
+
+from nmtrepro import cli
+from nmtrepro.core.files import InputError
+from nmtrepro.reporting import budget
+from test_claims import rows, write_significance
+
+STEPS = range(100, 1001, 100)
+
+
+def write_curve(path, nll_at):
+    """A training curve TSV as train.py writes it: a log row (no valid NLL) and a validation row a step."""
+    lines = ["step\tepoch\twall_s\tlr\ttrain_loss\ttrain_nll\tvalid_loss\tvalid_nll\ttgt_tok_s\tsrc_tok_s"]
+    for step in STEPS:
+        lines.append(f"{step}\t0\t1.0\t0.001\t5.0\t4.9\t\t\t7000\t7000")
+        lines.append(f"{step}\t0\t1.0\t\t\t\t{nll_at(step) + 0.1}\t{nll_at(step)}\t\t")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def pair_curves(tmp_path, gap_at, pairs=3, noise=0.0):
+    """System and baseline curves of `pairs` seeds whose validation NLL differs by gap_at(step, pair)."""
+    rng = np.random.default_rng(0)
+    system, baseline = [], []
+    for pair in range(1, pairs + 1):
+        base = {step: 6.0 - step / 500 for step in STEPS}
+        jitter = {step: noise * rng.standard_normal() for step in STEPS}
+        baseline.append(write_curve(tmp_path / f"base{pair}.tsv", base.get))
+        system.append(write_curve(tmp_path / f"sys{pair}.tsv",
+                                  lambda s, p=pair: base[s] + gap_at(s, p) + jitter[s]))
+    return system, baseline
+
+
+def test_the_gap_is_system_minus_baseline_at_each_validation_step_per_seed_pair(tmp_path):
+    system, baseline = pair_curves(tmp_path, lambda step, pair: -0.1 * pair)
+    gaps = budget.gaps(system, baseline)
+    assert len(gaps) == 3 * len(STEPS)
+    assert np.allclose(gaps.groupby("pair")["delta"].mean(), [-0.1, -0.2, -0.3])
+
+
+@pytest.mark.parametrize("gap_at, closing", [
+    (lambda step, pair: -0.5 + step / 2500, True),       # a gain shrinking toward zero
+    (lambda step, pair: -0.3, False),                    # a steady gain
+    (lambda step, pair: -0.1 - step / 5000, False),      # a gain still widening
+    (lambda step, pair: 0.5 - step / 2500, True),        # a loss shrinking toward zero
+])
+def test_a_gap_moving_toward_zero_over_the_last_half_is_closing(tmp_path, gap_at, closing):
+    found = budget.trend(budget.gaps(*pair_curves(tmp_path, gap_at, noise=0.01)))
+    assert found.pairs == 3 and found.low <= found.slope <= found.high
+    assert found.closing is closing
+    assert bool(budget.qualifier(found)) is closing
+
+
+def test_the_slope_is_per_thousand_updates_and_its_interval_spans_the_seed_pairs(tmp_path):
+    found = budget.trend(budget.gaps(*pair_curves(tmp_path, lambda step, pair: step * pair / 10000)))
+    assert np.isclose(found.slope, 0.2)                  # 0.1, 0.2, 0.3 per 1,000 updates
+    assert found.low < 0.1 and found.high > 0.3
+
+
+def test_curves_of_unequal_seed_counts_are_refused(tmp_path):
+    system, baseline = pair_curves(tmp_path, lambda step, pair: 0.0)
+    with pytest.raises(InputError, match="pairs seeds"):
+        budget.gaps(system, baseline[:2])
+
+
+def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it(tmp_path):
+    system, baseline = pair_curves(tmp_path, lambda step, pair: -0.5 + step / 2500, noise=0.01)
+    sig = write_significance(tmp_path / "sig.json", 31.0, 30.0, 0.2, [1.0, 1.1, 0.9])
+    text = "X improves on Base"
+    out = tmp_path / "claims.md"
+    argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
+            "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
+            "--claim", f"1.0=tok_bleu=yes={sig}={text}", "--pool", f"x={sig}",
+            "--curves", f'{{"{text}": {{"system": {system}, "baseline": {baseline}}}}}'.replace("'", '"')]
+    assert cli.main(argv) == 0
+    page = out.read_text()
+    assert rows(page)[text]["verdict"].startswith("reproduced; the gap was closing when training stopped")
+    assert "closing when training stopped for 1 of them" in page.split("\n\n")[1]       # the reading line
+    assert "c.gap.svg" in page and "<svg" in (tmp_path / "c.html").read_text()
+    assert (tmp_path / "c.gap.svg").read_text().count("<svg") == 1
