@@ -62,6 +62,7 @@ rule train:
         model=lambda w: json.dumps(exp(w).model),
         settings=lambda w: json.dumps(exp(w).train),
         checkpoint_dir=results("checkpoints/{experiment}"),
+        tensorboard=results("tensorboard/{experiment}"),
         launcher=train_launcher,
         annotations=annotation_dirs,
         init=lambda w, input: f"--init {input.init}" if input.init else "",
@@ -78,7 +79,8 @@ rule train:
         "checkpoints in {params.checkpoint_dir})"
     shell:
         "exec {params.launcher}nmtrepro train --prepared {params.data_dir} --model {params.model:q} --settings {params.settings:q} "
-        "--checkpoint-dir {params.checkpoint_dir} {params.annotations} {params.init} --threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
+        "--checkpoint-dir {params.checkpoint_dir} --tensorboard {params.tensorboard} {params.annotations} {params.init} "
+        "--threads {threads} --out {output.model} --curve {output.curve} 2> {log}"
 
 
 rule average:

@@ -39,7 +39,7 @@ from ..core import runtime
 from ..core.files import InputError, atomic_open, file_digest
 from ..models import build_model
 from ..models.size import parameter_counts
-from . import checkpoint, memory
+from . import board, checkpoint, memory
 from .corpus import Corpus
 from .criterion import LossOf, model_loss, valid_loss
 from .fast import CompiledLoss, FastPath
@@ -74,11 +74,12 @@ class Trainer:
     accumulation, the out-of-memory policy) and the loop that logs, validates and saves it (`train`)."""
 
     def __init__(self, corpus: Corpus, model_options: dict, settings: Settings, checkpoint_dir: str | Path,
-                 shards: int | None = None, init: str | Path | None = None):
+                 shards: int | None = None, init: str | Path | None = None, tensorboard: str | Path | None = None):
         """`shards`: batch groups per update (default: the world size). One process given shards=N
         computes exactly the updates of an N-process run, one after the other (the tests use that).
         `init`: a trained model file to warm-start from (its weights copied, the tensors it lacks
-        initialised as the family does), with a fresh optimizer and schedule."""
+        initialised as the family does), with a fresh optimizer and schedule. `tensorboard`: the run
+        folder of its TensorBoard scalars (board.py), written by rank 0."""
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
         self.device = runtime.setup(settings.threads, settings.device, settings.cudnn_attention)
         self.precision = runtime.resolve_precision(self.device, settings.precision)
@@ -97,6 +98,8 @@ class Trainer:
         self.overflows = 0  # fp16 updates skipped while the loss scaler backed off (not divergence)
         self.oom = {"splits": 0, "skipped": 0}  # out of memory, over all ranks: micro-batches halved, sentences skipped
         self.stop_signal = None
+        self.grad_norm = None  # the last applied update's, before clipping (TensorBoard's scalar)
+        self.board_dir, self.board = tensorboard, None
 
     def _build(self, model_options: dict, init: str | Path | None) -> None:
         """The model (warm-started from `init`), the step that trains it (fast.FastPath; its loss under
@@ -186,6 +189,8 @@ class Trainer:
             folder = checkpoint.set_aside(self.dir)
             log.info("the checkpoints in %s belong to another run (%s): moved them to %s; starting afresh",
                      self.dir, "; ".join(changes), folder)
+            if self.board_dir is not None:
+                board.set_aside(self.board_dir)
         self._barrier()
 
     def _load(self, blob: dict) -> None:
@@ -224,12 +229,17 @@ class Trainer:
                  f"{parameter_counts(self.model)['total']:,}", self.device, self.precision)
         if self.max_tokens is None:
             self.max_tokens = self._fit_max_tokens()
+        if self.board_dir is not None and self.rank == 0:
+            self.board = board.Board(self.board_dir, self.step if self.step else None,
+                                     {"model": self.spec, "settings": asdict(self.settings)})
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()
         finally:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+            if self.board is not None:
+                self.board.close()
 
     def _loop(self) -> None:
         """Update after update until the run is finished: a log line, and validation and a checkpoint, on
@@ -265,8 +275,10 @@ class Trainer:
             loss, nll = self.validate()
             self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2),
                                "valid_loss": loss, "valid_nll": nll})
+            figures = self._diagnostics("valid")
             log.info("step %d | valid loss %.3f | valid nll %.3f | ppl %.2f%s",
-                     self.step, loss, nll, perplexity(nll), self._diagnostics("valid"))
+                     self.step, loss, nll, perplexity(nll), diagnostics_note(figures))
+            self._board({"valid/loss": loss, "valid/nll": nll}, "valid", figures)
         self.save()
 
     def validate(self) -> tuple[float, float]:
@@ -380,7 +392,7 @@ class Trainer:
         if s.clip_norm > 0:
             scale *= min(1.0, s.clip_norm / (norm + 1e-6))  # clip_grad_norm_'s factor
         torch._foreach_mul_(grads, scale)
-        self.bad_in_row = 0
+        self.bad_in_row, self.grad_norm = 0, norm
         self.step += 1
         for g in self.optimizer.param_groups:
             g["lr"] = SCHEDULES[s.schedule](self.step, s.lr, s.warmup)
@@ -491,20 +503,28 @@ class Trainer:
         # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
         skipped = getattr(self.model, "infeasible_pairs", 0)
         # On a GPU, the peak memory allocated so far: what a larger max_tokens or model would have to fit.
-        peak = (f" | peak {torch.cuda.max_memory_allocated(self.device) / 2 ** 30:.1f} GiB"
-                if self.device.type == "cuda" else "")
+        peak_gib = torch.cuda.max_memory_allocated(self.device) / 2 ** 30 if self.device.type == "cuda" else None
+        peak = f" | peak {peak_gib:.1f} GiB" if peak_gib is not None else ""
+        figures = self._diagnostics("train")
+        self._board({"train/loss": loss, "train/nll": nll, "train/lr": lr, "train/tgt_tok_s": speed,
+                     "train/grad_norm": self.grad_norm, "train/skipped_updates": self.skipped,
+                     "gpu/peak_gib": peak_gib}, "train", figures)
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
                  "%.0f s trained, ~%.0f s left%s%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left, peak, self.fast.warm_note(),
                  f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note(),
-                 self._diagnostics("train"))
+                 diagnostics_note(figures))
 
-    def _diagnostics(self, split: str) -> str:
-        """The family's own figures for the log line of `split` ("train" or "valid"), from its
+    def _diagnostics(self, split: str) -> dict[str, float]:
+        """The family's own figures since the last call for `split` ("train" or "valid"), from its
         `diagnostics(split)` where it has one (NPMT: the reordering layer's saturation, the segment
-        length), as " | name value" each."""
-        figures = self.model.diagnostics(split) if hasattr(self.model, "diagnostics") else {}
-        return "".join(f" | {name.replace('_', ' ')} {value:.3g}" for name, value in figures.items())
+        length); once a log line, as the family counts them afresh after each call."""
+        return self.model.diagnostics(split) if hasattr(self.model, "diagnostics") else {}
+
+    def _board(self, values: dict, split: str, figures: dict[str, float]) -> None:
+        """The step's `values` and the family's `figures` of `split` as TensorBoard scalars, where it writes them."""
+        if self.board is not None:
+            self.board.scalars(self.step, {**values, **{f"{split}/{name}": value for name, value in figures.items()}})
 
     def _oom_note(self) -> str:
         """The log line's out-of-memory counts so far, when there are any."""
@@ -537,6 +557,11 @@ class Trainer:
                 handle.write("\t".join("" if row.get(c) is None else str(row[c]) for c in CURVE_COLUMNS) + "\n")
 
 
+def diagnostics_note(figures: dict[str, float]) -> str:
+    """A family's figures (Trainer._diagnostics) for a log line, as " | name value" each."""
+    return "".join(f" | {name.replace('_', ' ')} {value:.3g}" for name, value in figures.items())
+
+
 def add_arguments_train(parser) -> None:
     parser.add_argument("--prepared", required=True, help="prepared dataset folder (results/<scale>/prepare/NAME)")
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
@@ -546,6 +571,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--pos-dir", help="folder of train/valid .pos source POS tags (models that read POS)")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--init", help="trained model file to warm-start from (fresh optimizer and schedule)")
+    parser.add_argument("--tensorboard", help="TensorBoard run folder of this training's scalars (board.py)")
     parser.add_argument("--out", required=True, help="final model file")
     parser.add_argument("--curve", required=True, help="training curve TSV")
 
@@ -558,7 +584,7 @@ def run_train(args) -> None:
     if args.threads:
         settings.threads = args.threads
     trainer = Trainer(Corpus(args.prepared, args.spans_dir, args.pos_dir), model_options, settings,
-                      args.checkpoint_dir, init=args.init)
+                      args.checkpoint_dir, init=args.init, tensorboard=args.tensorboard)
     if not trainer.resume():
         log.info("starting %s in %s", f"from {args.init}" if args.init else "from scratch", args.checkpoint_dir)
     try:
