@@ -707,6 +707,13 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "evaluate/ll_beam_de_en/test_2016_flickr.decode.json").exists()        # decoded on its own
     assert (results / "train/ll_beam_de_en/averaged.pt").is_symlink()                        # ... from one training
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
+    assert "central_claims.gap.svg" in central and (results / "report/central_claims.gap.svg").exists()
+    assert list((results / "tensorboard/pr_en_de_seed2").glob("events.out.tfevents.*"))   # every training's scalars
+    status = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "status", "--config", "scale=ci"], cwd=work,
+                            capture_output=True, text=True)
+    assert status.returncode == 0 and re.search(r"trainings (\d+) done, 0 running, 0 failed, 0 waiting of \1",
+                                                status.stdout), status.stdout + status.stderr
+    assert "central_claims: +PR improves Transformer Base En-De" in status.stdout
 
     report = snakemake(work, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
