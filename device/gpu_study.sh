@@ -49,6 +49,8 @@ grep -E "^(Error|WorkflowError)|Exception|Traceback" "$state/study.log" | head -
 snakemake "${target[@]}" "${extra[@]}" --config "${config[@]}" --report results/gpu/report.html > "$OUT/report.log" 2>&1
 echo "report: rc=$?"
 for page in ${PRINT:-results/gpu/report/central_claims.md results/gpu/report/B_warm_start.md}; do cat "$page" 2> /dev/null || echo "no $page"; done
+# The run's claims as data (reporting/measured.py): copy $OUT/measured/gpu to workflow/measured/gpu and commit it.
+nmtrepro export-claims --results results/gpu --out "$OUT/measured/gpu" || echo "export-claims: failed"
 tar czf "$OUT/results.tgz" --exclude='*.pt' --exclude='results/gpu/prepare' --exclude='results/gpu/data' \
     --exclude='results/gpu/pos' --exclude='results/gpu/checkpoints' results/gpu 2> /dev/null
 left=$(( until - 15 - $(date +%s) + begin ))

@@ -797,3 +797,29 @@ def test_a_test_splits_further_references_are_a_list_of_files():
     with pytest.raises(InputError, match=r"datasets.nist_zh_en.splits.nist03.refs: 'ldc_zh_en:nist03.en1' is not "
                                          r"of type 'array'"):
         validate(config, SCHEMA)
+
+
+def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_provenance(tmp_path):
+    """A `gpu` run's exported paired bootstraps (workflow/measured/gpu, `nmtrepro export-claims`) set the
+    converged answer beside a checkout that has no results/gpu: each row labelled with where, when and at
+    which commit it was measured; a local results/gpu would take precedence."""
+    from test_claims import write_significance
+    work = repo_copy(tmp_path)
+    gpu = work / "results/gpu/analyse/significance"
+    gpu.mkdir(parents=True)
+    config = repo_config()
+    for claim in (claim for claim in config["claims"].values() if claim.get("central")):
+        write_significance(gpu / f"{claim['experiment']}.vs.{claim['baseline']}.json", 38.5, 38.3, 0.2, [0.1, 0.3, 0.2])
+    exported = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "export-claims", "--results", "results/gpu",
+                               "--out", "workflow/measured/gpu", "--hardware", "1x NVIDIA H200"],
+                              cwd=work, capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr
+    provenance = json.loads((work / "workflow/measured/gpu/provenance.json").read_text())
+    assert provenance["scale"] == "gpu" and provenance["hardware"] == "1x NVIDIA H200" and provenance["date"]
+    shutil.rmtree(work / "results/gpu")
+    run = snakemake(work, "-n", "-p")
+    assert run.returncode == 0, run.stderr[-3000:]
+    command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
+    assert command.count("--claim=ci=") == 4 and command.count("'--claim=gpu measured on 1x NVIDIA H200, ") == 4
+    assert "workflow/measured/gpu/pr_en_de.vs.base_en_de.json" in command
+    assert command.count("'--pool=gpu measured on 1x NVIDIA H200, ") == 4

@@ -29,6 +29,7 @@ COMMANDS = {
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),
     "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),
+    "export-claims": ("nmtrepro.reporting.measured", "copy a run's paired bootstraps, with their provenance, to the workflow's data"),
     "status": ("nmtrepro.reporting.status", "where a run stands: trainings done, running, waiting; claims judged"),
     "across-scales": ("nmtrepro.reporting.across_scales", "claims beside the same claims measured at other scales"),
     "significance": ("nmtrepro.evaluation.significance", "paired bootstrap resampling of a system against its baseline"),

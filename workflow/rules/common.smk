@@ -11,6 +11,7 @@ from nmtrepro.core.files import InputError
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.

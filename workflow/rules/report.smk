@@ -176,16 +176,19 @@ CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
 
 def other_scales_significance(names):
     """{scale: {claim: JSON}}: the significance JSONs of these claims that other scales' results trees in
-    this checkout hold (a claim where it is comparable at that scale), for the pages across scales."""
+    this checkout hold (a claim where it is comparable at that scale), for the pages across scales; for a
+    scale without a results tree, those measured elsewhere and kept in workflow/measured/<scale>
+    (reporting/measured.py), under its provenance's label."""
     found = {}
     for scale, spec in config["scales"].items():
         study = spec.get("stands_for", scale)
-        files = {name: f"results/{scale}/analyse/significance/{config['claims'][name]['experiment']}.vs."
-                       f"{config['claims'][name]['baseline']}.json"
+        local = os.path.isdir(f"results/{scale}")
+        folder = f"results/{scale}/analyse/significance" if local else f"{MEASURED}/{scale}"
+        files = {name: f"{folder}/{config['claims'][name]['experiment']}.vs.{config['claims'][name]['baseline']}.json"
                  for name in names if study in config["claims"][name].get("scales", [study])}
         files = {name: path for name, path in files.items() if os.path.exists(path)}
         if scale != config["scale"] and files:
-            found[scale] = files
+            found[scale if local else measured_label(f"{MEASURED}/{scale}")] = files
     return found
 
 
