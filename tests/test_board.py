@@ -48,6 +48,26 @@ def test_a_killed_and_resumed_training_logs_every_step_of_its_curve_once(copy_co
     assert {"train/grad_norm", "train/tgt_tok_s", "train/skipped_updates", "valid/loss"} <= set(logged)
 
 
+def test_a_run_killed_before_its_first_checkpoint_starts_its_curve_afresh(copy_corpus, tmp_path):
+    first = trainer(copy_corpus, tmp_path)
+    original = first.update
+
+    def update_then_die(group):
+        result = original(group)
+        if first.step == 7:              # logged at 5, no checkpoint yet
+            raise Killed
+        return result
+
+    first.update = update_then_die
+    with pytest.raises(Killed):
+        first.train()
+    first.board.close()
+    again = trainer(copy_corpus, tmp_path, max_updates=10)
+    assert not again.resume()
+    again.train()
+    assert [step for step, _ in scalars(tmp_path / "board")["train/loss"]] == [5, 10]
+
+
 def test_a_retrained_run_sets_its_old_curve_aside_and_writes_its_settings_as_hparams(copy_corpus, tmp_path):
     old = trainer(copy_corpus, tmp_path, max_updates=10)
     old.train()

@@ -51,11 +51,12 @@ def flat(options: dict, prefix: str = "") -> dict:
 class Board:
     """The run folder's writer: `scalars(step, {name: value})`; `close()` at the end."""
 
-    def __init__(self, folder: str | Path, resumed_step: int | None, options: dict):
-        """`resumed_step`: the checkpoint's step when resuming (events past it are purged), else None (a
-        fresh start: `options`, the model's and the settings', are written as hparams)."""
-        self.writer = SummaryWriter(str(folder), purge_step=None if resumed_step is None else resumed_step + 1)
-        if resumed_step is None:
+    def __init__(self, folder: str | Path, step: int, options: dict):
+        """`step`: the checkpoint's step a resumed run starts from, 0 for a fresh start; events past it
+        are purged (a run killed before its first checkpoint leaves some too). A fresh start writes
+        `options`, the model's and the settings', as hparams."""
+        self.writer = SummaryWriter(str(folder), purge_step=step + 1)
+        if step == 0:
             for summary in hparams(flat(options), {"valid/nll": 0.0}):
                 self.writer.file_writer.add_summary(summary)
 

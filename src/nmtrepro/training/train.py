@@ -230,8 +230,7 @@ class Trainer:
         if self.max_tokens is None:
             self.max_tokens = self._fit_max_tokens()
         if self.board_dir is not None and self.rank == 0:
-            self.board = board.Board(self.board_dir, self.step if self.step else None,
-                                     {"model": self.spec, "settings": asdict(self.settings)})
+            self.board = board.Board(self.board_dir, self.step, {"model": self.spec, "settings": asdict(self.settings)})
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()
