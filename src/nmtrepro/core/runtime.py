@@ -51,17 +51,16 @@ def setup(threads: int | None, device: str = "auto", cudnn_attention: bool = Fal
         torch.cuda.set_device(device)
     if device.startswith("cuda"):
         cuda_defaults(cudnn_attention)
-    else:
-        cpu_defaults()
     return torch.device(device)
 
 
-def cpu_defaults() -> None:
-    """Attention through SDPA's math kernels (batched matmuls and a softmax), not its CPU flash kernel:
-    in bf16 that kernel's backward took 46 ms a call where the whole math path takes 14, on the `tiny`
-    Base's shapes (160 sentences, 4 heads of 32, ~26 tokens), 40 % of an update on one thread; in fp32
-    the two are alike (docs/measurements.md, "Where a tiny training step goes"). torch's switch for it
-    is named for CUDA and is global: a CPU process sets it here and on no GPU."""
+def cpu_training_defaults() -> None:
+    """A CPU training's attention through SDPA's math kernels (batched matmuls and a softmax), not its
+    CPU flash kernel: in bf16 that kernel's backward took 46 ms a call where the whole math path takes
+    14, on the `tiny` Base's shapes (160 sentences, 4 heads of 32, ~26 tokens), 40 % of an update on one
+    thread (docs/measurements.md, "Where a tiny training step goes"). Decoding keeps flash: its one-query
+    steps ran 141-157 sentences/s with it, 130-133 without. torch's switch is named for CUDA and is
+    global: a CPU training process sets it, and no GPU one."""
     torch.backends.cuda.enable_flash_sdp(False)
 
 

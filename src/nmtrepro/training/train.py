@@ -82,6 +82,8 @@ class Trainer:
         folder of its TensorBoard scalars (board.py), written by rank 0."""
         self.corpus, self.settings, self.dir = corpus, settings, Path(checkpoint_dir)
         self.device = runtime.setup(settings.threads, settings.device, settings.cudnn_attention)
+        if self.device.type == "cpu":
+            runtime.cpu_training_defaults()
         self.precision = runtime.resolve_precision(self.device, settings.precision)
         self.dist = runtime.distributed(self.device)
         self.rank, self.world = self.dist.rank, self.dist.world
