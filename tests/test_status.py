@@ -51,6 +51,7 @@ def test_status_reads_the_snakemake_log_the_training_logs_and_the_claims_pages(t
     out = capsys.readouterr().out
     assert "trainings 1 done, 1 running, 0 failed, 1 waiting of 3" in out
     assert "running  pr: step 150/1000, 6978 tgt tok/s, valid NLL 7.654 at step 100, ~8 min 38 s left" in out
+    assert "claims judged: 1, shown unjudged: 0" in out
     assert "paper_A_claims: +PR beats Base: inconclusive: the seed pairs split" in out
 
 

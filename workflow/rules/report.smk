@@ -143,10 +143,15 @@ def claim_significance(names):
 
 def claim_curves(names):
     """{claim: {"system": [curve TSV of each seed], "baseline": [...]}} of these claims comparable at this
-    scale, seed k beside seed k as the significance test pairs them."""
-    return {name: {side: [results(f"train/{replica}/curve.tsv") for replica in REPLICATES[config["claims"][name][key]]]
-                   for side, key in (("system", "experiment"), ("baseline", "baseline"))}
-            for name in names if at_scale(config, config["claims"][name])}
+    scale, on the seeds both train, as the significance test pairs them (config.py `seed_pairs`)."""
+    curves = {}
+    for name in names:
+        claim = config["claims"][name]
+        if at_scale(config, claim):
+            pairs = seed_pairs(EXPERIMENTS, claim["experiment"], claim["baseline"])
+            curves[name] = {side: [results(f"train/{pair[i]}/curve.tsv") for pair in pairs]
+                            for i, side in enumerate(("system", "baseline"))}
+    return curves
 
 
 def curves_arg(names):

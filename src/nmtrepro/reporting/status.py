@@ -27,6 +27,8 @@ PLANNED = re.compile(r"^train +(\d+)$", re.MULTILINE)
 
 
 def newest_log(workdir: Path) -> Path | None:
+    """The newest Snakemake log: its counts are those of the newest invocation (a rerun lists only the
+    trainings still to run; the finished ones then show as done from their final models)."""
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
     return logs[-1] if logs else None
 
@@ -69,7 +71,7 @@ def verdicts(report: Path) -> list[tuple[str, str, str]]:
             continue
         for line in lines[1:]:
             cells = [cell.strip() for cell in line.strip("|").split("|")]
-            if len(cells) == len(header):
+            if len(cells) == len(header) and not all(set(cell) <= set("-:") for cell in cells):
                 found.append((page.stem, cells[header.index("claim")], cells[header.index("verdict")]))
     return found
 
@@ -89,7 +91,9 @@ def status(results: Path, workdir: Path) -> str:
         if word != "done":
             lines.append(f"  {word:8} {experiment}: {where(results / 'logs' / 'train' / f'{experiment}.log')}")
     judged = verdicts(results / "report")
-    lines.append(f"claims judged: {len(judged)}" + ("" if judged else " (no claims page yet)"))
+    unjudged = sum(verdict.startswith(("not comparable", "seed noise unmeasured")) for _, _, verdict in judged)
+    lines.append(f"claims judged: {len(judged) - unjudged}, shown unjudged: {unjudged}" if judged
+                 else "claims judged: 0 (no claims page yet)")
     lines += [f"  {page}: {claim}: {verdict}" for page, claim, verdict in judged]
     return "\n".join(lines)
 
