@@ -15,6 +15,20 @@ def trainer(corpus, tmp_path, **settings):
                    tmp_path / "ckpt", tensorboard=tmp_path / "board")
 
 
+def killed_at(trainer, step):
+    """`trainer`, made to die (SIGKILL: nothing saved) at the end of update `step`."""
+    original = trainer.update
+
+    def update_then_die(group):
+        result = original(group)
+        if trainer.step == step:
+            raise Killed
+        return result
+
+    trainer.update = update_then_die
+    return trainer
+
+
 def scalars(folder):
     events = EventAccumulator(str(folder))
     events.Reload()
@@ -22,16 +36,7 @@ def scalars(folder):
 
 
 def test_a_killed_and_resumed_training_logs_every_step_of_its_curve_once(copy_corpus, tmp_path):
-    first = trainer(copy_corpus, tmp_path)
-    original = first.update
-
-    def update_then_die(group):
-        result = original(group)
-        if first.step == 17:             # logged at 15, last checkpoint at 10
-            raise Killed
-        return result
-
-    first.update = update_then_die
+    first = killed_at(trainer(copy_corpus, tmp_path), 17)     # logged at 15, last checkpoint at 10
     with pytest.raises(Killed):
         first.train()
     first.board.close()
@@ -49,16 +54,7 @@ def test_a_killed_and_resumed_training_logs_every_step_of_its_curve_once(copy_co
 
 
 def test_a_run_killed_before_its_first_checkpoint_starts_its_curve_afresh(copy_corpus, tmp_path):
-    first = trainer(copy_corpus, tmp_path)
-    original = first.update
-
-    def update_then_die(group):
-        result = original(group)
-        if first.step == 7:              # logged at 5, no checkpoint yet
-            raise Killed
-        return result
-
-    first.update = update_then_die
+    first = killed_at(trainer(copy_corpus, tmp_path), 7)      # logged at 5, no checkpoint yet
     with pytest.raises(Killed):
         first.train()
     first.board.close()
