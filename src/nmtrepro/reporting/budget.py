@@ -71,20 +71,20 @@ def trend(table: pd.DataFrame) -> Trend | None:
     if table.empty:
         return None
     half = table[table["step"] >= table["step"].max() / 2]
-    slopes, errors = [], []
+    fits = []                                 # (slope, x, residuals) of each pair
     for _, rows in half.groupby("pair"):
         if len(rows) < MIN_POINTS:
             return None
         x, y = rows["step"].to_numpy(float) / PER_UPDATES, rows["delta"].to_numpy(float)
         slope, intercept = np.polyfit(x, y, 1)
-        residual = y - (slope * x + intercept)
-        errors.append(math.sqrt((residual @ residual) / max(len(x) - 2, 1) / ((x - x.mean()) @ (x - x.mean()))))
-        slopes.append(slope)
-    k = len(slopes)
+        fits.append((slope, x, y - (slope * x + intercept)))
+    slopes, k = [fit[0] for fit in fits], len(fits)
     if k > 1:
         half_width = student_t.ppf(0.975, k - 1) * np.std(slopes, ddof=1) / math.sqrt(k)
-    else:
-        half_width = student_t.ppf(0.975, max(len(half) - 2, 1)) * errors[0]
+    else:                                     # one pair: the least-squares slope's own standard error
+        _, x, residual = fits[0]
+        error = math.sqrt((residual @ residual) / max(len(x) - 2, 1) / ((x - x.mean()) @ (x - x.mean())))
+        half_width = student_t.ppf(0.975, max(len(x) - 2, 1)) * error
     last = table.groupby("step")["pair"].nunique()
     final = table[table["step"] == last[last == k].index.max()]["delta"].mean()
     mean, half_width = float(np.mean(slopes)), float(half_width)

@@ -511,8 +511,9 @@ def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale:
         found = budget.gaps(curves[claim.text]["system"], curves[claim.text]["baseline"])
         trend = budget.trend(found)
         panels[claim.text] = (found, trend, claim.direction if claim.margin is None else 1)
-        if budget.qualifier(trend):
-            verdicts.iloc[row] = f"{verdicts.iloc[row]}; {budget.qualifier(trend)}"
+        words = budget.qualifier(trend)
+        if words:
+            verdicts.iloc[row] = f"{verdicts.iloc[row]}; {words}"
             closing.append(claim.text)
     clause = (f" The gap in validation NLL was closing when training stopped for {len(closing)} of them: "
               f"{'; '.join(closing)}." if closing else "")

@@ -27,8 +27,8 @@ PLANNED = re.compile(r"^train +(\d+)$", re.MULTILINE)
 
 
 def newest_log(workdir: Path) -> Path | None:
-    """The newest Snakemake log: its counts are those of the newest invocation (a rerun lists only the
-    trainings still to run; the finished ones then show as done from their final models)."""
+    """The newest Snakemake log: its counts are those of the newest invocation alone (a rerun lists only
+    the trainings still to run; one with none left falls back to the training logs, `status`)."""
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
     return logs[-1] if logs else None
 

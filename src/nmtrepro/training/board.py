@@ -20,7 +20,7 @@ from pathlib import Path
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams
 
-from .checkpoint import STALE
+from .checkpoint import stale_folder
 
 
 def set_aside(folder: str | Path) -> None:
@@ -29,12 +29,9 @@ def set_aside(folder: str | Path) -> None:
     events = sorted(folder.glob("events.out.tfevents.*"))
     if not events:
         return
-    n = 1
-    while (folder / STALE.format(n)).exists():
-        n += 1
-    (folder / STALE.format(n)).mkdir()
+    stale = stale_folder(folder)
     for path in events:
-        path.rename(folder / STALE.format(n) / path.name)
+        path.rename(stale / path.name)
 
 
 def flat(options: dict, prefix: str = "") -> dict:

@@ -79,14 +79,20 @@ def unschedule(path: Path) -> Path:
     return path.rename(path.with_name(f"interrupted_{step:08d}.pt"))
 
 
-def set_aside(directory: str | Path) -> Path:
-    """Move every checkpoint in `directory` into a new stale-<n> folder inside it (kept, not deleted)."""
+def stale_folder(directory: str | Path) -> Path:
+    """A new stale-<n> folder inside `directory`, the first n free: where another run's files go."""
     directory = Path(directory)
     n = 1
     while (directory / STALE.format(n)).exists():
         n += 1
     folder = directory / STALE.format(n)
     folder.mkdir()
+    return folder
+
+
+def set_aside(directory: str | Path) -> Path:
+    """Move every checkpoint in `directory` into a new stale-<n> folder inside it (kept, not deleted)."""
+    folder = stale_folder(directory)
     for _, path in resumable(directory):
         path.rename(folder / path.name)
     return folder
