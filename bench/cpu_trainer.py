@@ -13,6 +13,7 @@ The FLOPs of a target token are training/flops.py's analytic count at the prepar
 is torch's bf16 matmul of two 2048 x 2048 matrices on one thread (and the tiny model's own shapes).
 
     python bench/cpu_trainer.py [--before REV] [--updates 60] [--rounds 2] [--bleu]
+    python bench/cpu_trainer.py --rounds 0 --bleu        # BLEU only
 
 `--bleu` runs the default run's Base En-De (`base_en_de`, three seeds) in each tree with Snakemake into
 its own results folder (before: the worktree's; after: a copy of the `prepare` outputs it needs), decoded
@@ -131,7 +132,7 @@ def bleu(trees: dict[str, Path], work: Path) -> dict:
                                                                     "bench/.venv-fairseq"), dirs_exist_ok=True)
         targets = [f"results/tiny/evaluate/{e}/test_2016_flickr.bleu.json" for e in BASE]
         began = time.perf_counter()
-        subprocess.run(["snakemake", "--cores", "2", "--config", "scale=tiny", *targets], check=True, cwd=run,
+        subprocess.run(["snakemake", "--cores", "2", *targets, "--config", "scale=tiny"], check=True, cwd=run,
                        env={**os.environ, "PYTHONPATH": str(run / "src")}, stdout=subprocess.DEVNULL)
         scores[name] = {"wall_s": time.perf_counter() - began, "bleu": [
             json.loads((run / t).read_text())["sacrebleu"]["score"] for t in targets]}
@@ -147,7 +148,7 @@ def main() -> int:
     parser.add_argument("--before", default="3aaf6fc", help="git revision of today's path (default: before issue 72)")
     parser.add_argument("--updates", type=int, default=60)
     parser.add_argument("--skip", type=int, default=10, help="updates left out of the rate (start-up, compiles)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="0: BLEU only (with --bleu)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--bleu", action="store_true", help="also BLEU of three seeds after 1,000 updates")
     parser.add_argument("--out", default="bench/out/cpu_trainer.json")
@@ -170,7 +171,9 @@ def main() -> int:
         trees = {"before": worktree(args.before, work / "before-tree"), "after": ROOT}
         try:
             result = {"peak_gflop_s": peak, "shapes_gflop_s": shapes, "flops_per_token": flops_per_token,
-                      "before": args.before, "speed": speed(args, trees, work, peak, flops_per_token)}
+                      "before": args.before}
+            if args.rounds:
+                result["speed"] = speed(args, trees, work, peak, flops_per_token)
             if args.bleu:
                 result["bleu"] = bleu(trees, work)
         finally:

@@ -1,4 +1,6 @@
 """The gap over training (reporting/budget.py) and the claims page that draws it."""
+import json
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,43 @@ def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it
     assert "closing when training stopped for 1 of them" in page.split("\n\n")[1]       # the reading line
     assert "c.gap.svg" in page and "<svg" in (tmp_path / "c.html").read_text()
     assert (tmp_path / "c.gap.svg").read_text().count("<svg") == 1
+
+
+def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its_verdict_changes(tmp_path):
+    """--budgets: the claim at 300 and 600 updates from significance JSONs of the same trainings' earlier
+    windows, each judged under the page's procedure with its own budget's pool; a gain that vanishes with
+    training reads "reproduced at 300, ..., paper's Δ excluded at 1,000" and the figure adds its Δ BLEU panel."""
+    system, baseline = pair_curves(tmp_path, lambda step, pair: -0.2, noise=0.01)
+    text = "X improves on Base"
+    final = write_significance(tmp_path / "sig.json", 30.1, 30.0, 0.2, [0.3, -0.2, 0.2])
+    early = {updates: write_significance(tmp_path / f"sig{updates}.json", 30.0 + gain, 30.0, 0.2, [gain] * 3)
+             for updates, gain in ((300, 2.0), (600, 1.5))}
+    budgets = {"levels": [{"share": share, "claims": {text: {"significance": early[updates], "updates": updates}},
+                           "pool": {"x": early[updates]}} for share, updates in ((0.3, 300), (0.6, 600))],
+               "updates": {text: 1000}}
+    out = tmp_path / "claims.md"
+    argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
+            "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
+            "--claim", f"1.0=tok_bleu=yes={final}={text}", "--primary", text, "--pool", f"x={final}",
+            "--curves", json.dumps({text: {"system": system, "baseline": baseline}}), "--budgets", json.dumps(budgets)]
+    assert cli.main(argv) == 0
+    page = out.read_text()
+    main, by_budget = page.split("## The claims at each training budget")
+    assert rows(main)[text]["verdict"].startswith("paper's Δ excluded")
+    lines = [line for line in by_budget.splitlines() if line.startswith(f"| {text}")]
+    assert [line.split("|")[2].strip() for line in lines] == ["30%", "60%", "100%"]
+    assert [line.split("|")[3].strip() for line in lines] == ["300", "600", "1000"]
+    assert "reproduced" in lines[0] and "reproduced" in lines[1] and "excluded" in lines[2]
+    assert ("The verdict changes with the training budget for 1 of them: X improves on Base (reproduced at 300, "
+            "reproduced at 600, paper's Δ excluded at 1,000 updates)") in page.split("\n\n")[1]
+    assert "Δ BLEU at each budget" in (tmp_path / "c.gap.svg").read_text()
+    assert "The claims at each training budget" in (tmp_path / "c.html").read_text()
+
+
+def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
+    sig = write_significance(tmp_path / "sig.json", 31.0, 30.0)
+    argv = ["claims", "--title", "t", "--out-md", str(tmp_path / "c.md"), "--out-html", str(tmp_path / "c.html"),
+            "--out-svg", str(tmp_path / "c.svg"), "--claim", f"1.0=tok_bleu=yes={sig}=X",
+            "--budgets", json.dumps({"levels": [{"share": 0.5, "claims": {"Y": {"significance": sig, "updates": 5}},
+                                                 "pool": {}}]})]
+    assert cli.main(argv) == 2 and "--budgets ['Y']: no --claim has that sentence" in capsys.readouterr().err

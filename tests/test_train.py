@@ -284,6 +284,30 @@ def test_average_takes_the_window_that_ends_at_the_final_step_or_names_the_gap(c
     assert average(1, tmp_path / "nowhere") == 2 and "nowhere: no such checkpoint folder" in capsys.readouterr().err
 
 
+def test_a_longer_training_keeps_the_window_of_a_shorter_budget_which_is_that_budgets_own(copy_corpus, tmp_path):
+    """The inverse-sqrt schedule does not depend on max_updates, so the window that a training of 60
+    updates keeps at 30 (`keep_steps`, budgets.py) averages to the model a training of 30 updates
+    averages; past the rotation only the kept steps survive."""
+    from nmtrepro import cli
+
+    def averaged(directory, max_updates, at=None, **settings):
+        trainer = run(copy_corpus, directory, max_updates=max_updates, keep_last=2, **settings)
+        final = directory / "final.pt"
+        trainer.write_outputs(final, directory / "curve.tsv")
+        out = directory / f"avg{at}.pt"
+        assert cli.main(["average", "--checkpoint-dir", str(directory), "--last", "2", "--final", str(final),
+                         "--out", str(out)] + (["--at", str(at)] if at else [])) == 0
+        return checkpoint.load(out)["model"]
+
+    short = averaged(tmp_path / "short", 30)
+    long = averaged(tmp_path / "long", 60, at=30, keep_steps=[20, 30])
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "long")] == [20, 30, 50, 60]
+    for key, value in short.items():
+        assert torch.equal(value, long[key]), key
+    assert cli.main(["average", "--checkpoint-dir", str(tmp_path / "long"), "--last", "2", "--final",
+                     str(tmp_path / "long/final.pt"), "--at", "40", "--out", str(tmp_path / "x.pt")]) == 2
+
+
 def test_unknown_train_setting_is_named():
     with pytest.raises(InputError, match="warmpu"):
         Settings.from_dict({"warmpu": 3})

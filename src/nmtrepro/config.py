@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from . import budgets
 from .core.files import InputError, require_file
 from .experiment import Experiment
 from .references import (_buildable, _check_languages, _claim_test, _comparable, _contains, _enough_checkpoints, _known,
@@ -197,8 +198,13 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                replicate_of=exp["replicate_of"], priority=priority)
         _enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)
+    budgets.lengthen(config, out)
     _check_trainings(config, out)
     _shared_trainings(out)
+    claimed = {replica for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])
+               for key in ("experiment", "baseline") for replica in replicates(out)[config["claims"][name][key]]}
+    budgets.keep_windows(config, out, claimed)
+    budgets.add_stopped(config, out, claimed)
     for table, spec in config["tables"].items():
         _known_scales(config, spec, f"tables.{table}.scales")
         for i, cell in enumerate(spec["cells"]):
@@ -296,7 +302,7 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     here), and the non-diagnostic `tables` and the `analyses` whose every experiment and baseline is a
     training those claims need already (same_as counts: paper D's Base is paper A's below paper scale),
     so that they cost decoding and scoring, never a training more."""
-    claims = [name for name, claim in config.get("claims", {}).items() if claim.get("central") and at_scale(config, claim)]
+    claims = [name for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])]
     trained = {training_of(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
 
     def covered(names) -> bool:
@@ -325,8 +331,7 @@ def seed_replica(name: str, index: int, seed: int) -> str:
 def _central_experiments(config: dict) -> set[str]:
     """The experiments that the central claims compare, and those they start from (`init_from`), whose
     seeds must match theirs."""
-    names = {config["claims"][c][key] for c in config.get("claims", {}) if config["claims"][c].get("central")
-             for key in ("experiment", "baseline")}
+    names = {config["claims"][c][key] for c in budgets.central_claims(config) for key in ("experiment", "baseline")}
     pending = list(names)
     while pending:
         source = config["experiments"].get(pending.pop(), {}).get("init_from")

@@ -33,6 +33,7 @@ class Experiment:
     seed: int = 1           # its training's seed (`_seeded`: one experiment a seed of `seeds`)
     replicate_of: str = ""  # the configured experiment it is a seed replicate of (itself for the first seed)
     priority: int = 0       # its model size's scheduling priority at the scale (`by_size.<size>.priority`)
+    stops_at: int | None = None  # a shorter budget of `same_as`'s training: its window ending here (budgets.py)
 
     @property
     def annotations(self) -> dict[str, str]:

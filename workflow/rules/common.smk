@@ -4,10 +4,11 @@ import os
 import shlex
 from pathlib import Path
 
+from nmtrepro.budgets import budget_pairs
 from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_paper_cells, experiments, merge_papers,
                              model_options, no_gain_margins, replicates, seed_pairs, tables_at_scale, training_of, validate,
                              with_scale_data)
-from nmtrepro.core.files import InputError
+from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
@@ -30,8 +31,9 @@ except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
 # Every file a run writes lives under results/<scale>/: a `ci` check or a `gpu` run beside the default
-# `tiny` one never touches the other's models, evaluations or report.
-RESULTS = f"results/{config['scale']}"
+# `tiny` one never touches the other's models, evaluations or report; a longer budget (`budget` N) under
+# results/<scale>-budget<N>/.
+RESULTS = results_tree(config["scale"], config["budget"])
 
 
 def results(path):
@@ -46,7 +48,9 @@ if SCALE["needs_gpu"] and not config["allow_cpu"] and not count_visible():
 
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (train.smk, evaluate.smk).
-SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as}
+SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as and not e.stops_at}
+# Shorter budgets of a training (budgets.py, `<name>_at<N>`): its averaging window ending at update N.
+STOPPED = [name for name, e in EXPERIMENTS.items() if e.stops_at]
 # ... and of those, the ones that also decode as it (paper C decodes one model greedily and by beam).
 SHARED_DECODES = [name for name, source in SHARED.items() if EXPERIMENTS[name].decode == EXPERIMENTS[source].decode]
 TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`), with their cells there

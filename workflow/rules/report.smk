@@ -159,6 +159,34 @@ def curves_arg(names):
     return shlex.quote(json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()}))
 
 
+def claim_budgets(names):
+    """{claim: [(fraction, its significance JSON there, the system's updates there)]}: these claims'
+    shorter budgets (budgets.py; the central claims' trainings keep their windows)."""
+    found = {}
+    for name in names:
+        claim = config["claims"][name]
+        if name in CENTRAL["claims"]:
+            found[name] = [(share, significance_file(system, baseline), EXPERIMENTS[system].stops_at)
+                           for share, system, baseline in budget_pairs(config, EXPERIMENTS, claim["experiment"],
+                                                                       claim["baseline"])]
+    return {name: levels for name, levels in found.items() if levels}
+
+
+def budgets_arg(names):
+    """--budgets: the JSON of these claims at their shorter budgets, each budget's seed noise pooled over
+    the central claims there (nmtrepro claims)."""
+    budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
+    shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
+    levels = [{"share": share,
+               "claims": {config["claims"][name]["claim"]: {"significance": path, "updates": updates}
+                          for name, found in budgets.items() for s, path, updates in found if s == share},
+               "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share}}
+              for share in shares]
+    updates = {config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
+               for name in budgets}
+    return shlex.quote(json.dumps({"levels": levels, "updates": updates}))
+
+
 def procedure_args(names, pools, scaled=False):
     """--primary for each of these claims that is its paper's central one, and --pool for each central
     claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
@@ -261,6 +289,8 @@ rule claims:
         pool=lambda w: list(claim_significance(CENTRAL["claims"]).values()),
         curves=lambda w: [path for sides in claim_curves(CLAIMS_PAGES[w.page]).values()
                           for paths in sides.values() for path in paths],
+        budgets=lambda w: [path for names in (CLAIMS_PAGES[w.page], CENTRAL["claims"])
+                           for levels in claim_budgets(names).values() for _, path, _ in levels],
     output:
         md=results("report/{page}.md"),
         # The label orders the category: the central claims ("central ...") before "paper A" ...
@@ -279,8 +309,10 @@ rule claims:
         procedure=lambda w: procedure_args(CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}),
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
         curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
+        budgets=lambda w: budgets_arg(CLAIMS_PAGES[w.page]),
     shell:
         "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
+        "--budgets {params.budgets} "
         "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
         "--out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
 
@@ -328,6 +360,15 @@ rule central:
 rule tables:
     input:
         all_outputs(),
+
+
+# The claims over a longer budget (budgets.py): `snakemake budget_sweep --config budget=4` trains the
+# sweep's central claims (`budget_sweep.claims`) 4x as long in results/<scale>-budget4 and judges them at
+# 1x, 2x and 4x; at budget 1 it is the central claims page with the scale's own `budgets`.
+rule budget_sweep:
+    input:
+        expand(results("report/central_claims.{ext}"), ext=("md", "html")),
+        results("report/central_training_curves.png"),
 
 
 # One target per paper file: `snakemake --cores all paper_A` builds that paper's tables and figures;

@@ -24,6 +24,7 @@ def train_priority(wildcards):
 
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
+ruleorder: average_at > average
 # Paper D's regime evaluates the kept checkpoint with the best dev BLEU (`average.by_dev_bleu`), not an average.
 BY_DEV_BLEU = [name for name, e in EXPERIMENTS.items() if e.average.get("by_dev_bleu") and not e.same_as]
 
@@ -95,6 +96,24 @@ rule average:
         last=lambda w: exp(w).average["last"],
     shell:
         "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --final {input} --out {output} 2> {log}"
+
+
+rule average_at:
+    input:
+        lambda w: results(f"train/{exp(w).same_as}/final.pt"),
+    output:
+        results("train/{experiment}/averaged.pt"),
+    log:
+        results("logs/train/{experiment}.average.log"),
+    wildcard_constraints:
+        experiment="|".join(STOPPED) or "^$",
+    params:
+        checkpoint_dir=lambda w: results(f"checkpoints/{exp(w).same_as}"),
+        last=lambda w: exp(w).average["last"],
+        at=lambda w: exp(w).stops_at,
+    shell:
+        "nmtrepro average --checkpoint-dir {params.checkpoint_dir} --last {params.last} --final {input} "
+        "--at {params.at} --out {output} 2> {log}"
 
 
 rule select_checkpoint:

@@ -19,6 +19,12 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def results_tree(scale: str, budget: int = 1) -> str:
+    """Where a run writes: results/<scale>, or results/<scale>-budget<N> for a longer budget N
+    (nmtrepro.budgets), which never mixes with the scale's own run."""
+    return f"results/{scale}" + (f"-budget{budget}" if budget > 1 else "")
+
+
 class InputError(Exception):
     """Bad user input (missing file, mismatched corpora, bad value); the CLI prints it without a traceback."""
 

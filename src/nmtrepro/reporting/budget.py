@@ -1,6 +1,7 @@
 """A claim's gap over training, from what every training already logs: the difference in validation NLL
 (bits a target token, system minus baseline) at each validation step, per seed pair, and its trend over
-the last half of training.
+the last half of training; and, where the run kept shorter budgets' windows (nmtrepro.budgets), the
+BLEU difference per seed pair at each budget.
 
 A BLEU verdict is taken at one budget; the curves say whether the gap was still moving there. A system
 ahead has Δ < 0 (a lower NLL); where the trend's interval lies on the other side of zero from the last
@@ -99,29 +100,67 @@ def qualifier(found: Trend | None) -> str:
             f"{found.slope:+.3f} per {PER_UPDATES:,} updates)")
 
 
-def gap_figure(panels: dict[str, tuple[pd.DataFrame, Trend | None, int]], scale: str | None = None):
+def bleu_at_budgets(points: list[tuple[int, dict]]) -> pd.DataFrame:
+    """(updates, pair, delta) rows from (the system's updates, its significance entry) at each budget:
+    each seed pair's Δ BLEU, pairs numbered from 1 in the entry's seed order."""
+    return pd.DataFrame([{"updates": updates, "pair": pair, "delta": seed["delta"]}
+                         for updates, entry in points for pair, seed in enumerate(entry["seeds"], 1)],
+                        columns=["updates", "pair", "delta"])
+
+
+def _seed_lines(ax, table: pd.DataFrame, x: str, marker: str | None = None) -> None:
+    """Each seed pair's Δ (thin) and their mean (thick) over `x`, and zero."""
+    for _, pair in table.groupby("pair"):
+        ax.plot(pair[x], pair["delta"], color=PALETTE[0], alpha=0.35, linewidth=0.8, marker=marker, markersize=3)
+    mean = table.groupby(x)["delta"].mean()
+    ax.plot(mean.index, mean.values, color=PALETTE[0], linewidth=2, marker=marker)
+    ax.axhline(0, color="black", linewidth=0.6)
+
+
+def _gain_side(ax, gain_below_zero: bool) -> None:
+    """Shade the side of zero where the paper's gain lies."""
+    low, high = ax.get_ylim()
+    ax.axhspan(*((low, 0) if gain_below_zero else (0, high)), color=PALETTE[1], alpha=0.08, linewidth=0)
+    ax.set_ylim(low, high)
+
+
+def _label(ax, title: str, y: str) -> None:
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel("updates", fontsize=8)
+    ax.set_ylabel(y, fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
+def gap_figure(panels: dict[str, tuple[pd.DataFrame, Trend | None, int]], scale: str | None = None,
+               budgets: dict[str, pd.DataFrame] | None = None):
     """Small multiples, one panel a claim ({sentence: (gaps, trend, the paper's sign of Δ BLEU)}): each
     seed pair's Δ valid NLL over the updates (thin), their mean (thick), zero, and the side of zero the
-    paper's gain lies on (shaded: a BLEU gain is a lower NLL)."""
-    columns = min(3, len(panels))
-    rows = math.ceil(len(panels) / columns)
-    fig = figure("Δ valid NLL over training, system − baseline (thin: seed pairs; shaded: the side of "
-                 "the paper's gain)", scale, figsize=(4.2 * columns, 0.6 + 2.6 * rows))
-    axes = fig.subplots(rows, columns, squeeze=False).ravel()
-    for ax, (text, (table, found, sign)) in zip(axes, panels.items()):
-        for _, pair in table.groupby("pair"):
-            ax.plot(pair["step"], pair["delta"], color=PALETTE[0], alpha=0.35, linewidth=0.8)
-        mean = table.groupby("step")["delta"].mean()
-        ax.plot(mean.index, mean.values, color=PALETTE[0], linewidth=2)
-        ax.axhline(0, color="black", linewidth=0.6)
-        low, high = ax.get_ylim()
-        ax.axhspan(*((low, 0) if sign > 0 else (0, high)), color=PALETTE[1], alpha=0.08, linewidth=0)
-        ax.set_ylim(low, high)
+    paper's gain lies on (shaded: a BLEU gain is a lower NLL). With `budgets` ({sentence:
+    `bleu_at_budgets`}), each claim's row adds its Δ BLEU at each budget beside it."""
+    budgets = budgets or {}
+    columns = 2 if budgets else min(3, len(panels))
+    rows = len(panels) if budgets else math.ceil(len(panels) / columns)
+    title = "Δ valid NLL over training, system − baseline (thin: seed pairs; shaded: the side of the paper's gain)"
+    if budgets:
+        title += "; right: Δ BLEU at each budget"
+    fig = figure(title, scale, figsize=(4.2 * columns, 0.6 + 2.6 * rows))
+    grid = fig.subplots(rows, columns, squeeze=False)
+    axes = grid[:, 0] if budgets else grid.ravel()
+    for row, (text, (table, found, sign)) in enumerate(panels.items()):
+        short = text if len(text) < 60 else text[:57] + "..."
+        if budgets:
+            ax = grid[row, 1]
+            if text in budgets:
+                _seed_lines(ax, budgets[text], "updates", marker="o")
+                _gain_side(ax, sign < 0)
+                _label(ax, short, "Δ BLEU")
+            else:
+                ax.set_visible(False)
+        ax = axes[row]
+        _seed_lines(ax, table, "step")
+        _gain_side(ax, sign > 0)
         note = f"\nslope {found.slope:+.3f} [{found.low:+.3f}, {found.high:+.3f}] / 1k" if found else ""
-        ax.set_title((text if len(text) < 60 else text[:57] + "...") + note, fontsize=8)
-        ax.set_xlabel("updates", fontsize=8)
-        ax.set_ylabel("Δ valid NLL (bits)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        _label(ax, short + note, "Δ valid NLL (bits)")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     return fig

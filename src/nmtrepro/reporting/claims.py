@@ -438,6 +438,10 @@ def add_arguments_claims(parser) -> None:
     parser.add_argument("--curves", default="{}", metavar="JSON",
                         help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
                              "trainings, seed k against seed k, whose validation NLL gap over training the page draws")
+    parser.add_argument("--budgets", default="{}", metavar="JSON",
+                        help='{"levels": [{"share": F, "claims": {"SENTENCE": {"significance": JSON, "updates": N}}, '
+                             '"pool": {"NAME": JSON}}], "updates": {"SENTENCE": N}}: the claims at shorter budgets '
+                             "of the same trainings (nmtrepro.budgets), judged at each")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--scale", help="the configured scale, named on the plots")
     parser.add_argument("--out-md", required=True)
@@ -499,10 +503,62 @@ def parse_curves(text: str, claims: list[Claim]) -> dict[str, dict[str, list[str
     return curves
 
 
+BUDGET_COLUMNS = ["claim", "budget", "updates", "ours Δ", "Δ per seed", CI, "p", "page p", "verdict"]
+
+
+def parse_budgets(text: str, claims: list[Claim]) -> dict:
+    """--budgets' JSON: {"levels": [{"share": FRACTION, "claims": {SENTENCE: {"significance": JSON,
+    "updates": N}}, "pool": {NAME: JSON}}], "updates": {SENTENCE: the page's own updates}}."""
+    try:
+        budgets = {"levels": [], "updates": {}, **json.loads(text)}
+    except json.JSONDecodeError as err:
+        raise InputError(f"--budgets is not valid JSON: {err}") from None
+    named = {text for level in budgets["levels"] for text in level["claims"]} | set(budgets["updates"])
+    unknown = named - {claim.text for claim in claims}
+    if unknown:
+        raise InputError(f"--budgets {sorted(unknown)}: no --claim has that sentence")
+    return budgets
+
+
+def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table: pd.DataFrame):
+    """Each claim at each shorter budget (`parse_budgets`), judged as the page judges it (each budget a
+    family of its own under the page's procedure, its seed noise pooled over the central claims at that
+    budget), then at the page's own: the rows (BUDGET_COLUMNS), each claim's Δ BLEU per seed pair at
+    each budget ({sentence: budget.bleu_at_budgets}) and the reading's clause on verdicts that change
+    with the budget."""
+    rows, points = [], {}
+    for level in budgets["levels"]:
+        here = [replace(claim, significance=level["claims"][claim.text]["significance"])
+                if claim.text in level["claims"] else replace(claim, comparable=False, significance=NOT_MEASURED)
+                for claim in claims]
+        entries = load(here)
+        judged = assess(here, entries, seed_noises(level["pool"], [here[i].metric for i in entries]))
+        for i in entries:
+            updates = level["claims"][claims[i].text]["updates"]
+            rows.append({"budget": f"{level['share']:.0%}", "updates": updates, **judged.iloc[i].to_dict()})
+            points.setdefault(claims[i].text, []).append((updates, entries[i]))
+    for i, claim in enumerate(claims):
+        if claim.text in points and i in sigs:
+            rows.append({"budget": "100%", "updates": budgets["updates"][claim.text], **table.iloc[i].to_dict()})
+            points[claim.text].append((budgets["updates"][claim.text], sigs[i]))
+    found = pd.DataFrame(rows, columns=COLUMNS + HIDDEN + ["budget", "updates"])
+    order = {claim.text: i for i, claim in enumerate(claims)}
+    found = found.sort_values(["claim", "updates"], key=lambda c: c.map(order) if c.name == "claim" else c, kind="stable")
+    changing = [text for text, rows in found.groupby("claim", sort=False)
+                if rows["verdict"].map(verdict_word).nunique() > 1]
+    clause = ""
+    if changing:
+        each = "; ".join(f"{text} (" + ", ".join(
+            f"{verdict_word(v)} at {u:,}" for u, v in zip(rows["updates"], rows["verdict"])) + " updates)"
+            for text, rows in found[found["claim"].isin(changing)].groupby("claim", sort=False))
+        clause = f" The verdict changes with the training budget for {len(changing)} of them: {each}."
+    return found, {text: budget.bleu_at_budgets(p) for text, p in points.items()}, clause
+
+
 def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale: str | None):
     """The gap over training of each claim `curves` names (budget.py): the table with the qualifier of a
-    closing gap added to its verdict, the reading's clause on them, and the small multiples (None
-    where `curves` names none)."""
+    closing gap added to its verdict, the reading's clause on them, and the small multiples' panels
+    (empty where `curves` names none)."""
     panels, closing = {}, []
     verdicts = table["verdict"].copy()
     for row, claim in enumerate(claims):
@@ -517,24 +573,30 @@ def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale:
             closing.append(claim.text)
     clause = (f" The gap in validation NLL was closing when training stopped for {len(closing)} of them: "
               f"{'; '.join(closing)}." if closing else "")
-    return table.assign(verdict=verdicts), clause, budget.gap_figure(panels, scale) if panels else None
+    return table.assign(verdict=verdicts), clause, panels
 
 
 def run_claims(args) -> None:
     claims = mark_primaries([parse_claim(spec) for spec in args.claim], args.primary)
-    curves = parse_curves(args.curves, claims)
+    curves, budgets = parse_curves(args.curves, claims), parse_budgets(args.budgets, claims)
     sigs = load(claims)
     noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])
-    table, closing, gap_plot = over_training(claims, curves, assess(claims, sigs, noises), args.scale)
+    table, closing, panels = over_training(claims, curves, assess(claims, sigs, noises), args.scale)
+    by_budget, points, changing = at_budgets(claims, budgets, sigs, table)
     note = " ".join([claims_note(claims, list(sigs.values()), noises), *args.note])
     plot = forest_plot(claims, table, args.scale)
     save_figure(plot, None, args.out_svg)
     figures = [(figure_svg(plot), Path(args.out_svg).name)]
     if args.out_gap_svg:   # a page without curves (no claim trained at this scale) says so in the figure
-        gap_plot = gap_plot or budget.no_curves(args.scale)
+        gap_plot = budget.gap_figure(panels, args.scale, points) if panels else budget.no_curves(args.scale)
         save_figure(gap_plot, None, args.out_gap_svg)
         figures.append((figure_svg(gap_plot), Path(args.out_gap_svg).name))
     shown = shown_table(table)
+    sections = []
+    if not by_budget.empty:
+        budgets_shown = shown_table(by_budget)[BUDGET_COLUMNS]
+        sections.append(("The claims at each training budget", budgets_shown,
+                         ["right" if column in NUMERIC + ("budget", "updates") else "left" for column in BUDGET_COLUMNS]))
     write_table(shown, args.title, note, args.out_md, args.out_html,
                 colalign=["right" if column in NUMERIC else "left" for column in shown.columns],
-                reading=reading(table) + closing, figures=figures)
+                reading=reading(table) + closing + changing, figures=figures, sections=sections)

@@ -154,7 +154,8 @@ def add_table_arguments(parser, note_help: str = "line under the table") -> None
 def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_html: str,
                 out_tex: str | None = None, *, colalign: list[str] | None = None, numparse: bool = False,
                 escape_tex: bool = True, fragment: bool = False, reading: str = "",
-                figures: list[tuple[str, str | None]] = ()) -> None:
+                figures: list[tuple[str, str | None]] = (),
+                sections: list[tuple[str, pd.DataFrame, list[str]]] = ()) -> None:
     """One table three ways: Markdown for reading, HTML for the Snakemake report, LaTeX for a paper.
 
     `shown` is written as it is, without its index. `colalign` per column ('left'/'right': numbers,
@@ -163,19 +164,24 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
     special characters in the cells. `Marked` and `Label` cells are spelled in each format's markup,
     their text escaped in all three. `reading`: one line above the table, what it says at a glance.
     `figures`: (SVG text, its file's name or None) each, drawn inline above the table in HTML (Markdown
-    links the file, the same figure on disk, when named). A `fragment` is a section to embed (second-level heading, no HTML
+    links the file, the same figure on disk, when named). `sections`: (heading, table, colalign) each,
+    a further table after the note (Markdown and HTML). A `fragment` is a section to embed (second-level heading, no HTML
     page around it); otherwise each file is a whole document with the title as its heading.
     """
     def md_cell(value):  # a '|' inside a cell would end the Markdown cell
         value = value.markdown() if isinstance(value, (Marked, Label)) else value
         return value.replace("|", "\\|") if isinstance(value, str) else value
 
-    body = shown.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=colalign)
+    def md_table(table, align):
+        return table.map(md_cell).to_markdown(index=False, disable_numparse=not numparse, colalign=align)
+
+    body = md_table(shown, colalign)
     level = 2 if fragment else 1
     lead = f"{reading}\n\n" if reading else ""
     picture = "".join(f"![{title}]({name})\n\n" for _, name in figures if name)
+    more = "".join(f"\n{'#' * (level + 1)} {heading}\n\n{md_table(table, align)}\n" for heading, table, align in sections)
     with atomic_open(out_md) as handle:
-        handle.write(f"{'#' * level} {title}\n\n{lead}{picture}{body}\n\n{note}\n")
+        handle.write(f"{'#' * level} {title}\n\n{lead}{picture}{body}\n\n{note}\n{more}")
     parts = [f"<h{level}>{html.escape(title, quote=False)}</h{level}>"]
     if reading:
         parts.append(f'<p class="reading">{html.escape(reading, quote=False)}</p>')
@@ -185,6 +191,8 @@ def write_table(shown: pd.DataFrame, title: str, note: str, out_md: str, out_htm
     if note:
         parts.append(f"<details><summary>How these numbers were made</summary><p>{html.escape(note, quote=False)}"
                      f"</p></details>")
+    for heading, table, align in sections:
+        parts += [f"<h{level + 1}>{html.escape(heading, quote=False)}</h{level + 1}>", html_table(table, align)]
     with atomic_open(out_html) as handle:
         handle.write(html_page(title, "\n".join(parts), fragment))
     if out_tex:

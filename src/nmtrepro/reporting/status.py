@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.files import InputError
+from ..core.files import InputError, results_tree
 
 STEP = re.compile(r"step (\d+)/(\d+) .*?(\d+) tgt tok/s \| (\d+) s trained, ~(\d+) s left")
 VALID = re.compile(r"step (\d+) \| valid loss [-\d.]+ \| valid nll ([-\d.]+)")
@@ -100,7 +100,8 @@ def status(results: Path, workdir: Path) -> str:
 
 def add_arguments_status(parser) -> None:
     parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="as Snakemake takes it: scale=X picks results/X (default: config.yaml's scale)")
+                        help="as Snakemake takes it: scale=X picks results/X (default: config.yaml's scale), "
+                             "budget=N results/X-budgetN")
     parser.add_argument("--results", help="the run's results folder (default: results/<scale>)")
     parser.add_argument("--directory", default=".", help="the workflow's working directory (its .snakemake/)")
 
@@ -111,7 +112,8 @@ def run_status(args) -> None:
     scale = given.get("scale")
     if scale is None and (workdir / "config.yaml").exists():
         scale = yaml.safe_load((workdir / "config.yaml").read_text()).get("scale")
-    results = Path(args.results) if args.results else workdir / "results" / (scale or "tiny")
+    tree = results_tree(scale or "tiny", int(given.get("budget", 1)))
+    results = Path(args.results) if args.results else workdir / tree
     if not results.is_dir():
         raise InputError(f"{results}: no results folder (has the run started? --config scale=X names another)")
     print(status(results, workdir))

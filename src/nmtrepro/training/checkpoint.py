@@ -54,15 +54,16 @@ def save(obj: dict, path: str | Path) -> None:
         torch.save(obj, handle)
 
 
-def save_rotating(state: dict, directory: str | Path, step: int, keep_last: int) -> Path:
+def save_rotating(state: dict, directory: str | Path, step: int, keep_last: int, keep: list[int] = ()) -> Path:
     """Save `state` as checkpoint_<step>.pt, delete the interrupted checkpoints it supersedes and all
-    but the newest `keep_last` scheduled ones."""
+    but the newest `keep_last` scheduled ones and those at the steps `keep` names (shorter budgets' windows)."""
     path = Path(directory) / f"checkpoint_{step:08d}.pt"
     save(state, path)
     for _, old in checkpoints(directory, INTERRUPTED):
         old.unlink()
-    for _, old in checkpoints(directory)[:-keep_last]:
-        old.unlink()
+    for old_step, old in checkpoints(directory)[:-keep_last]:
+        if old_step not in keep:
+            old.unlink()
     return path
 
 
@@ -177,16 +178,22 @@ def average(paths: list[Path]) -> dict:
     return {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths]}
 
 
-def final_window(directory: str | Path, last: int, final: str | Path) -> list[tuple[int, Path]]:
-    """(step, path) of the `last` scheduled checkpoints that end at the final model's step, `save_every`
+def final_window(directory: str | Path, last: int, final: str | Path, at: int | None = None) -> list[tuple[int, Path]]:
+    """(step, path) of the `last` scheduled checkpoints that end at the final model's step (or at step
+    `at` before it: a shorter budget's window, which the training kept: `keep_steps`), `save_every`
     apart as the training saved them, oldest first. The newest K files alone are not enough: with one
     deleted (a corrupt newest checkpoint, say) they would silently come from an earlier stretch."""
     if not Path(directory).is_dir():
         raise InputError(f"{directory}: no such checkpoint folder")
     step, found = load(final, mmap=True)["step"], dict(checkpoints(directory))
+    if at is not None:
+        if at > step:
+            raise InputError(f"{directory}: a window ending at step {at} lies past the final model's step {step} ({final})")
+        step = at
     if step not in found:
         newest = f"its newest is step {max(found)}" if found else "it holds none"
-        raise InputError(f"{directory} has no checkpoint of the final model's step {step} ({final}; {newest}): "
+        which = "the final model's step" if at is None else "the budget's step"
+        raise InputError(f"{directory} has no checkpoint of {which} {step} ({final}; {newest}): "
                          "train again (delete the final model) to write it")
     every = load(found[step], mmap=True)["settings"]["save_every"]  # average() reads the weights
     wanted = sorted([step, *range((step - 1) // every * every, 0, -every)][:last])
@@ -203,10 +210,11 @@ def add_arguments_average(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, help="training checkpoint directory")
     parser.add_argument("--last", type=int, required=True, help="how many of the newest checkpoints")
     parser.add_argument("--final", required=True, help="the training's final model: the window ends at its step")
+    parser.add_argument("--at", type=int, help="end the window at this step instead (a shorter budget's)")
     parser.add_argument("--out", required=True, help="averaged model file")
 
 
 def run_average(args) -> None:
-    window = final_window(args.checkpoint_dir, args.last, args.final)
+    window = final_window(args.checkpoint_dir, args.last, args.final, args.at)
     log.info("averaging steps %s", [s for s, _ in window])
     save(average([p for _, p in window]), args.out)

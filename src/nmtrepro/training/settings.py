@@ -11,7 +11,7 @@ defaults that the training command is given; tests/test_settings.py holds its ke
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Union, get_args, get_origin, get_type_hints
 
 from ..core.files import InputError
@@ -48,6 +48,8 @@ class Settings:
     clip_norm: float = 0.0          # 0: no clipping
     save_every: int = 1500
     keep_last: int = 5
+    keep_steps: list[int] = field(default_factory=list)  # checkpoints also kept past the rotation: the
+                                    # averaging windows of shorter budgets (config.py, the scale's `budgets`)
     log_every: int = 100
     seed: int = 1
     threads: int = 0                # 0: torch's default
@@ -88,6 +90,8 @@ def _fits(value, kind) -> bool:
         return isinstance(value, str) and value in get_args(kind)
     if get_origin(kind) in UNIONS:
         return any(_fits(value, option) for option in get_args(kind))
+    if get_origin(kind) is list:
+        return isinstance(value, list) and all(_fits(item, get_args(kind)[0]) for item in value)
     if isinstance(value, bool):
         return kind is bool
     return isinstance(value, (int, float) if kind is float else kind)
@@ -98,5 +102,7 @@ def _describe(kind) -> str:
         return " or ".join(map(repr, get_args(kind)))
     if get_origin(kind) in UNIONS:
         return " or ".join(map(_describe, get_args(kind)))
+    if get_origin(kind) is list:
+        return f"a list, each {_describe(get_args(kind)[0])}"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[kind]
 

@@ -221,7 +221,8 @@ class Trainer:
             if interrupted:
                 path = checkpoint.save_interrupted(state, self.dir, self.step)
             else:
-                path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last)
+                path = checkpoint.save_rotating(state, self.dir, self.step, self.settings.keep_last,
+                                                     self.settings.keep_steps)
             log.info("saved %s", path)
 
     # -- loop ---------------------------------------------------------------------------------------
