@@ -93,9 +93,9 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
     final = write_significance(tmp_path / "sig.json", 30.1, 30.0, 0.2, [0.3, -0.2, 0.2])
     early = {updates: write_significance(tmp_path / f"sig{updates}.json", 30.0 + gain, 30.0, 0.2, [gain] * 3)
              for updates, gain in ((300, 2.0), (600, 1.5))}
-    budgets = {"levels": [{"share": share, "claims": {text: {"significance": early[updates], "updates": updates}},
+    budgets = {"levels": [{"label": f"{share:.0%}", "claims": {text: {"significance": early[updates], "updates": updates}},
                            "pool": {"x": early[updates]}} for share, updates in ((0.3, 300), (0.6, 600))],
-               "updates": {text: 1000}}
+               "final": "100%", "updates": {text: 1000}}
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
@@ -119,6 +119,6 @@ def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
     sig = write_significance(tmp_path / "sig.json", 31.0, 30.0)
     argv = ["claims", "--title", "t", "--out-md", str(tmp_path / "c.md"), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--claim", f"1.0=tok_bleu=yes={sig}=X",
-            "--budgets", json.dumps({"levels": [{"share": 0.5, "claims": {"Y": {"significance": sig, "updates": 5}},
+            "--budgets", json.dumps({"levels": [{"label": "50%", "claims": {"Y": {"significance": sig, "updates": 5}},
                                                  "pool": {}}]})]
     assert cli.main(argv) == 2 and "--budgets ['Y']: no --claim has that sentence" in capsys.readouterr().err

@@ -287,7 +287,7 @@ def test_average_takes_the_window_that_ends_at_the_final_step_or_names_the_gap(c
 def test_a_longer_training_keeps_the_window_of_a_shorter_budget_which_is_that_budgets_own(copy_corpus, tmp_path):
     """The inverse-sqrt schedule does not depend on max_updates, so the window that a training of 60
     updates keeps at 30 (`keep_steps`, budgets.py) averages to the model a training of 30 updates
-    averages; past the rotation only the kept steps survive."""
+    averages; past the rotation only the kept steps survive, as their weights alone."""
     from nmtrepro import cli
 
     def averaged(directory, max_updates, at=None, **settings):
@@ -301,7 +301,9 @@ def test_a_longer_training_keeps_the_window_of_a_shorter_budget_which_is_that_bu
 
     short = averaged(tmp_path / "short", 30)
     long = averaged(tmp_path / "long", 60, at=30, keep_steps=[20, 30])
-    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "long")] == [20, 30, 50, 60]
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "long")] == [50, 60]
+    kept = checkpoint.checkpoints(tmp_path / "long", checkpoint.KEPT)
+    assert [s for s, _ in kept] == [20, 30] and set(checkpoint.load(kept[0][1])) == set(checkpoint.WEIGHTS)
     for key, value in short.items():
         assert torch.equal(value, long[key]), key
     assert cli.main(["average", "--checkpoint-dir", str(tmp_path / "long"), "--last", "2", "--final",

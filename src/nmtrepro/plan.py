@@ -233,7 +233,8 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
             "gpu_hours": gpu_hours, "hours": None if gpu_hours is None else gpu_hours / gpus,
             "gpu_hours_on": {gpu: 0.0 if gpu_hours is None else gpu_hours / speedup_of(factor, size, family)
                              for gpu, factor in speedup.items()},
-            "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"] + 2 * WEIGHT_BYTES),
+            "disk_bytes": params * (CHECKPOINT_BYTES * train["keep_last"]
+                                    + WEIGHT_BYTES * (2 + len(train.get("keep_steps", [])))),
         }
     download_bytes = {r: manifest[r].size for r in downloads if r in manifest}
     seeds = replicates(resolved)  # a cell's experiment -> its seed replicates

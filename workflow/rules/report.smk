@@ -177,14 +177,20 @@ def budgets_arg(names):
     the central claims there (nmtrepro claims)."""
     budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
     shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
-    levels = [{"share": share,
+    levels = [{"label": budget_label(share),
                "claims": {config["claims"][name]["claim"]: {"significance": path, "updates": updates}
                           for name, found in budgets.items() for s, path, updates in found if s == share},
                "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share}}
               for share in shares]
     updates = {config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
                for name in budgets}
-    return shlex.quote(json.dumps({"levels": levels, "updates": updates}))
+    return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
+
+
+def budget_label(share):
+    """A budget as the page names it: a share of the scale's training (30 %), or with `budget` N above 1
+    a multiple of the scale's budget (1x, 2x, 4x)."""
+    return f"{share * config['budget']:g}x" if config["budget"] > 1 else f"{share:.0%}"
 
 
 def procedure_args(names, pools, scaled=False):

@@ -439,9 +439,9 @@ def add_arguments_claims(parser) -> None:
                         help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
                              "trainings, seed k against seed k, whose validation NLL gap over training the page draws")
     parser.add_argument("--budgets", default="{}", metavar="JSON",
-                        help='{"levels": [{"share": F, "claims": {"SENTENCE": {"significance": JSON, "updates": N}}, '
-                             '"pool": {"NAME": JSON}}], "updates": {"SENTENCE": N}}: the claims at shorter budgets '
-                             "of the same trainings (nmtrepro.budgets), judged at each")
+                        help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N}}, '
+                             '"pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the claims at shorter '
+                             "budgets of the same trainings (nmtrepro.budgets), judged at each")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--scale", help="the configured scale, named on the plots")
     parser.add_argument("--out-md", required=True)
@@ -507,10 +507,11 @@ BUDGET_COLUMNS = ["claim", "budget", "updates", "ours Δ", "Δ per seed", CI, "p
 
 
 def parse_budgets(text: str, claims: list[Claim]) -> dict:
-    """--budgets' JSON: {"levels": [{"share": FRACTION, "claims": {SENTENCE: {"significance": JSON,
-    "updates": N}}, "pool": {NAME: JSON}}], "updates": {SENTENCE: the page's own updates}}."""
+    """--budgets' JSON: {"levels": [{"label": LABEL, "claims": {SENTENCE: {"significance": JSON,
+    "updates": N}}, "pool": {NAME: JSON}}], "final": the page's own budget's label, "updates": {SENTENCE:
+    the page's own updates}}."""
     try:
-        budgets = {"levels": [], "updates": {}, **json.loads(text)}
+        budgets = {"levels": [], "final": "100%", "updates": {}, **json.loads(text)}
     except json.JSONDecodeError as err:
         raise InputError(f"--budgets is not valid JSON: {err}") from None
     named = {text for level in budgets["levels"] for text in level["claims"]} | set(budgets["updates"])
@@ -535,11 +536,11 @@ def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table:
         judged = assess(here, entries, seed_noises(level["pool"], [here[i].metric for i in entries]))
         for i in entries:
             updates = level["claims"][claims[i].text]["updates"]
-            rows.append({"budget": f"{level['share']:.0%}", "updates": updates, **judged.iloc[i].to_dict()})
+            rows.append({"budget": level["label"], "updates": updates, **judged.iloc[i].to_dict()})
             points.setdefault(claims[i].text, []).append((updates, entries[i]))
     for i, claim in enumerate(claims):
         if claim.text in points and i in sigs:
-            rows.append({"budget": "100%", "updates": budgets["updates"][claim.text], **table.iloc[i].to_dict()})
+            rows.append({"budget": budgets["final"], "updates": budgets["updates"][claim.text], **table.iloc[i].to_dict()})
             points[claim.text].append((budgets["updates"][claim.text], sigs[i]))
     found = pd.DataFrame(rows, columns=COLUMNS + HIDDEN + ["budget", "updates"])
     order = {claim.text: i for i, claim in enumerate(claims)}

@@ -7,7 +7,8 @@ model spec and weights: that is all decoding and analysis need.
 Scheduled checkpoints (checkpoint_<step>.pt, every save_every updates and at the end) rotate and are
 averaged. A stop signal between them saves interrupted_<step>.pt instead: it is only for resuming, and
 the next scheduled save deletes it, so an interrupted run keeps and averages exactly the checkpoints of
-an uninterrupted one.
+an uninterrupted one. A scheduled checkpoint of a shorter budget's window (`keep_steps`) leaves the
+rotation as kept_<step>.pt: its weights alone (a third of the file), for averaging, never for resuming.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from .settings import RERUN_FREE, Settings
 log = logging.getLogger("nmtrepro.training.checkpoint")
 NAME = re.compile(r"checkpoint_(\d+)\.pt$")
 INTERRUPTED = re.compile(r"interrupted_(\d+)\.pt$")
+KEPT = re.compile(r"kept_(\d+)\.pt$")
+WEIGHTS = ("model_spec", "model", "step", "settings")  # what a kept checkpoint holds
 STALE = "stale-{}"  # folder inside the checkpoint directory for checkpoints of an earlier, different run
 
 
@@ -56,14 +59,17 @@ def save(obj: dict, path: str | Path) -> None:
 
 def save_rotating(state: dict, directory: str | Path, step: int, keep_last: int, keep: list[int] = ()) -> Path:
     """Save `state` as checkpoint_<step>.pt, delete the interrupted checkpoints it supersedes and all
-    but the newest `keep_last` scheduled ones and those at the steps `keep` names (shorter budgets' windows)."""
+    but the newest `keep_last` scheduled ones; those at the steps `keep` names (shorter budgets'
+    windows) stay as kept_<step>.pt, their weights alone."""
     path = Path(directory) / f"checkpoint_{step:08d}.pt"
     save(state, path)
     for _, old in checkpoints(directory, INTERRUPTED):
         old.unlink()
     for old_step, old in checkpoints(directory)[:-keep_last]:
-        if old_step not in keep:
-            old.unlink()
+        if old_step in keep:
+            blob = load(old)
+            save({key: blob[key] for key in WEIGHTS}, old.with_name(f"kept_{old_step:08d}.pt"))
+        old.unlink()
     return path
 
 
@@ -94,7 +100,7 @@ def stale_folder(directory: str | Path) -> Path:
 def set_aside(directory: str | Path) -> Path:
     """Move every checkpoint in `directory` into a new stale-<n> folder inside it (kept, not deleted)."""
     folder = stale_folder(directory)
-    for _, path in resumable(directory):
+    for _, path in resumable(directory) + checkpoints(directory, KEPT):
         path.rename(folder / path.name)
     return folder
 
@@ -185,7 +191,7 @@ def final_window(directory: str | Path, last: int, final: str | Path, at: int | 
     deleted (a corrupt newest checkpoint, say) they would silently come from an earlier stretch."""
     if not Path(directory).is_dir():
         raise InputError(f"{directory}: no such checkpoint folder")
-    step, found = load(final, mmap=True)["step"], dict(checkpoints(directory))
+    step, found = load(final, mmap=True)["step"], {**dict(checkpoints(directory, KEPT)), **dict(checkpoints(directory))}
     if at is not None:
         if at > step:
             raise InputError(f"{directory}: a window ending at step {at} lies past the final model's step {step} ({final})")
