@@ -8,7 +8,10 @@ browsers are not needed: `--chromium` names the executable). Run from the repo r
     python bench/report_screens.py results/ci/report.html --out bench/out/screens --table A_table1
 
 Writes first_screen.png, claims.png and table.png (the page `--table` names, in the Tables category)
-into --out.
+into --out. `--page` instead screenshots one page's own HTML (a claims page as `nmtrepro claims` or
+`across-scales` wrote it, the report's frame around it left out), whole, as --out/<its name>.png:
+
+    python bench/report_screens.py --page results/tiny/report/central_claims_across_scales.html --out docs/report
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ def open_result(page, category: str, label: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("report", help="the report's HTML file")
+    ap.add_argument("report", nargs="?", help="the report's HTML file")
+    ap.add_argument("--page", help="screenshot this page's HTML alone, whole, instead of a report")
     ap.add_argument("--out", default="bench/out/screens")
     ap.add_argument("--claims", default="central", help="label text of the claims page to open")
     ap.add_argument("--table", default="A_table1", help="label text of the results table to open")
@@ -45,9 +49,19 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if not (args.page or args.report):
+        ap.error("name a report, or a page with --page")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=args.chromium, args=FLAGS)
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
+        if args.page:
+            shot = out / f"{Path(args.page).stem}.png"
+            page.goto(Path(args.page).resolve().as_uri())
+            page.wait_for_timeout(500)
+            page.screenshot(path=shot, full_page=True)
+            browser.close()
+            print(f"wrote {shot}")
+            return
         page.goto(Path(args.report).resolve().as_uri())
         page.wait_for_timeout(1500)
         page.evaluate("for (const e of document.querySelectorAll('*')) e.scrollTop = 0")   # the graph scrolls it

@@ -293,6 +293,25 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
     assert_balanced_html(out["html"].read_text())
 
 
+def test_a_claims_page_reads_where_another_scales_verdict_differs_from_its_own(tmp_path, quiet):
+    """--others: the gpu run (converged, kept as data) finds no gain where this run reproduces one; the
+    reading says so by name, and says nothing of a claim whose verdicts agree."""
+    here = write_significance(tmp_path / "here.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
+    there = write_significance(tmp_path / "there.json", 38.3, 38.3, 0.2, [0.1, -0.1, 0.0])
+    same = write_significance(tmp_path / "same.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
+    others = {"gpu measured on H200, 2026-11-26, commit abc": {"claims": {"D helps": there, "A helps": same},
+                                                             "pool": {"quiet": there}}}
+    out = tmp_path / "c.md"
+    assert cli.main(["claims", "--title", "t", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
+                     "--out-svg", str(tmp_path / "c.svg"), "--claim", f"1.28=tok_bleu=yes={here}=D helps",
+                     "--claim", f"1.29=tok_bleu=yes={here}=A helps", "--scale", "tiny", "--pool", quiet[0],
+                     "--others", json.dumps(others)]) == 0
+    reading = out.read_text().split("\n\n")[1]
+    assert ("At gpu measured on H200, 2026-11-26, commit abc the verdict differs from this run's (tiny) for 1: "
+            "D helps (reproduced here, paper's Δ excluded there).") in reading
+    assert "A helps (" not in reading
+
+
 def test_a_pooled_comparison_whose_seed_does_not_translate_is_left_out_of_the_pool(tmp_path):
     """A central comparison with a collapsed seed (ci's models, or one failed training) measures no seed
     noise: the pool holds the other one alone (2 df)."""

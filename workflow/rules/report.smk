@@ -193,6 +193,15 @@ def budget_label(share):
     return f"{share * config['budget']:g}x" if config["budget"] > 1 else f"{share:.0%}"
 
 
+def others_arg(names):
+    """--others: the JSON of these claims' tests at the other scales this checkout holds or keeps as data
+    (`other_scales_significance`), each scale's seed noise pooled over its central claims."""
+    pools = other_scales_significance(CENTRAL["claims"])
+    return shlex.quote(json.dumps({scale: {"claims": {config["claims"][name]["claim"]: path for name, path in files.items()},
+                                           "pool": pools.get(scale, {})}
+                                   for scale, files in other_scales_significance(names).items()}))
+
+
 def procedure_args(names, pools, scaled=False):
     """--primary for each of these claims that is its paper's central one, and --pool for each central
     claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
@@ -297,6 +306,10 @@ rule claims:
                           for paths in sides.values() for path in paths],
         budgets=lambda w: [path for names in (CLAIMS_PAGES[w.page], CENTRAL["claims"])
                            for levels in claim_budgets(names).values() for _, path, _ in levels],
+        others=lambda w: [path for files in other_scales_significance(CLAIMS_PAGES[w.page]).values()
+                          for path in files.values()],
+        other_pools=lambda w: [path for files in other_scales_significance(CENTRAL["claims"]).values()
+                               for path in files.values()],
     output:
         md=results("report/{page}.md"),
         # The label orders the category: the central claims ("central ...") before "paper A" ...
@@ -316,9 +329,10 @@ rule claims:
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
         curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
         budgets=lambda w: budgets_arg(CLAIMS_PAGES[w.page]),
+        others=lambda w: others_arg(CLAIMS_PAGES[w.page]),
     shell:
         "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
-        "--budgets {params.budgets} "
+        "--budgets {params.budgets} --others {params.others} "
         "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
         "--out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
 

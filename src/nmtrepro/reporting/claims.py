@@ -442,6 +442,9 @@ def add_arguments_claims(parser) -> None:
                         help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N}}, '
                              '"pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the claims at shorter '
                              "budgets of the same trainings (nmtrepro.budgets), judged at each")
+    parser.add_argument("--others", default="{}", metavar="JSON",
+                        help='{"SCALE": {"claims": {"SENTENCE": JSON}, "pool": {"NAME": JSON}}}: other scales\' tests of '
+                             "these claims; the reading names each whose verdict there differs from this run's")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--scale", help="the configured scale, named on the plots")
     parser.add_argument("--out-md", required=True)
@@ -556,6 +559,40 @@ def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table:
     return found, {text: budget.bleu_at_budgets(p) for text, p in points.items()}, clause
 
 
+def parse_others(text: str, claims: list[Claim]) -> dict:
+    """--others' JSON: {SCALE: {"claims": {SENTENCE: JSON}, "pool": {NAME: JSON}}}, other scales' tests of
+    these claims (a results tree in this checkout, or measured elsewhere and kept as data)."""
+    try:
+        others = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"--others is not valid JSON: {err}") from None
+    unknown = {sentence for spec in others.values() for sentence in spec["claims"]} - {c.text for c in claims}
+    if unknown:
+        raise InputError(f"--others {sorted(unknown)}: no --claim has that sentence")
+    return others
+
+
+def elsewhere(claims: list[Claim], table: pd.DataFrame, others: dict, scale: str | None) -> str:
+    """The reading's clause on each claim whose verdict at another scale (`parse_others`; judged by this
+    page's procedure over the claims that scale holds, with that scale's pooled seed noise) is another
+    word than this run's: a converged run that finds no gain where the laptop's does says so here."""
+    ours = dict(zip(table["claim"], table["verdict"].map(verdict_word)))
+    clauses = []
+    for other, spec in others.items():
+        held = [replace(claim, significance=spec["claims"][claim.text]) for claim in claims if claim.text in spec["claims"]]
+        held = [claim for claim in held if not ours[claim.text].startswith(UNJUDGED)]
+        if not held:
+            continue
+        theirs = build_claims(held, spec["pool"])
+        differing = [f"{text} ({ours[text]} here, {verdict_word(v)} there)"
+                     for text, v in zip(theirs["claim"], theirs["verdict"])
+                     if not v.startswith(UNJUDGED) and verdict_word(v) != ours[text]]
+        if differing:
+            clauses.append(f" At {other} the verdict differs from this run's ({scale or 'this scale'}) for "
+                           f"{len(differing)}: {'; '.join(differing)}.")
+    return "".join(clauses)
+
+
 def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale: str | None):
     """The gap over training of each claim `curves` names (budget.py): the table with the qualifier of a
     closing gap added to its verdict, the reading's clause on them, and the small multiples' panels
@@ -584,6 +621,7 @@ def run_claims(args) -> None:
     noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])
     table, closing, panels = over_training(claims, curves, assess(claims, sigs, noises), args.scale)
     by_budget, points, changing = at_budgets(claims, budgets, sigs, table)
+    changing += elsewhere(claims, table, parse_others(args.others, claims), args.scale)
     note = " ".join([claims_note(claims, list(sigs.values()), noises), *args.note])
     plot = forest_plot(claims, table, args.scale)
     save_figure(plot, None, args.out_svg)
