@@ -122,3 +122,29 @@ def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
             "--budgets", json.dumps({"levels": [{"label": "50%", "claims": {"Y": {"significance": sig, "updates": 5}},
                                                  "pool": {}}]})]
     assert cli.main(argv) == 2 and "--budgets ['Y']: no --claim has that sentence" in capsys.readouterr().err
+
+
+def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_page_wrote(tmp_path):
+    """--out-gap-tsv (claims) then --gaps (across-scales): each scale's curves of a claim in one panel,
+    without that scale's trainings (a gpu run kept as data ships its table beside its JSONs)."""
+    text, tables = "X improves on Base", {}
+    for scale, gap in (("tiny", -0.3), ("gpu", -0.02)):
+        folder = tmp_path / scale
+        folder.mkdir()
+        system, baseline = pair_curves(folder, lambda step, pair, g=gap: g, noise=0.01)
+        sig = write_significance(folder / "sig.json", 31.0, 30.0, 0.2, [1.0, 1.1, 0.9])
+        tables[scale] = (sig, folder / "claims.gap.tsv")
+        assert cli.main(["claims", "--title", "t", "--out-md", str(folder / "c.md"), "--out-html", str(folder / "c.html"),
+                         "--out-svg", str(folder / "c.svg"), "--out-gap-svg", str(folder / "c.gap.svg"),
+                         "--out-gap-tsv", str(tables[scale][1]), "--claim", f"1.0=tok_bleu=yes={sig}={text}",
+                         "--pool", f"x={sig}", "--curves", json.dumps({text: {"system": system, "baseline": baseline}})]) == 0
+    gaps = budget.read_gaps(str(tables["gpu"][1]))[text]
+    assert len(gaps) == 3 * len(STEPS) and abs(gaps["delta"].mean() + 0.02) < 0.01
+    argv = ["across-scales", "--title", "t", "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
+            "--out-svg", str(tmp_path / "a.svg"), "--out-gap-svg", str(tmp_path / "a.gap.svg")]
+    for scale, (sig, gap_tsv) in tables.items():
+        argv += ["--claim", f"{scale}=1.0=tok_bleu=yes={sig}={text}", "--gaps", f"{scale}={gap_tsv}"]
+    assert cli.main(argv) == 0
+    drawn = (tmp_path / "a.gap.svg").read_text()
+    assert "Δ valid NLL over training at each scale" in drawn and ">tiny</text>" in drawn and ">gpu</text>" in drawn
+    assert "a.gap.svg" in (tmp_path / "a.md").read_text()

@@ -816,6 +816,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     config = repo_config()
     for claim in (claim for claim in config["claims"].values() if claim.get("central")):
         write_significance(gpu / f"{claim['experiment']}.vs.{claim['baseline']}.json", 38.5, 38.3, 0.2, [0.1, 0.3, 0.2])
+    (work / "results/gpu/report").mkdir()
+    (work / "results/gpu/report/central_claims.gap.tsv").write_text("claim\tstep\tpair\tdelta\nX\t100\t1\t-0.1\n")
     exported = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "export-claims", "--results", "results/gpu",
                                "--out", "workflow/measured/gpu", "--hardware", "1x NVIDIA H200"],
                               cwd=work, capture_output=True, text=True)
@@ -829,3 +831,7 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     assert command.count("--claim=ci=") == 4 and command.count("'--claim=gpu measured on 1x NVIDIA H200, ") == 4
     assert "workflow/measured/gpu/pr_en_de.vs.base_en_de.json" in command
     assert command.count("'--pool=gpu measured on 1x NVIDIA H200, ") == 4
+    assert "'--gaps=gpu measured on 1x NVIDIA H200, " in command and "workflow/measured/gpu/central_claims.gap.tsv" in command
+    # this run's claims page names where the gpu verdict differs: it reads the same JSONs
+    claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
+    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in claims.split("--others", 1)[1]

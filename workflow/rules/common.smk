@@ -197,10 +197,13 @@ def test_input(experiment, kind):
     return results(f"prepare/{e.dataset}/test/{e.test}.{kind}")
 
 
+# The paired bootstrap of an experiment against a baseline, pooled over the seeds both train (rule
+# significance), in a results tree.
+SIGNIFICANCE = "analyse/significance/{experiment}.vs.{baseline}.json"
+
+
 def significance_file(experiment, baseline):
-    """The paired bootstrap of an experiment against a baseline, pooled over the seeds both train (rule
-    significance)."""
-    return results(f"analyse/significance/{experiment}.vs.{baseline}.json")
+    return results(SIGNIFICANCE.format(experiment=experiment, baseline=baseline))
 
 
 def protocol(names):

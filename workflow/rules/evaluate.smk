@@ -100,7 +100,7 @@ rule significance:
         ref=lambda w: test_refs(w.experiment, "ref"),          # every reference (NIST: four)
         ref_tok=lambda w: test_refs(w.experiment, "ref.tok"),
     output:
-        results("analyse/significance/{experiment}.vs.{baseline}.json"),
+        results(SIGNIFICANCE),
     log:
         results("logs/analyse/significance.{experiment}.vs.{baseline}.log"),
     wildcard_constraints:

@@ -222,22 +222,39 @@ CLAIMS_PAGES = {f"{paper}_claims": owned["claims"] for paper, owned in PAPERS.it
 CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
 
 
-def other_scales_significance(names):
-    """{scale: {claim: JSON}}: the significance JSONs of these claims that other scales' results trees in
-    this checkout hold (a claim where it is comparable at that scale), for the pages across scales; for a
-    scale without a results tree, those measured elsewhere and kept in workflow/measured/<scale>
-    (reporting/measured.py), under its provenance's label."""
-    found = {}
-    for scale, spec in config["scales"].items():
-        study = spec.get("stands_for", scale)
+def other_scales():
+    """(scale, its label on the pages, whether it is local) of each scale but this one whose results tree
+    this checkout holds (local), or whose claims it keeps as data (workflow/measured/<scale>,
+    reporting/measured.py: labelled with its provenance); a local run takes precedence."""
+    for scale in config["scales"]:
         local = os.path.isdir(f"results/{scale}")
-        folder = f"results/{scale}/analyse/significance" if local else f"{MEASURED}/{scale}"
-        files = {name: f"{folder}/{config['claims'][name]['experiment']}.vs.{config['claims'][name]['baseline']}.json"
+        if scale != config["scale"] and (local or os.path.isdir(f"{MEASURED}/{scale}")):
+            yield scale, scale if local else measured_label(f"{MEASURED}/{scale}"), local
+
+
+def other_scale_file(scale, local, path):
+    """Another scale's file: `path` in its results tree, or the file of that name in its measured folder."""
+    return f"results/{scale}/{path}" if local else f"{MEASURED}/{scale}/{os.path.basename(path)}"
+
+
+def other_scales_significance(names):
+    """{scale: {claim: JSON}}: the significance JSONs of these claims that other scales hold
+    (`other_scales`; a claim where it is comparable at that scale), for the pages across scales."""
+    found = {}
+    for scale, label, local in other_scales():
+        study = config["scales"][scale].get("stands_for", scale)
+        files = {name: other_scale_file(scale, local, SIGNIFICANCE.format(**config["claims"][name]))
                  for name in names if study in config["claims"][name].get("scales", [study])}
         files = {name: path for name, path in files.items() if os.path.exists(path)}
-        if scale != config["scale"] and files:
-            found[scale if local else measured_label(f"{MEASURED}/{scale}")] = files
+        if files:
+            found[label] = files
     return found
+
+
+def other_scales_gaps(page):
+    """{scale: TSV}: the gaps over training of claims page `page` that other scales hold (`other_scales`)."""
+    found = {label: other_scale_file(scale, local, f"report/{page}.gap.tsv") for scale, label, local in other_scales()}
+    return {label: path for label, path in found.items() if os.path.exists(path)}
 
 
 # Beside each claims page, the same claims at every scale whose results are in this checkout (built where
@@ -257,25 +274,35 @@ rule across_scales:
                           for path in files.values()],
         # every page's seed noise pools over the central claims' comparisons (docs/statistics.md)
         pool=lambda w: [path for files in central_pools().values() for path in files.values()],
+        gaps=lambda w: [results(f"report/{own_page(w)}.gap.tsv"), *other_scales_gaps(own_page(w)).values()],
     output:
         md=results("report/{page}.md"),
         html=report(results("report/{page}.html"), caption="../report/across_scales.rst", category="Claims",
-                    labels=lambda w: {"claims": f"across scales: {claims_label(w.page.removesuffix('_across_scales'))}"}),
+                    labels=lambda w: {"claims": f"across scales: {claims_label(own_page(w))}"}),
         svg=results("report/{page}.svg"),
+        gap_svg=results("report/{page}.gap.svg"),
     log:
         results("logs/report/{page}.log"),
     wildcard_constraints:
         page="|".join(ACROSS_PAGES) or "^$",
     params:
-        title=lambda w: f"{claims_title(w.page.removesuffix('_across_scales'))} at every scale in this checkout",
+        title=lambda w: f"{claims_title(own_page(w))} at every scale in this checkout",
         claims=lambda w, input: " ".join(
             [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
             + [claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
                for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()]),
         procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools(), scaled=True),
+        gaps=lambda w: shlex.join(f"--gaps={scale}={path}" for scale, path in
+                                  {config["scale"]: results(f"report/{own_page(w)}.gap.tsv"),
+                                   **other_scales_gaps(own_page(w))}.items()),
     shell:
-        "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} "
-        "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} 2> {log}"
+        "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} {params.gaps} "
+        "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
+
+
+def own_page(wildcards):
+    """The claims page an across-scales page sets beside other scales."""
+    return wildcards.page.removesuffix("_across_scales")
 
 
 def names_in(files, names):
@@ -317,6 +344,7 @@ rule claims:
                     labels=lambda w: {"claims": claims_label(w.page)}),
         svg=results("report/{page}.svg"),
         gap_svg=results("report/{page}.gap.svg"),
+        gap_tsv=results("report/{page}.gap.tsv"),
     log:
         results("logs/report/{page}.log"),
     wildcard_constraints:
@@ -334,7 +362,7 @@ rule claims:
         "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
         "--budgets {params.budgets} --others {params.others} "
         "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
-        "--out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
+        "--out-svg {output.svg} --out-gap-svg {output.gap_svg} --out-gap-tsv {output.gap_tsv} 2> {log}"
 
 
 def report_files(tables, analyses, papers=()):

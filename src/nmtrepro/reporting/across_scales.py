@@ -6,7 +6,9 @@ every scale whose results tree holds a claim's significance JSON (the rule finds
 sets one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its interval, the verdict
 by that scale's procedure over the page's claims it holds, with that scale's seed noise (its own claims
 page's verdict where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
-draws a line a (claim, scale). A JSON written by an earlier version of the test is named in the reading,
+draws a line a (claim, scale), and the gap in validation NLL over training draws each scale's curves
+of a claim in one panel (`--gaps`: each scale's claims page wrote them; a scale measured elsewhere
+keeps them beside its JSONs). A JSON written by an earlier version of the test is named in the reading,
 not read (and not pooled).
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
+from . import budget
 from .claims import (CI, FORMAT, HIDDEN, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
                      mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
@@ -82,6 +85,24 @@ def add_arguments_across_scales(parser) -> None:
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-svg", required=True)
+    parser.add_argument("--gaps", action="append", default=[], metavar="SCALE=TSV",
+                        help="a scale's gaps over training as its claims page wrote them (--out-gap-tsv; repeat)")
+    parser.add_argument("--out-gap-svg", help="each claim's gap over training at every scale --gaps names")
+
+
+def gap_panels(specs: list[str], texts: list[str]):
+    """The small multiples of the claims `texts` at every scale `specs` (SCALE=TSV) names; None where none
+    holds a gap of them."""
+    gaps = {}
+    for spec in specs:
+        scale, _, path = spec.rpartition("=")
+        if not scale:
+            raise InputError(f"--gaps wants SCALE=TSV, got {spec!r}")
+        for text, table in budget.read_gaps(path).items():
+            if text in texts:
+                gaps.setdefault(text, {})[scale] = table
+    ordered = {text: gaps[text] for text in texts if text in gaps}
+    return budget.scales_gap_figure(ordered) if ordered else None
 
 
 def run_across_scales(args) -> None:
@@ -111,5 +132,10 @@ def run_across_scales(args) -> None:
                      *args.note])
     plot = forest_plot(claims, table, None)
     save_figure(plot, None, args.out_svg)
-    write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading,
-                figures=[(figure_svg(plot), Path(args.out_svg).name)], colalign=["right" if c in NUMERIC else "left" for c in shown.columns])
+    figures = [(figure_svg(plot), Path(args.out_svg).name)]
+    if args.out_gap_svg:
+        gaps = gap_panels(args.gaps, list(dict.fromkeys(table["claim"]))) or budget.no_curves()
+        save_figure(gaps, None, args.out_gap_svg)
+        figures.append((figure_svg(gaps), Path(args.out_gap_svg).name))
+    write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, figures=figures,
+                colalign=["right" if c in NUMERIC else "left" for c in shown.columns])

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from ..core.files import InputError
+from ..core.files import InputError, atomic_open
 from .render import PALETTE, figure
 
 PER_UPDATES = 1000  # the slope's unit: bits a target token per this many updates
@@ -162,6 +162,53 @@ def gap_figure(panels: dict[str, tuple[pd.DataFrame, Trend | None, int]], scale:
         note = f"\nslope {found.slope:+.3f} [{found.low:+.3f}, {found.high:+.3f}] / 1k" if found else ""
         _label(ax, short + note, "Δ valid NLL (bits)")
     for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    return fig
+
+
+GAP_COLUMNS = ["claim", "step", "pair", "delta"]
+
+
+def write_gaps(path: str, panels: dict[str, tuple[pd.DataFrame, Trend | None, int]]) -> None:
+    """A page's gaps over training as a TSV (claim, step, pair, delta), which the page across scales and
+    `nmtrepro export-claims` read: other scales' curves beside this one's without their trainings."""
+    rows = [table.assign(claim=text) for text, (table, _, _) in panels.items()]
+    table = pd.concat(rows)[GAP_COLUMNS] if rows else pd.DataFrame(columns=GAP_COLUMNS)
+    with atomic_open(path) as handle:
+        table.to_csv(handle, sep="\t", index=False)
+
+
+def read_gaps(path: str) -> dict[str, pd.DataFrame]:
+    """`write_gaps`' TSV back: {claim: (step, pair, delta) rows}."""
+    try:
+        table = pd.read_csv(path, sep="\t")
+    except (OSError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a gap table ({err})") from err
+    if list(table) != GAP_COLUMNS:
+        raise InputError(f"{path}: a gap table has the columns {GAP_COLUMNS}, this one {list(table)}")
+    return {text: rows.drop(columns="claim") for text, rows in table.groupby("claim", sort=False)}
+
+
+def scales_gap_figure(gaps: dict[str, dict[str, pd.DataFrame]]):
+    """The across-scales page's small multiples ({claim: {scale: `gaps` rows}}): one panel a claim, each
+    scale its colour, its seed pairs thin and their mean thick, over the updates of its own training."""
+    columns = min(2, len(gaps))
+    rows = math.ceil(len(gaps) / columns)
+    scales = list(dict.fromkeys(scale for by_scale in gaps.values() for scale in by_scale))
+    fig = figure("Δ valid NLL over training at each scale, system − baseline (thin: seed pairs)", None,
+                 figsize=(5.6 * columns, 0.8 + 2.8 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax, (text, by_scale) in zip(axes, gaps.items()):
+        for scale, table in by_scale.items():
+            colour = PALETTE[scales.index(scale) % len(PALETTE)]
+            for _, pair in table.groupby("pair"):
+                ax.plot(pair["step"], pair["delta"], color=colour, alpha=0.3, linewidth=0.8)
+            mean = table.groupby("step")["delta"].mean()
+            ax.plot(mean.index, mean.values, color=colour, linewidth=2, label=scale if len(scale) < 40 else scale[:37] + "...")
+        ax.axhline(0, color="black", linewidth=0.6)
+        _label(ax, text if len(text) < 70 else text[:67] + "...", "Δ valid NLL (bits)")
+        ax.legend(fontsize=7)
+    for ax in axes[len(gaps):]:
         ax.set_visible(False)
     return fig
 

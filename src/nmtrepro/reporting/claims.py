@@ -451,6 +451,8 @@ def add_arguments_claims(parser) -> None:
     parser.add_argument("--out-html", required=True, help="the page, its forest plot inline")
     parser.add_argument("--out-svg", required=True, help="the forest plot, which the Markdown page links")
     parser.add_argument("--out-gap-svg", help="the gap over training (--curves), which the Markdown page links")
+    parser.add_argument("--out-gap-tsv", help="the same gaps as a table (claim, step, pair, delta), for the page "
+                                              "across scales and export-claims")
 
 
 def add_procedure_arguments(parser) -> None:
@@ -630,6 +632,8 @@ def run_claims(args) -> None:
         gap_plot = budget.gap_figure(panels, args.scale, points) if panels else budget.no_curves(args.scale)
         save_figure(gap_plot, None, args.out_gap_svg)
         figures.append((figure_svg(gap_plot), Path(args.out_gap_svg).name))
+    if args.out_gap_tsv:
+        budget.write_gaps(args.out_gap_tsv, panels)
     shown = shown_table(table)
     sections = []
     if not by_budget.empty:

@@ -4,7 +4,7 @@ where, when and at which commit they were measured, so that a checkout without t
 
 `nmtrepro export-claims --results results/gpu --out workflow/measured/gpu` copies every paired
 bootstrap the run wrote (analyse/significance/*.json: per seed Δ, baseline BLEU, the variance parts)
-and writes provenance.json (scale, commit, date, hardware). The claims pages across scales read such a
+and its claims pages' gaps over training (report/<page>.gap.tsv), and writes provenance.json (scale, commit, date, hardware). The claims pages across scales read such a
 folder for every scale this checkout has no results tree of (a local run takes precedence), each row
 labelled with its provenance and, where git can tell, whether the models, the trainer or the config
 changed since that commit.
@@ -55,7 +55,7 @@ def export(results: Path, out: Path, scale: str, machine: str | None = None) -> 
     if not found:
         raise InputError(f"{results}/analyse/significance: no paired bootstrap to export")
     out.mkdir(parents=True, exist_ok=True)
-    for path in found:
+    for path in found + sorted((results / "report").glob("*.gap.tsv")):  # the claims pages' gaps over training
         shutil.copyfile(path, out / path.name)
     commit = git(["rev-parse", "--short=10", "HEAD"]) or "unknown"
     dirty = bool(git(["status", "--porcelain", "--untracked-files=no"]))
