@@ -22,6 +22,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         default_outputs(),
-    default_target: True

@@ -30,18 +30,24 @@ def note_arg(wildcards):
 
 def system_inputs(pattern):
     """Input function: one named input per system of the analysis, from `pattern(analysis, system)`."""
+
     def inputs(wildcards):
         systems = ANALYSES[wildcards.analysis]["systems"]
-        return {**{f"sys{i}": pattern(wildcards.analysis, s) for i, s in enumerate(systems)},
-                **paper_numbers(wildcards)}
+        return {
+            **{f"sys{i}": pattern(wildcards.analysis, s) for i, s in enumerate(systems)},
+            **paper_numbers(wildcards),
+        }
+
     return inputs
 
 
 def system_args(render):
     """Params function: `--system LABEL=...` per system, `render(system, input, i)` giving what follows '='."""
+
     def args(wildcards, input):
         systems = ANALYSES[wildcards.analysis]["systems"]
         return shlex.join(a for i, s in enumerate(systems) for a in ("--system", f"{s['label']}={render(s, input, i)}"))
+
     return args
 
 
@@ -56,8 +62,10 @@ def one_test_experiment(wildcards):
     named = [e for s in systems for e in (s["experiment"], baseline_of(s))]
     paths = {test_input(e, "src") for e in named}
     if len(paths) != 1:
-        raise WorkflowError(f"analyses.{wildcards.analysis}: its systems translate different test sets "
-                            f"({', '.join(sorted(paths))}); its table needs one")
+        raise WorkflowError(
+            f"analyses.{wildcards.analysis}: its systems translate different test sets "
+            f"({', '.join(sorted(paths))}); its table needs one"
+        )
     return named[0]
 
 
@@ -65,8 +73,15 @@ def report_outputs(category, caption, extensions):
     """The report files of an analysis: a figure's PNG and a table's HTML go into the Snakemake report."""
     labels = {"analysis": "{analysis}"}
     shown = {"png": {**labels, "kind": "figure"}, "html": {**labels, "kind": "table"}}
-    return {ext: report(results(f"report/{{analysis}}.{ext}"), caption=caption, category=category, labels=shown[ext])
-            if ext in shown else results(f"report/{{analysis}}.{ext}") for ext in extensions}
+    files = {ext: results(f"report/{{analysis}}.{ext}") for ext in extensions}
+    # (`report` must not start a line: Snakemake's parser takes it for the `report:` keyword)
+    return {
+        ext: in_report(path, caption=caption, category=category, labels=shown[ext]) if ext in shown else path
+        for ext, path in files.items()
+    }
+
+
+in_report = report
 
 
 for _rules in ANALYSIS_RULES:

@@ -5,9 +5,22 @@ import shlex
 from pathlib import Path
 
 from nmtrepro.budgets import budget_pairs
-from nmtrepro.config import (analyses_at_scale, at_scale, central_study, check_paper_cells, experiments, merge_papers,
-                             model_options, no_gain_margins, replicates, seed_pairs, tables_at_scale, training_of, validate,
-                             with_scale_data)
+from nmtrepro.config import (
+    analyses_at_scale,
+    at_scale,
+    central_study,
+    check_paper_cells,
+    experiments,
+    merge_papers,
+    model_options,
+    no_gain_margins,
+    replicates,
+    seed_pairs,
+    tables_at_scale,
+    training_of,
+    validate,
+    with_scale_data,
+)
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
@@ -30,6 +43,9 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+# Every rule's software: the one environment (`--sdm conda` builds it on a cluster; envs/requirements.txt
+# pins the same set for pip).
+CONDA_ENV = f"{workflow.basedir}/envs/nmtrepro.yaml"
 # Every file a run writes lives under results/<scale>/: a `ci` check or a `gpu` run beside the default
 # `tiny` one never touches the other's models, evaluations or report; a longer budget (`budget` N) under
 # results/<scale>-budget<N>/.
@@ -42,9 +58,11 @@ def results(path):
 
 
 if SCALE["needs_gpu"] and not config["allow_cpu"] and not count_visible():
-    raise WorkflowError(f"scale={config['scale']} is sized for a GPU, and this machine shows none (nvidia-smi, "
-                        "CUDA_VISIBLE_DEVICES): its recipe would train on the CPU for days. On a CPU run scale=tiny; "
-                        "to run it here all the same, add allow_cpu=true after --config.")
+    raise WorkflowError(
+        f"scale={config['scale']} is sized for a GPU, and this machine shows none (nvidia-smi, "
+        "CUDA_VISIBLE_DEVICES): its recipe would train on the CPU for days. On a CPU run scale=tiny; "
+        "to run it here all the same, add allow_cpu=true after --config."
+    )
 
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (train.smk, evaluate.smk).
@@ -59,9 +77,11 @@ REPLICATES = replicates(EXPERIMENTS)
 # What the central study builds (`claims.<name>.central`): its claims, and the tables and analyses that
 # its models fill; `snakemake` alone builds it where the scale's `target` is `central` (tiny).
 CENTRAL = central_study(config, EXPERIMENTS)
-PREPARED = ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"] + [
-    f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")
-] + [f"{split}.src.bpe" for split in ("train", "valid")]
+PREPARED = (
+    ["bpe.codes", "dict.src.txt", "dict.tgt.txt", "stats.json"]
+    + [f"{split}.{side}.bin" for split in ("train", "valid") for side in ("src", "tgt")]
+    + [f"{split}.src.bpe" for split in ("train", "valid")]
+)
 
 
 wildcard_constraints:
@@ -99,16 +119,20 @@ def on_gpus(wildcards, resources, job="decode"):
     gpus = int(resources.get("gpu", 0))
     if not gpus:
         return ""
-    sharing = (f"--slots {JOBS_PER_GPU} --free-mb {SCALE['gpu_free_mb'][job]} --poll-seconds 2 "
-               if JOBS_PER_GPU > 1 else "")
+    sharing = (
+        f"--slots {JOBS_PER_GPU} --free-mb {SCALE['gpu_free_mb'][job]} --poll-seconds 2 " if JOBS_PER_GPU > 1 else ""
+    )
     return f"nmtrepro with-gpus {sharing}{gpus} -- "
 
 
 def link_commands(wildcards, input, output):
     """Shell commands making each output a relative symlink to the input of the same name: a new link
     is newer than its target (a hard link would share the target's time, older than its other inputs)."""
-    return " && ".join(f"ln -sfn {shlex.quote(os.path.relpath(input[key], os.path.dirname(output[key])))} "
-                       f"{shlex.quote(output[key])}" for key in output.keys())
+    return " && ".join(
+        f"ln -sfn {shlex.quote(os.path.relpath(input[key], os.path.dirname(output[key])))} "
+        f"{shlex.quote(output[key])}"
+        for key in output.keys()
+    )
 
 
 def dataset_preparation(dataset):
@@ -139,7 +163,9 @@ def annotation_args(wildcards, input):
 def annotation_dirs(wildcards):
     """`--spans-dir DIR --pos-dir DIR`: the folders of the train/valid annotations the model reads."""
     e = exp(wildcards)
-    return shlex.join(a for name, stage in e.annotations.items() for a in (f"--{name}-dir", results(f"{stage}/{e.dataset}")))
+    return shlex.join(
+        a for name, stage in e.annotations.items() for a in (f"--{name}-dir", results(f"{stage}/{e.dataset}"))
+    )
 
 
 # The parse stage's parser and the pos stage's English tagger at this scale, and where stanza's English
@@ -221,8 +247,7 @@ def download_options():
     # Relative to the working directory: an absolute path would be a params change (and rerun the
     # whole study) whenever the checkout moves.
     manifest = os.path.relpath(Path(workflow.basedir, SCALE["downloads"]))
-    return shlex.join(["--manifest", manifest,
-                       "--cache", config["download_cache"], *flags])
+    return shlex.join(["--manifest", manifest, "--cache", config["download_cache"], *flags])
 
 
 def data_files(wildcards):

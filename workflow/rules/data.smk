@@ -4,9 +4,11 @@ rule download:
         results("downloads/{resource}.json"),
     log:
         results("logs/downloads/{resource}.log"),
+    retries: 3
+    conda:
+        CONDA_ENV
     params:
         options=download_options(),
-    retries: 3
     shell:
         "nmtrepro download --name {wildcards.resource} --out {output} {params.options} 2> {log}"
 
@@ -19,13 +21,15 @@ rule fetch:
         results("data/{dataset}/manifest.json"),
     log:
         results("logs/data/{dataset}.log"),
+    priority: 1  # every training waits on its data: fetch and prepare come before queued trainings
+    conda:
+        CONDA_ENV
     params:
         spec=lambda w: json.dumps(config["datasets"][w.dataset]),
         out_dir=subpath(output[0], parent=True),
         max_lines=f"--max-lines {SCALE['prepare']['max_lines']}" if "max_lines" in SCALE["prepare"] else "",
         download=download_options(),
         local_data=json.dumps(config["local_data"]),
-    priority: 1  # every training waits on its data: fetch and prepare come before queued trainings
     shell:
         "nmtrepro fetch --name {wildcards.dataset} --spec {params.spec:q} --out-dir {params.out_dir} "
         "{params.max_lines} {params.download} --local-data {params.local_data:q} 2> {log}"

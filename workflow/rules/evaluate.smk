@@ -9,16 +9,18 @@ rule decode:
         stats=results("evaluate/{experiment}/{split}.decode.json"),
     log:
         results("logs/evaluate/{experiment}.{split}.decode.log"),
+    priority: 10
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
+    resources:
+        gpu=DECODE_GPUS,
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         tgt=lambda w: exp(w).tgt_lang,
         opts=lambda w: exp(w).decode,
         annotations=annotation_args,
         on_gpus=on_gpus,  # a slot of a shared GPU (jobs_per_gpu), or a profile's `gpu`: devices of its own
-    threads: SCALE["train"].get("threads") or 1
-    priority: 10
-    resources:
-        gpu=DECODE_GPUS,
     shell:
         "{params.on_gpus}nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
@@ -42,12 +44,16 @@ rule shared_decode:
         hyp=results("evaluate/{experiment}/{split}.hyp"),
         tok=results("evaluate/{experiment}/{split}.hyp.tok"),
         stats=results("evaluate/{experiment}/{split}.decode.json"),
+    log:
+        results("logs/evaluate/{experiment}.{split}.shared.log"),
     wildcard_constraints:
         experiment="|".join(SHARED_DECODES) or "^$",
+    conda:
+        CONDA_ENV
     params:
         links=link_commands,
     shell:
-        "{params.links}"
+        "({params.links}) 2> {log}"
 
 
 rule bleu:
@@ -60,10 +66,13 @@ rule bleu:
         results("evaluate/{experiment}/{split}.bleu.json"),
     log:
         results("logs/evaluate/{experiment}.{split}.bleu.log"),
-    params:
-        refs=lambda w, input: shlex.join(a for ref, tok in zip(input.ref, input.ref_tok)
-                                         for a in ("--ref", ref, "--ref-tok", tok)),
     priority: 10
+    conda:
+        CONDA_ENV
+    params:
+        refs=lambda w, input: shlex.join(
+            a for ref, tok in zip(input.ref, input.ref_tok) for a in ("--ref", ref, "--ref-tok", tok)
+        ),
     shell:
         "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
 
@@ -84,8 +93,11 @@ def seed_pair_args(wildcards, input, flags):
 
 def significance_args(wildcards, input):
     """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
-    args = seed_pair_args(wildcards, input, [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"),
-                                             ("--base-hyp-tok", "base_hyp_tok")])
+    args = seed_pair_args(
+        wildcards,
+        input,
+        [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"), ("--base-hyp-tok", "base_hyp_tok")],
+    )
     args += [a for path in input.ref for a in ("--ref", path)]
     return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])
 
@@ -97,7 +109,7 @@ rule significance:
         hyp_tok=seed_pair_files("hyp.tok", 0),
         base_hyp=seed_pair_files("hyp", 1),
         base_hyp_tok=seed_pair_files("hyp.tok", 1),
-        ref=lambda w: test_refs(w.experiment, "ref"),          # every reference (NIST: four)
+        ref=lambda w: test_refs(w.experiment, "ref"),  # every reference (NIST: four)
         ref_tok=lambda w: test_refs(w.experiment, "ref.tok"),
     output:
         results(SIGNIFICANCE),
@@ -105,6 +117,8 @@ rule significance:
         results("logs/analyse/significance.{experiment}.vs.{baseline}.log"),
     wildcard_constraints:
         baseline="|".join(EXPERIMENTS) or "^$",
+    conda:
+        CONDA_ENV
     params:
         args=significance_args,
         samples=SCALE["bootstrap_samples"],

@@ -3,10 +3,12 @@ rule stanza_models:
         STANZA_RECORD,
     log:
         results("logs/downloads/stanza-models.log"),
+    retries: 3
+    conda:
+        CONDA_ENV
     params:
         dir=STANZA_DIR,
         offline="--offline" if config["offline"] else "",
-    retries: 3
     shell:
         "nmtrepro stanza-models --dir {params.dir:q} --out {output} {params.offline} 2> {log}"
 
@@ -23,9 +25,13 @@ def shard_count(part):
 
 def shard_files(stage, ext):
     """Input function of a gather rule: the stage's shard files of the part, in line order."""
+
     def files(wildcards):
         n = shard_count(wildcards.part)
-        return [results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)]
+        return [
+            results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)
+        ]
+
     return files
 
 
@@ -38,18 +44,20 @@ rule parse:
         stats=temp(results("parse/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json")),
     log:
         results("logs/parse/{dataset}/{part}.{shard}-of-{shards}.log"),
-    params:
-        opts=config["parse"],
-        backend=PARSE_BACKEND,
-        stanza_dir=STANZA_DIR,
     wildcard_constraints:
         part=ANNOTATED_PART,
         shard=r"\d+",
         shards=r"\d+",
+    conda:
+        CONDA_ENV
     threads: PREPROCESS["parse"]["cpus"]
     resources:
         mem_mb=PREPROCESS["parse"]["mem_mb"],
         runtime=PREPROCESS["parse"]["runtime"],
+    params:
+        opts=config["parse"],
+        backend=PARSE_BACKEND,
+        stanza_dir=STANZA_DIR,
     message:
         "Parsing shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
         "{wildcards.part} into phrases (paper A, Algorithm 1; {resources.mem_mb} MB, "
@@ -71,6 +79,8 @@ rule gather_parse:
         results("logs/parse/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
+    conda:
+        CONDA_ENV
     shell:
         "nmtrepro gather-parse --parts {input.spans} --part-stats {input.stats} "
         "--out {output.spans} --stats {output.stats} 2> {log}"

@@ -12,19 +12,21 @@ rule pos:
         stats=temp(results("pos/{dataset}/shards/{part}.{shard}-of-{shards}.stats.json")),
     log:
         results("logs/pos/{dataset}/{part}.{shard}-of-{shards}.log"),
+    wildcard_constraints:
+        part=ANNOTATED_PART,
+        shard=r"\d+",
+        shards=r"\d+",
+    conda:
+        CONDA_ENV
+    threads: PREPROCESS["pos"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["pos"]["mem_mb"],
+        runtime=PREPROCESS["pos"]["runtime"],
     params:
         opts=config["parse"],
         lang=lambda w: config["datasets"][w.dataset]["src"],
         backend=PARSE_BACKEND,
         stanza_dir=STANZA_DIR,
-    wildcard_constraints:
-        part=ANNOTATED_PART,
-        shard=r"\d+",
-        shards=r"\d+",
-    threads: PREPROCESS["pos"]["cpus"]
-    resources:
-        mem_mb=PREPROCESS["pos"]["mem_mb"],
-        runtime=PREPROCESS["pos"]["runtime"],
     message:
         "Tagging shard {wildcards.shard} of {wildcards.shards} of the source of {wildcards.dataset} "
         "{wildcards.part} with POS tags, one per BPE piece (paper D; {resources.mem_mb} MB, "
@@ -46,6 +48,8 @@ rule gather_pos:
         results("logs/pos/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
+    conda:
+        CONDA_ENV
     shell:
         "nmtrepro gather-pos --parts {input.pos} --part-stats {input.stats} "
         "--out {output.pos} --stats {output.stats} 2> {log}"

@@ -10,6 +10,13 @@ rule prepare:
         [results(f"prepare/{{dataset}}/{name}") for name in PREPARED],
     log:
         results("logs/prepare/{dataset}.log"),
+    priority: 1
+    conda:
+        CONDA_ENV
+    threads: PREPROCESS["prepare"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["prepare"]["mem_mb"],
+        runtime=PREPROCESS["prepare"]["runtime"],
     params:
         data_dir=subpath(input[0], parent=True),
         out_dir=subpath(output[0], parent=True),
@@ -17,11 +24,6 @@ rule prepare:
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
         opts=prepare_options,
         lowercase=lambda w: "--lowercase" if prepare_options(w)["lowercase"] else "",
-    threads: PREPROCESS["prepare"]["cpus"]
-    resources:
-        mem_mb=PREPROCESS["prepare"]["mem_mb"],
-        runtime=PREPROCESS["prepare"]["runtime"],
-    priority: 1
     message:
         "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset} "
         "({resources.mem_mb} MB, {resources.runtime} min)"
@@ -44,6 +46,8 @@ rule prepare_test:
         ref_tok=results("prepare/{dataset}/test/{split}.ref.tok"),
     log:
         results("logs/prepare/{dataset}.{split}.log"),
+    conda:
+        CONDA_ENV
     params:
         prepared=subpath(input.codes, parent=True),
         data_dir=subpath(input.manifest, parent=True),
@@ -69,6 +73,8 @@ rule prepare_ref:
         results("logs/prepare/{dataset}.{split}.ref{k}.log"),
     wildcard_constraints:
         k="[1-9][0-9]*",
+    conda:
+        CONDA_ENV
     params:
         prepared=subpath(input.stats, parent=True),
         data_dir=subpath(input.manifest, parent=True),

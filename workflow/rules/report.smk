@@ -1,7 +1,9 @@
 def table_cells(wildcards):
     """Each cell's BLEU files, one a seed replicate of its experiment."""
-    return {f"cell{i}": [bleu_file(name) for name in REPLICATES[c["experiment"]]]
-            for i, c in enumerate(TABLES[wildcards.table]["cells"])}
+    return {
+        f"cell{i}": [bleu_file(name) for name in REPLICATES[c["experiment"]]]
+        for i, c in enumerate(TABLES[wildcards.table]["cells"])
+    }
 
 
 def cell_baseline(table, cell):
@@ -13,8 +15,11 @@ def cell_baseline(table, cell):
 
 def table_significance(wildcards):
     cells = TABLES[wildcards.table]["cells"]
-    return {f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
-            for i, c in enumerate(cells) if cell_baseline(wildcards.table, c)}
+    return {
+        f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
+        for i, c in enumerate(cells)
+        if cell_baseline(wildcards.table, c)
+    }
 
 
 def table_cell_args(wildcards, input):
@@ -32,6 +37,7 @@ def table_stage_stats(stage):
     """Input function: the `stage`'s stats (train and test parts) behind the table's cells whose models
     read what it makes (parse: parser phrases, pos: POS tags), so that the note names the parser or the
     tagger; none for a table without such cells."""
+
     def files(wildcards):
         found = []
         for cell in TABLES[wildcards.table]["cells"]:
@@ -39,6 +45,7 @@ def table_stage_stats(stage):
             if stage in e.annotations.values():
                 found += [results(f"{stage}/{e.dataset}/{part}.stats.json") for part in ("train", f"test/{e.test}")]
         return sorted(set(found))
+
     return files
 
 
@@ -60,7 +67,10 @@ rule table:
         tex=results("report/{table}.tex"),
     log:
         results("logs/report/{table}.log"),
+    conda:
+        CONDA_ENV
     params:
+        scale=config["scale"],
         title=lambda w: f"{TABLES[w.table]['title']} (scale {config['scale']})",
         metric=lambda w: TABLES[w.table]["metric"],
         cells=table_cell_args,
@@ -69,11 +79,15 @@ rule table:
         lowercased=lambda w: "--lowercased" if lowercased(c["experiment"] for c in TABLES[w.table]["cells"]) else "",
         parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
         tagger=lambda w, input: shlex.join(a for path in input.pos_stats for a in ("--pos-stats", path)),
-        notes=lambda w: shlex.join(a for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]),
-                                               TABLES[w.table].get("note")] if n for a in ("--note", n)),
+        notes=lambda w: shlex.join(
+            a
+            for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]), TABLES[w.table].get("note")]
+            if n
+            for a in ("--note", n)
+        ),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {config[scale]} {params.lowercased} {params.cells} --marks {params.marks} {params.columns} "
+        "--scale {params.scale} {params.lowercased} {params.cells} --marks {params.marks} {params.columns} "
         "{params.parser} {params.tagger} {params.notes} --out-md {output.md} --out-html {output.html} "
         "--out-tex {output.tex} 2> {log}"
 
@@ -97,12 +111,21 @@ def compared(claims):
 # The training curves of the experiments that this scale's tables, analyses and claims read (the `tables`
 # target; an experiment none reads, e.g. NPMT below paper scale, is not trained), and of the central
 # study's alone.
-CURVES = {"training_curves": replicates_of(
-              [c[key] for spec in TABLES.values() for c in spec["cells"] for key in ("experiment", "baseline") if key in c]
-              + [spec["baseline"] for spec in TABLES.values() if "baseline" in spec]
-              + [s[key] for spec in ANALYSES.values() for s in spec["systems"] for key in ("experiment", "baseline") if key in s]
-              + compared(name for name, claim in config["claims"].items() if at_scale(config, claim))),
-          "central_training_curves": replicates_of(compared(CENTRAL["claims"]))}
+CURVES = {
+    "training_curves": replicates_of(
+        [c[key] for spec in TABLES.values() for c in spec["cells"] for key in ("experiment", "baseline") if key in c]
+        + [spec["baseline"] for spec in TABLES.values() if "baseline" in spec]
+        + [
+            s[key]
+            for spec in ANALYSES.values()
+            for s in spec["systems"]
+            for key in ("experiment", "baseline")
+            if key in s
+        ]
+        + compared(name for name, claim in config["claims"].items() if at_scale(config, claim))
+    ),
+    "central_training_curves": replicates_of(compared(CENTRAL["claims"])),
+}
 
 
 rule plot_curves:
@@ -114,10 +137,13 @@ rule plot_curves:
         results("logs/report/{curves}.log"),
     wildcard_constraints:
         curves="|".join(CURVES),
+    conda:
+        CONDA_ENV
     params:
+        scale=config["scale"],
         curves=lambda w, input: " ".join(f"--curve {e}={path}" for e, path in zip(CURVES[w.curves], input)),
     shell:
-        "nmtrepro plot-curves {params.curves} --scale {config[scale]} --out {output} 2> {log}"
+        "nmtrepro plot-curves {params.curves} --scale {params.scale} --out {output} 2> {log}"
 
 
 def claim_args(names, input, scale=""):
@@ -130,15 +156,20 @@ def claim_args(names, input, scale=""):
         comparable = name in input.keys()
         margin = f"<{NO_GAIN_MARGINS[name]}" if claim["test"] == "non_superiority" else ""
         says = f":{claim['paper_says']}" if "paper_says" in claim else ""
-        args.append(f"--claim={scale + '=' if scale else ''}{claim['paper_delta']}{margin}{says}={claim['metric']}="
-                    f"{'yes' if comparable else 'no'}={input[name] if comparable else '-'}={claim['claim']}")
+        args.append(
+            f"--claim={f'{scale}=' if scale else ''}{claim['paper_delta']}{margin}{says}={claim['metric']}="
+            f"{'yes' if comparable else 'no'}={input[name] if comparable else '-'}={claim['claim']}"
+        )
     return shlex.join(args)
 
 
 def claim_significance(names):
     """The pooled paired bootstrap of each of these claims comparable at this scale."""
-    return {name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
-            for name in names if at_scale(config, config["claims"][name])}
+    return {
+        name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
+        for name in names
+        if at_scale(config, config["claims"][name])
+    }
 
 
 def claim_curves(names):
@@ -149,14 +180,18 @@ def claim_curves(names):
         claim = config["claims"][name]
         if at_scale(config, claim):
             pairs = seed_pairs(EXPERIMENTS, claim["experiment"], claim["baseline"])
-            curves[name] = {side: [results(f"train/{pair[i]}/curve.tsv") for pair in pairs]
-                            for i, side in enumerate(("system", "baseline"))}
+            curves[name] = {
+                side: [results(f"train/{pair[i]}/curve.tsv") for pair in pairs]
+                for i, side in enumerate(("system", "baseline"))
+            }
     return curves
 
 
 def curves_arg(names):
     """--curves: the JSON of `claim_curves`, keyed by each claim's sentence (nmtrepro claims)."""
-    return shlex.quote(json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()}))
+    return shlex.quote(
+        json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()})
+    )
 
 
 def claim_budgets(names):
@@ -166,9 +201,10 @@ def claim_budgets(names):
     for name in names:
         claim = config["claims"][name]
         if name in CENTRAL["claims"]:
-            found[name] = [(share, significance_file(system, baseline), EXPERIMENTS[system].stops_at)
-                           for share, system, baseline in budget_pairs(config, EXPERIMENTS, claim["experiment"],
-                                                                       claim["baseline"])]
+            found[name] = [
+                (share, significance_file(system, baseline), EXPERIMENTS[system].stops_at)
+                for share, system, baseline in budget_pairs(config, EXPERIMENTS, claim["experiment"], claim["baseline"])
+            ]
     return {name: levels for name, levels in found.items() if levels}
 
 
@@ -177,13 +213,23 @@ def budgets_arg(names):
     the central claims there (nmtrepro claims)."""
     budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
     shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
-    levels = [{"label": budget_label(share),
-               "claims": {config["claims"][name]["claim"]: {"significance": path, "updates": updates}
-                          for name, found in budgets.items() for s, path, updates in found if s == share},
-               "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share}}
-              for share in shares]
-    updates = {config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
-               for name in budgets}
+    levels = [
+        {
+            "label": budget_label(share),
+            "claims": {
+                config["claims"][name]["claim"]: {"significance": path, "updates": updates}
+                for name, found in budgets.items()
+                for s, path, updates in found
+                if s == share
+            },
+            "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share},
+        }
+        for share in shares
+    ]
+    updates = {
+        config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
+        for name in budgets
+    }
     return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
 
 
@@ -197,9 +243,17 @@ def others_arg(names):
     """--others: the JSON of these claims' tests at the other scales this checkout holds or keeps as data
     (`other_scales_significance`), each scale's seed noise pooled over its central claims."""
     pools = other_scales_significance(CENTRAL["claims"])
-    return shlex.quote(json.dumps({scale: {"claims": {config["claims"][name]["claim"]: path for name, path in files.items()},
-                                           "pool": pools.get(scale, {})}
-                                   for scale, files in other_scales_significance(names).items()}))
+    return shlex.quote(
+        json.dumps(
+            {
+                scale: {
+                    "claims": {config["claims"][name]["claim"]: path for name, path in files.items()},
+                    "pool": pools.get(scale, {}),
+                }
+                for scale, files in other_scales_significance(names).items()
+            }
+        )
+    )
 
 
 def procedure_args(names, pools, scaled=False):
@@ -207,8 +261,11 @@ def procedure_args(names, pools, scaled=False):
     claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
     across-scales takes them): the page's procedure and the comparisons its seed noise pools."""
     primaries = [f"--primary={config['claims'][name]['claim']}" for name in names if name in CENTRAL["claims"]]
-    pooled = [f"--pool={scale + '=' if scaled else ''}{name}={path}"
-              for scale, files in pools.items() for name, path in files.items()]
+    pooled = [
+        f"--pool={f'{scale}=' if scaled else ''}{name}={path}"
+        for scale, files in pools.items()
+        for name, path in files.items()
+    ]
     return shlex.join(primaries + pooled)
 
 
@@ -243,8 +300,11 @@ def other_scales_significance(names):
     found = {}
     for scale, label, local in other_scales():
         study = config["scales"][scale].get("stands_for", scale)
-        files = {name: other_scale_file(scale, local, SIGNIFICANCE.format(**config["claims"][name]))
-                 for name in names if study in config["claims"][name].get("scales", [study])}
+        files = {
+            name: other_scale_file(scale, local, SIGNIFICANCE.format(**config["claims"][name]))
+            for name in names
+            if study in config["claims"][name].get("scales", [study])
+        }
         files = {name: path for name, path in files.items() if os.path.exists(path)}
         if files:
             found[label] = files
@@ -270,31 +330,45 @@ def across_scales_pages(pages):
 rule across_scales:
     input:
         unpack(lambda w: claim_significance(ACROSS_PAGES[w.page])),
-        others=lambda w: [path for files in other_scales_significance(ACROSS_PAGES[w.page]).values()
-                          for path in files.values()],
+        others=lambda w: [
+            path for files in other_scales_significance(ACROSS_PAGES[w.page]).values() for path in files.values()
+        ],
         # every page's seed noise pools over the central claims' comparisons (docs/statistics.md)
         pool=lambda w: [path for files in central_pools().values() for path in files.values()],
         gaps=lambda w: [results(f"report/{own_page(w)}.gap.tsv"), *other_scales_gaps(own_page(w)).values()],
     output:
         md=results("report/{page}.md"),
-        html=report(results("report/{page}.html"), caption="../report/across_scales.rst", category="Claims",
-                    labels=lambda w: {"claims": f"across scales: {claims_label(own_page(w))}"}),
+        html=report(
+            results("report/{page}.html"),
+            caption="../report/across_scales.rst",
+            category="Claims",
+            labels=lambda w: {"claims": f"across scales: {claims_label(own_page(w))}"},
+        ),
         svg=results("report/{page}.svg"),
         gap_svg=results("report/{page}.gap.svg"),
     log:
         results("logs/report/{page}.log"),
     wildcard_constraints:
         page="|".join(ACROSS_PAGES) or "^$",
+    conda:
+        CONDA_ENV
     params:
         title=lambda w: f"{claims_title(own_page(w))} at every scale in this checkout",
         claims=lambda w, input: " ".join(
             [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
-            + [claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
-               for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()]),
+            + [
+                claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
+                for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()
+            ]
+        ),
         procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools(), scaled=True),
-        gaps=lambda w: shlex.join(f"--gaps={scale}={path}" for scale, path in
-                                  {config["scale"]: results(f"report/{own_page(w)}.gap.tsv"),
-                                   **other_scales_gaps(own_page(w))}.items()),
+        gaps=lambda w: shlex.join(
+            f"--gaps={scale}={path}"
+            for scale, path in {
+                config["scale"]: results(f"report/{own_page(w)}.gap.tsv"),
+                **other_scales_gaps(own_page(w)),
+            }.items()
+        ),
     shell:
         "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} {params.gaps} "
         "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
@@ -311,7 +385,11 @@ def names_in(files, names):
 
 
 def claims_title(page):
-    return "The central claims of papers A-D" if page == "central_claims" else f"Paper {page.removesuffix('_claims')}: claims"
+    return (
+        "The central claims of papers A-D"
+        if page == "central_claims"
+        else f"Paper {page.removesuffix('_claims')}: claims"
+    )
 
 
 def claims_label(page):
@@ -329,19 +407,30 @@ rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
         pool=lambda w: list(claim_significance(CENTRAL["claims"]).values()),
-        curves=lambda w: [path for sides in claim_curves(CLAIMS_PAGES[w.page]).values()
-                          for paths in sides.values() for path in paths],
-        budgets=lambda w: [path for names in (CLAIMS_PAGES[w.page], CENTRAL["claims"])
-                           for levels in claim_budgets(names).values() for _, path, _ in levels],
-        others=lambda w: [path for files in other_scales_significance(CLAIMS_PAGES[w.page]).values()
-                          for path in files.values()],
-        other_pools=lambda w: [path for files in other_scales_significance(CENTRAL["claims"]).values()
-                               for path in files.values()],
+        curves=lambda w: [
+            path for sides in claim_curves(CLAIMS_PAGES[w.page]).values() for paths in sides.values() for path in paths
+        ],
+        budgets=lambda w: [
+            path
+            for names in (CLAIMS_PAGES[w.page], CENTRAL["claims"])
+            for levels in claim_budgets(names).values()
+            for _, path, _ in levels
+        ],
+        others=lambda w: [
+            path for files in other_scales_significance(CLAIMS_PAGES[w.page]).values() for path in files.values()
+        ],
+        other_pools=lambda w: [
+            path for files in other_scales_significance(CENTRAL["claims"]).values() for path in files.values()
+        ],
     output:
         md=results("report/{page}.md"),
         # The label orders the category: the central claims ("central ...") before "paper A" ...
-        html=report(results("report/{page}.html"), caption="../report/claims.rst", category="Claims",
-                    labels=lambda w: {"claims": claims_label(w.page)}),
+        html=report(
+            results("report/{page}.html"),
+            caption="../report/claims.rst",
+            category="Claims",
+            labels=lambda w: {"claims": claims_label(w.page)},
+        ),
         svg=results("report/{page}.svg"),
         gap_svg=results("report/{page}.gap.svg"),
         gap_tsv=results("report/{page}.gap.tsv"),
@@ -349,11 +438,16 @@ rule claims:
         results("logs/report/{page}.log"),
     wildcard_constraints:
         page="|".join(CLAIMS_PAGES) or "^$",
+    conda:
+        CONDA_ENV
     params:
+        scale=config["scale"],
         title=lambda w: f"{claims_title(w.page)} beside this run (scale {config['scale']})",
         claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
         # the central claims, each its paper's primary; the seed noise pooled over their comparisons
-        procedure=lambda w: procedure_args(CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}),
+        procedure=lambda w: procedure_args(
+            CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}
+        ),
         protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
         curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
         budgets=lambda w: budgets_arg(CLAIMS_PAGES[w.page]),
@@ -361,7 +455,7 @@ rule claims:
     shell:
         "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
         "--budgets {params.budgets} --others {params.others} "
-        "--note {params.protocol:q} --scale {config[scale]} --out-md {output.md} --out-html {output.html} "
+        "--note {params.protocol:q} --scale {params.scale} --out-md {output.md} --out-html {output.html} "
         "--out-svg {output.svg} --out-gap-svg {output.gap_svg} --out-gap-tsv {output.gap_tsv} 2> {log}"
 
 
@@ -371,8 +465,9 @@ def report_files(tables, analyses, papers=()):
     files = expand(results("report/{table}.{ext}"), table=tables, ext=TABLE)
     pages = [f"{paper}_claims" for paper in papers if PAPERS[paper]["claims"]]
     files += [results(f"report/{page}.{ext}") for page in pages + across_scales_pages(pages) for ext in ("md", "html")]
-    return files + [results(f"report/{name}.{ext}") for name in analyses
-                    for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]]
+    return files + [
+        results(f"report/{name}.{ext}") for name in analyses for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]
+    ]
 
 
 def paper_tables(names, diagnostic=False):
@@ -384,15 +479,24 @@ def central_outputs():
     """The central study: the central claims page, the tables and analyses its models fill, their curves."""
     if not CENTRAL["claims"]:
         return []
-    return (expand(results("report/{page}.{ext}"), page=["central_claims", *across_scales_pages(["central_claims"])],
-                   ext=("md", "html"))
-            + report_files(CENTRAL["tables"], CENTRAL["analyses"]) + [results("report/central_training_curves.png")])
+    return (
+        expand(
+            results("report/{page}.{ext}"),
+            page=["central_claims", *across_scales_pages(["central_claims"])],
+            ext=("md", "html"),
+        )
+        + report_files(CENTRAL["tables"], CENTRAL["analyses"])
+        + [results("report/central_training_curves.png")]
+    )
 
 
 def all_outputs():
     """Every table, analysis and claims page at this scale, and the central study."""
-    return (report_files(paper_tables(TABLES), ANALYSES, PAPERS) + [results("report/training_curves.png")]
-            + central_outputs())
+    return (
+        report_files(paper_tables(TABLES), ANALYSES, PAPERS)
+        + [results("report/training_curves.png")]
+        + central_outputs()
+    )
 
 
 def default_outputs():

@@ -25,6 +25,8 @@ def train_priority(wildcards):
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
 ruleorder: average_at > average
+
+
 # Paper D's regime evaluates the kept checkpoint with the best dev BLEU (`average.by_dev_bleu`), not an average.
 BY_DEV_BLEU = [name for name, e in EXPERIMENTS.items() if e.average.get("by_dev_bleu") and not e.same_as]
 
@@ -37,8 +39,10 @@ def train_launcher(wildcards, resources):
     claim = on_gpus(wildcards, resources, "train")
     if int(resources.gpu) <= 1:
         return claim
-    return (f"{claim}torchrun --standalone --nproc-per-node {resources.gpu} "
-            "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python ")
+    return (
+        f"{claim}torchrun --standalone --nproc-per-node {resources.gpu} "
+        "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python "
+    )
 
 
 def capped_runtime(wildcards, attempt):
@@ -58,6 +62,16 @@ rule train:
         curve=results("train/{experiment}/curve.tsv"),
     log:
         results("logs/train/{experiment}.log"),
+    priority: train_priority
+    retries: SCALE["resources"]["retries"]
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
+    resources:
+        gpu=lambda w: exp(w).resources["gpu"],
+        cpus_per_gpu=lambda w: exp(w).resources["cpus_per_gpu"],
+        mem_mb=lambda w: exp(w).resources["mem_mb"],
+        runtime=capped_runtime,
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         model=lambda w: json.dumps(exp(w).model),
@@ -67,14 +81,6 @@ rule train:
         launcher=train_launcher,
         annotations=annotation_dirs,
         init=lambda w, input: f"--init {input.init}" if input.init else "",
-    threads: SCALE["train"].get("threads") or 1
-    priority: train_priority
-    resources:
-        gpu=lambda w: exp(w).resources["gpu"],
-        cpus_per_gpu=lambda w: exp(w).resources["cpus_per_gpu"],
-        mem_mb=lambda w: exp(w).resources["mem_mb"],
-        runtime=capped_runtime,
-    retries: SCALE["resources"]["retries"]
     message:
         "Training {wildcards.experiment} ({resources.gpu} GPUs, {resources.mem_mb} MB, {resources.runtime} min; "
         "checkpoints in {params.checkpoint_dir})"
@@ -91,6 +97,8 @@ rule average:
         results("train/{experiment}/averaged.pt"),
     log:
         results("logs/train/{experiment}.average.log"),
+    conda:
+        CONDA_ENV
     params:
         checkpoint_dir=results("checkpoints/{experiment}"),
         last=lambda w: exp(w).average["last"],
@@ -107,6 +115,8 @@ rule average_at:
         results("logs/train/{experiment}.average.log"),
     wildcard_constraints:
         experiment="|".join(STOPPED) or "^$",
+    conda:
+        CONDA_ENV
     params:
         checkpoint_dir=lambda w: results(f"checkpoints/{exp(w).same_as}"),
         last=lambda w: exp(w).average["last"],
@@ -129,6 +139,11 @@ rule select_checkpoint:
         results("logs/train/{experiment}.select.log"),
     wildcard_constraints:
         experiment="|".join(BY_DEV_BLEU) or "^$",
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
+    resources:
+        gpu=DECODE_GPUS,
     params:
         checkpoint_dir=results("checkpoints/{experiment}"),
         last=lambda w: exp(w).average["last"],
@@ -137,9 +152,6 @@ rule select_checkpoint:
         annotations=annotation_args,
         on_gpus=on_gpus,  # a slot of a shared GPU or a profile's `gpu`, as for decode
         refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
-    threads: SCALE["train"].get("threads") or 1
-    resources:
-        gpu=DECODE_GPUS,
     shell:
         "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
         "--final {input.model} "
@@ -158,9 +170,13 @@ rule shared_training:
         model=results("train/{experiment}/final.pt"),
         curve=results("train/{experiment}/curve.tsv"),
         averaged=results("train/{experiment}/averaged.pt"),
+    log:
+        results("logs/train/{experiment}.shared.log"),
     wildcard_constraints:
         experiment="|".join(SHARED) or "^$",
+    conda:
+        CONDA_ENV
     params:
         links=link_commands,
     shell:
-        "{params.links}"
+        "({params.links}) 2> {log}"

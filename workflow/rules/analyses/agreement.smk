@@ -10,8 +10,12 @@ def contrastive_test_files(wildcards):
         return [results(f"downloads/{CONTRASTIVE['download']}.json")]
     if "lingeval97" in CONTRASTIVE:
         return [CONTRASTIVE["lingeval97"]]
-    return expand("{dir}/{set}/{file}", dir=CONTRASTIVE["distil_dir"], set=CONTRASTIVE["sets"],
-                  file=["src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz"])
+    return expand(
+        "{dir}/{set}/{file}",
+        dir=CONTRASTIVE["distil_dir"],
+        set=CONTRASTIVE["sets"],
+        file=["src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz"],
+    )
 
 
 def contrastive_args(wildcards):
@@ -37,11 +41,13 @@ rule contrastive:
         results("analyse/{experiment}/contrastive.json"),
     log:
         results("logs/analyse/{experiment}.contrastive.log"),
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         args=contrastive_args,
         parser=parser_args,
-    threads: SCALE["train"].get("threads") or 1
     shell:
         "nmtrepro contrastive --model {input.model} --prepared {params.data_dir} {params.args} {params.parser} "
         "--threads {threads} --out {output} 2> {log}"
@@ -56,6 +62,8 @@ rule plot_agreement:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("agreement") if CONTRASTIVE else "^$",
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         title=lambda w: f"{ANALYSES[w.analysis]['title']} (scale {config['scale']})",

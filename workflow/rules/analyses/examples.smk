@@ -15,6 +15,8 @@ rule examples:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("examples"),
+    conda:
+        CONDA_ENV
     params:
         refs=lambda w, input: shlex.join(a for ref in input.ref_tok for a in ("--ref-tok", ref)),
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),

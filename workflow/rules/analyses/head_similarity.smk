@@ -21,11 +21,13 @@ rule head_similarity:
         results("logs/analyse/{analysis}.{experiment}.heads.log"),
     wildcard_constraints:
         analysis=analyses_of("head_similarity"),
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         groups=head_groups,
         annotations=annotation_args,
-    threads: SCALE["train"].get("threads") or 1
     shell:
         "nmtrepro head-similarity --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
         "{params.annotations} {params.groups} --threads {threads} --out {output} 2> {log}"
@@ -40,6 +42,8 @@ rule head_table:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("head_similarity"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,

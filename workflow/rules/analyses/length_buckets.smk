@@ -17,11 +17,22 @@ rule length_buckets:
     wildcard_constraints:
         analysis=analyses_of("length_buckets"),
         baseline="|".join(EXPERIMENTS) or "^$",
+    conda:
+        CONDA_ENV
     params:
         edges=lambda w: " ".join(map(str, ANALYSES[w.analysis]["edges"])),
         # a system listed without a baseline (`baseline_of` names itself) is scored alone: no Δ
-        pairs=lambda w, input: shlex.join(seed_pair_args(w, input, [("--hyp-tok", "hyp_tok")] if w.experiment == w.baseline
-                                                         else [("--hyp-tok", "hyp_tok"), ("--base-hyp-tok", "base_hyp_tok")])),
+        pairs=lambda w, input: shlex.join(
+            seed_pair_args(
+                w,
+                input,
+                (
+                    [("--hyp-tok", "hyp_tok")]
+                    if w.experiment == w.baseline
+                    else [("--hyp-tok", "hyp_tok"), ("--base-hyp-tok", "base_hyp_tok")]
+                ),
+            )
+        ),
     shell:
         "nmtrepro length-buckets --src-bpe {input.src} {params.pairs} --ref-tok {input.ref_tok} "
         "--edges {params.edges} --out {output} 2> {log}"
@@ -36,6 +47,8 @@ rule plot_buckets:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("length_buckets"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,

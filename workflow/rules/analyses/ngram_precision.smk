@@ -12,6 +12,8 @@ rule plot_ngrams:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("ngram_precision"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,

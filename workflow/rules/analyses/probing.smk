@@ -21,8 +21,12 @@ def table_tasks(analysis):
 def probing_task_files(wildcards):
     """What an experiment's probe reads: the tasks of every probing table listing it (all ten if none
     does), as SentEval's download records or the PTB-derived task files."""
-    wanted = {task for name, spec in ANALYSES.items() if spec["kind"] == "probing"
-              and any(s["experiment"] == wildcards.experiment for s in spec["systems"]) for task in table_tasks(name)}
+    wanted = {
+        task
+        for name, spec in ANALYSES.items()
+        if spec["kind"] == "probing" and any(s["experiment"] == wildcards.experiment for s in spec["systems"])
+        for task in table_tasks(name)
+    }
     tasks = [task for task in TASKS if task in wanted] or list(TASKS)
     if PROBING_FROM == "senteval":
         return [results(f"downloads/senteval_{task}.json") for task in tasks]
@@ -52,6 +56,8 @@ rule probing_data:
         [results(f"probing/tasks/{task}.txt") for task in TASKS],
     log:
         results("logs/probing/tasks.log"),
+    conda:
+        CONDA_ENV
     params:
         out_dir=lambda w, output: subpath(output[0], parent=True),
     shell:
@@ -68,13 +74,15 @@ rule probe:
         results("probing/{experiment}.json"),
     log:
         results("logs/probing/{experiment}.log"),
+    conda:
+        CONDA_ENV
+    threads: 2
     params:
         prepared=lambda w: results(f"prepare/{exp(w).dataset}"),
         lang=lambda w: exp(w).src_lang,
         tasks=probing_task_args,
         classifier=probing_classifier_args,
         parser=parser_args,
-    threads: 2
     shell:
         "OMP_NUM_THREADS={threads} nmtrepro probe --model {input.model} --prepared {params.prepared} "
         "--lang {params.lang} {params.tasks} {params.classifier} {params.parser} --out {output} 2> {log}"
@@ -89,6 +97,8 @@ rule probing_table:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("probing"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         numbers=paper_numbers_arg,

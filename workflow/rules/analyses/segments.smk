@@ -14,6 +14,8 @@ rule segments:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("segments"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         n_examples=lambda w: ANALYSES[w.analysis]["count"],

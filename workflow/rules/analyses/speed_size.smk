@@ -13,6 +13,8 @@ rule speed:
         results("analyse/speed/{experiment}.json"),
     log:
         results("logs/analyse/speed.{experiment}.log"),
+    conda:
+        CONDA_ENV
     shell:
         "nmtrepro speed --model {input.model} --curve {input.curve} --decode-stats {input.stats} "
         "--src-bpe {input.src} --out {output} 2> {log}"
@@ -35,14 +37,22 @@ def paper_size_args(wildcards):
 
 rule speed_table:
     input:
-        unpack(system_inputs(lambda a, s: [results(f"analyse/speed/{s['experiment']}.json"),
-                                           results(f"analyse/speed/{baseline_of(s)}.json")])),
+        unpack(
+            system_inputs(
+                lambda a, s: [
+                    results(f"analyse/speed/{s['experiment']}.json"),
+                    results(f"analyse/speed/{baseline_of(s)}.json"),
+                ]
+            )
+        ),
     output:
         **report_outputs("Speed and size", "../../report/speed.rst", ANALYSIS_OUTPUTS["speed_size"]),
     log:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("speed_size"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,

@@ -24,12 +24,14 @@ rule warm_start:
     wildcard_constraints:
         analysis=analyses_of("warm_start"),
         baseline="|".join(EXPERIMENTS) or "^$",
+    conda:
+        CONDA_ENV
+    threads: SCALE["train"].get("threads") or 1
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         seed=lambda w: exp(w).train["seed"],
         opts=lambda w: exp(w).decode,
         refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
-    threads: SCALE["train"].get("threads") or 1
     shell:
         "nmtrepro warm-start --variant {input.variant} --init {input.init} --seed {params.seed} "
         "--variant-curve {input.variant_curve} --control-curve {input.control_curve} --variant-bleu {input.variant_bleu} "
@@ -41,14 +43,22 @@ rule warm_start:
 
 rule warm_start_table:
     input:
-        unpack(system_inputs(lambda a, s: [results(f"analyse/{a}/{ours}.vs.{control}.warm_start.json")
-                                           for ours, control in seed_pairs(EXPERIMENTS, s["experiment"], baseline_of(s))])),
+        unpack(
+            system_inputs(
+                lambda a, s: [
+                    results(f"analyse/{a}/{ours}.vs.{control}.warm_start.json")
+                    for ours, control in seed_pairs(EXPERIMENTS, s["experiment"], baseline_of(s))
+                ]
+            )
+        ),
     output:
         **report_outputs("Warm start", "../../report/warm_start.rst", ANALYSIS_OUTPUTS["warm_start"]),
     log:
         results("logs/report/{analysis}.log"),
     wildcard_constraints:
         analysis=analyses_of("warm_start"),
+    conda:
+        CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: ",".join(input[f"sys{i}"])),
         title=lambda w: ANALYSES[w.analysis]["title"],
