@@ -835,3 +835,34 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     # this run's claims page names where the gpu verdict differs: it reads the same JSONs
     claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
     assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in claims.split("--others", 1)[1]
+
+
+def test_a_scale_of_ones_own_comes_from_another_with_its_own_keys_over_it(tmp_path):
+    """`scales.<name>: {from: tiny, ...}` (docs/organisation.md): tiny's data, models and study with the
+    keys it names over them, its results in a tree of its own; an unknown or circular `from` is named."""
+    config = repo_config()
+    config["scales"]["laptop8"] = {"from": "tiny", "train": {"threads": 4}, "decode": {"beam": 5}}
+    validate(config, SCHEMA)
+    mine, tiny = config["scales"]["laptop8"], config["scales"]["tiny"]
+    assert mine["train"] == {**tiny["train"], "threads": 4} and mine["decode"]["beam"] == 5
+    assert mine["sizes"] == tiny["sizes"] and mine["stands_for"] == "tiny"
+    resolved = experiments({**config, "scale": "laptop8"})
+    assert resolved["base_en_de"].train["threads"] == 4 and resolved["base_en_de"].train["max_updates"] == 1000
+    assert central_study({**config, "scale": "laptop8"}, resolved)["claims"] == central_study(
+        {**config, "scale": "tiny"}, experiments({**config, "scale": "tiny"}))["claims"]
+    work = repo_copy(tmp_path)
+    text = yaml.safe_load((work / "config.yaml").read_text())
+    text["scales"]["laptop8"] = {"from": "tiny", "train": {"threads": 4}}
+    (work / "config.yaml").write_text(yaml.safe_dump(text, sort_keys=False))
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--config", "scale=laptop8"], cwd=work,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "--checkpoint-dir results/laptop8/checkpoints/base_en_de" in run.stdout and '"threads": 4' in run.stdout
+    for spec, message in (({"from": "tinyy"}, "scales.bad.from: 'tinyy' is not a scale"),
+                          ({"from": "bad"}, "scales.bad.from: bad -> bad comes back to itself")):
+        broken = repo_config()
+        broken["scales"]["bad"] = spec
+        with pytest.raises(InputError, match=re.escape(message)):
+            validate(broken, SCHEMA)
+    with pytest.raises(InputError, match="scale = 'laptop9' is not a scale"):
+        validate({**repo_config(), "scale": "laptop9"}, SCHEMA)

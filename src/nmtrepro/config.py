@@ -9,6 +9,7 @@ names the offending key path.
 """
 from __future__ import annotations
 
+import copy
 import csv
 import json
 from dataclasses import replace
@@ -115,9 +116,52 @@ def _type_strings(config: dict, errors) -> bool:
     return changed
 
 
+def _merged(base: dict, over: dict) -> dict:
+    """`over` on a copy of `base`: mappings merged key by key, any other value replaced."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def inherit_scales(config: dict) -> None:
+    """Resolve each scale that names another (`from: tiny`) into that one with its own keys over it, in
+    place: a user's own scale (a laptop with 8 cores, a longer budget) is a few lines of config. It runs
+    the study of the scale it comes from (`stands_for`, unless it names its own)."""
+    scales = config.get("scales", {})
+
+    def resolved(name: str, seen: tuple[str, ...]) -> dict:
+        spec = scales[name]
+        base = spec.get("from")
+        if base is None:
+            return spec
+        if base not in scales:
+            raise InputError(f"config: scales.{name}.from: {base!r} is not a scale; known: {', '.join(scales)}")
+        if base in seen:
+            raise InputError(f"config: scales.{name}.from: {' -> '.join(seen + (base,))} comes back to itself")
+        parent = resolved(base, seen + (base,))
+        return {**_merged(parent, spec), "stands_for": spec.get("stands_for", parent.get("stands_for", base))}
+
+    for name in list(scales):
+        scales[name] = resolved(name, (name,))
+    if "scale" in config and config["scale"] not in scales:
+        raise InputError(f"config: scale = {config['scale']!r} is not a scale; known: {', '.join(scales)} "
+                         "(a scale of your own: scales.<name> with `from: <scale>`, docs/organisation.md)")
+
+
+def scale_lineage(config: dict) -> list[str]:
+    """The scale and those it comes from (`from`), nearest first: where a setting keyed by scale name
+    (probing's task files and classifier) looks for it."""
+    names = [config["scale"]]
+    while (base := config["scales"][names[-1]].get("from")) is not None:
+        names.append(base)
+    return names
+
+
 def validate(config: dict, schema_path: str | Path) -> None:
     """Check `config` against the JSON schema, filling defaults and typing command-line strings (above);
-    one line per error, each naming its key."""
+    one line per error, each naming its key. Scales that come from another (`from`) are resolved first."""
+    inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):

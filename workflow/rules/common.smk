@@ -15,6 +15,7 @@ from nmtrepro.config import (
     model_options,
     no_gain_margins,
     replicates,
+    scale_lineage,
     seed_pairs,
     tables_at_scale,
     training_of,

@@ -5,7 +5,7 @@ from nmtrepro.analyses.probing.tasks import TASKS
 
 ANALYSIS_OUTPUTS["probing"] = ["md", "html"]
 PROBING = config["probing"]
-PROBING_FROM = PROBING["tasks_from"].get(config["scale"], "ptb")
+PROBING_FROM = next((PROBING["tasks_from"][s] for s in scale_lineage(config) if s in PROBING["tasks_from"]), "ptb")
 
 
 def table_tasks(analysis):
@@ -38,7 +38,8 @@ def probing_task_args(wildcards, input):
 
 
 def probing_classifier_args(wildcards):
-    opts = PROBING.get("classifier", {}).get(config["scale"], {})
+    classifiers = PROBING.get("classifier", {})
+    opts = next((classifiers[s] for s in scale_lineage(config) if s in classifiers), {})
     args = []
     for key in ("nhid", "dropout", "weight_decay"):
         if key in opts:
