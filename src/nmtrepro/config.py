@@ -20,15 +20,13 @@ import yaml
 
 from . import budgets
 from .core.files import InputError, require_file
+from .evaluation.options import DEFAULTS as DECODE
 from .experiment import Experiment
 from .references import (_buildable, _check_languages, _claim_test, _comparable, _contains, _enough_checkpoints, _known,
                          _known_scales)
 from .training.settings import Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
-# Decoding options a scale or experiment may leave out (the segment-model ones are off).
-DECODE_DEFAULTS = {"max_tokens": 8000, "max_len_a": 1.2, "max_len_b": 10, "precision": "fp32",
-                   "word_bonus": 0.0, "lm_order": 0, "lm_weight": 0.0}
 
 
 def load(configfile: str | Path, overrides: list[str] = ()) -> tuple[dict, dict[str, dict[str, list[str]]]]:
@@ -238,7 +236,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                train={**train, "seed": seed}, seed=seed,
                                average={**scale["average"], **regime.get("average", {})},
                                resources={**scale["resources"], **regime.get("resources", {})},
-                               decode={**DECODE_DEFAULTS, **scale["decode"], **exp.get("decode", {})},
+                               decode={**DECODE, **scale["decode"], **exp.get("decode", {})},
                                replicate_of=exp["replicate_of"], priority=priority)
         _enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)

@@ -25,6 +25,7 @@ from nmtrepro.config import (
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.datasets import check_user_data
+from nmtrepro.evaluation.options import SEGMENTS, flags
 from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
@@ -147,6 +148,17 @@ def prepare_options(wildcards):
 
 def prepared(wildcards):
     return expand(results("prepare/{dataset}/{file}"), dataset=exp(wildcards).dataset, file=PREPARED)
+
+
+def search_args(wildcards):
+    """The experiment's beam search flags (`--beam 4 --lenpen 1.0 ...`), as decode, select-checkpoint
+    and warm-start take them."""
+    return shlex.join(flags(exp(wildcards).decode))
+
+
+def segment_args(wildcards):
+    """A segment model's search flags (`--word-bonus ... --lm-order ... --lm-weight ...`: NPMT's), decode's alone."""
+    return shlex.join(flags(exp(wildcards).decode, SEGMENTS))
 
 
 def annotation_files(wildcards, parts):

@@ -18,15 +18,13 @@ rule decode:
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         tgt=lambda w: exp(w).tgt_lang,
-        opts=lambda w: exp(w).decode,
+        search=search_args,
+        segments=segment_args,
         annotations=annotation_args,
         on_gpus=on_gpus,  # a slot of a shared GPU (jobs_per_gpu), or a profile's `gpu`: devices of its own
     shell:
         "{params.on_gpus}nmtrepro decode --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "
-        "--tgt-lang {params.tgt} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
-        "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
-        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} "
-        "--word-bonus {params.opts[word_bonus]} --lm-order {params.opts[lm_order]} --lm-weight {params.opts[lm_weight]} "
+        "--tgt-lang {params.tgt} {params.search} {params.segments} "
         "{params.annotations} --threads {threads} --out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
 
 

@@ -148,16 +148,14 @@ rule select_checkpoint:
         checkpoint_dir=results("checkpoints/{experiment}"),
         last=lambda w: exp(w).average["last"],
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
-        opts=lambda w: exp(w).decode,
+        search=search_args,
         annotations=annotation_args,
         on_gpus=on_gpus,  # a slot of a shared GPU or a profile's `gpu`, as for decode
         refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
     shell:
         "{params.on_gpus}nmtrepro select-checkpoint --checkpoint-dir {params.checkpoint_dir} --last {params.last} "
         "--final {input.model} "
-        "--prepared {params.data_dir} --src-bpe {input.src} {params.refs} --beam {params.opts[beam]} "
-        "--lenpen {params.opts[lenpen]} --max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} "
-        "--max-tokens {params.opts[max_tokens]} --precision {params.opts[precision]} {params.annotations} "
+        "--prepared {params.data_dir} --src-bpe {input.src} {params.refs} {params.search} {params.annotations} "
         "--threads {threads} --scores {output.scores} --out {output.model} 2> {log}"
 
 

@@ -20,14 +20,16 @@ from ..core.text import detokenize, strip_bpe
 from ..core.vocab import IndexedData, Vocab
 from ..training import checkpoint
 from .kneser_ney import KneserNeyLM
+from .options import DEFAULTS
 from .sources import Sources, add_arguments_sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.generate")
 
 
 @torch.no_grad()
-def beam_search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
-                max_len_b: int = 10, use_cache: bool = True) -> list[list[int]]:
+def beam_search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
+                max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"],
+                use_cache: bool = True) -> list[list[int]]:
     """Best hypothesis per sentence of net_input["src"] (B, S), as token ids without EOS.
 
     `net_input` is what `model.encode` takes (the source and the family's extra inputs); it is read
@@ -91,9 +93,10 @@ def beam_search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
 
-def search(model, net_input: dict, beam: int = 4, lenpen: float = 1.0, max_len_a: float = 1.2,
-           max_len_b: int = 10, use_cache: bool = True, word_bonus: float = 0.0, lm: KneserNeyLM | None = None,
-           lm_weight: float = 0.0) -> list[list[list[int]]]:
+def search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
+           max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"], use_cache: bool = True,
+           word_bonus: float = DEFAULTS["word_bonus"], lm: KneserNeyLM | None = None,
+           lm_weight: float = DEFAULTS["lm_weight"]) -> list[list[list[int]]]:
     """Each sentence's best output as segments of token ids: one segment for a token-level decoder,
     SWAN's segments for a segment model (which takes beam, word_bonus and the LM; lenpen and the
     length limits are the token search's)."""
@@ -140,13 +143,13 @@ def add_arguments_search(parser) -> None:
     `select-checkpoint`'s, which decodes the dev set with each candidate checkpoint."""
     parser.add_argument("--prepared", required=True, help="prepared dataset folder, for the vocabularies")
     parser.add_argument("--src-bpe", required=True, help="tokenized, BPE'd source, one sentence a line")
-    parser.add_argument("--beam", type=int, default=4)
-    parser.add_argument("--lenpen", type=float, default=1.0)
-    parser.add_argument("--max-len-a", type=float, default=1.2)
-    parser.add_argument("--max-len-b", type=int, default=10)
-    parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens per batch")
+    parser.add_argument("--beam", type=int, default=DEFAULTS["beam"])
+    parser.add_argument("--lenpen", type=float, default=DEFAULTS["lenpen"])
+    parser.add_argument("--max-len-a", type=float, default=DEFAULTS["max_len_a"])
+    parser.add_argument("--max-len-b", type=int, default=DEFAULTS["max_len_b"])
+    parser.add_argument("--max-tokens", type=int, default=DEFAULTS["max_tokens"], help="source tokens per batch")
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    parser.add_argument("--precision", default=DEFAULTS["precision"], choices=["fp32", "bf16"])
     add_arguments_sources(parser)
 
 
@@ -165,10 +168,12 @@ def add_arguments_decode(parser) -> None:
     parser.add_argument("--tgt-lang", required=True, help="target language, for detokenization")
     add_arguments_search(parser)
     parser.add_argument("--no-cache", action="store_true", help="recompute every prefix (for checking)")
-    parser.add_argument("--word-bonus", type=float, default=0.0, help="segment models: lambda1 per output word")
-    parser.add_argument("--lm-order", type=int, default=0,
+    parser.add_argument("--word-bonus", type=float, default=DEFAULTS["word_bonus"],
+                        help="segment models: lambda1 per output word")
+    parser.add_argument("--lm-order", type=int, default=DEFAULTS["lm_order"],
                         help="segment models: an n-gram LM of this order on the training targets (0: none)")
-    parser.add_argument("--lm-weight", type=float, default=0.0, help="segment models: lambda2 on the LM's log10 p")
+    parser.add_argument("--lm-weight", type=float, default=DEFAULTS["lm_weight"],
+                        help="segment models: lambda2 on the LM's log10 p")
     parser.add_argument("--out", required=True, help="detokenized hypotheses")
     parser.add_argument("--out-tok", required=True, help="tokenized hypotheses (BPE removed)")
     parser.add_argument("--stats", help="JSON with decoding speed")

@@ -30,15 +30,13 @@ rule warm_start:
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
         seed=lambda w: exp(w).train["seed"],
-        opts=lambda w: exp(w).decode,
+        search=search_args,
         refs=lambda w, input: shlex.join(a for path in input.ref_tok for a in ("--ref-tok", path)),
     shell:
         "nmtrepro warm-start --variant {input.variant} --init {input.init} --seed {params.seed} "
         "--variant-curve {input.variant_curve} --control-curve {input.control_curve} --variant-bleu {input.variant_bleu} "
         "--control-bleu {input.control_bleu} --base-bleu {input.base_bleu} --prepared {params.data_dir} "
-        "--src-bpe {input.src} {params.refs} --beam {params.opts[beam]} --lenpen {params.opts[lenpen]} "
-        "--max-len-a {params.opts[max_len_a]} --max-len-b {params.opts[max_len_b]} --max-tokens {params.opts[max_tokens]} "
-        "--precision {params.opts[precision]} --threads {threads} --out {output} 2> {log}"
+        "--src-bpe {input.src} {params.refs} {params.search} --threads {threads} --out {output} 2> {log}"
 
 
 rule warm_start_table:
