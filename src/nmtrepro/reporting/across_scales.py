@@ -20,8 +20,8 @@ import pandas as pd
 
 from ..core.files import InputError
 from . import budget
-from .claims import (CI, FORMAT, HIDDEN, METRICS, NUMERIC, Claim, add_procedure_arguments, build_claims, forest_plot,
-                     mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
+from .claims import (CI, FORMAT, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
+                     forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
@@ -128,7 +128,7 @@ def run_across_scales(args) -> None:
                      "holds, with that scale's pooled seed noise (its own page's verdicts where it built that page "
                      "whole); the "
                      f"interval is {CI}; baseline BLEU: the mean over the seed pairs of the claim's test, in "
-                     f"the claim's metric ({', '.join(sorted(set(METRICS[c.metric] for c in claims)))}).",
+                     f"the claim's metric ({', '.join(sorted(set(METRIC_LABELS[c.metric] for c in claims)))}).",
                      *args.note])
     plot = forest_plot(claims, table, None)
     save_figure(plot, None, args.out_svg)

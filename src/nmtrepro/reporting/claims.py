@@ -59,7 +59,7 @@ POWER = 0.8  # the power at which a row's minimal detectable effect is computed
 PRIMARY_WEIGHT = 0.8
 CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
-METRICS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
+METRIC_LABELS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
 COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, MDE, "p", "page p", "verdict", "size"]
 # The numbers behind a row that the page does not print: the interval's bounds and each seed pair's Δ (the
 # forest plot draws them), the baseline's BLEU as the test wrote it (the page across scales prints it).
@@ -222,7 +222,7 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
     rows = []
     for i, claim in enumerate(claims):
         says = f" (the paper: {claim.paper_says})" if claim.paper_says else ""
-        row = {"claim": claim.text, "metric": METRICS[claim.metric], "paper Δ": claim.paper_delta,
+        row = {"claim": claim.text, "metric": METRIC_LABELS[claim.metric], "paper Δ": claim.paper_delta,
                "tested": hypothesis(claim.direction, claim.threshold), "ours Δ": float("nan"), "Δ per seed": "",
                CI: "", MDE: float("nan"), "p": float("nan"), "page p": float("nan"), "size": "",
                "_low": float("nan"), "_high": float("nan"), "_seeds": [], "_baseline": float("nan")}
@@ -252,7 +252,7 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
 def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
     """The pooled seed noise in words, each comparison's spread beside it."""
     if noise is None or not noise.df:
-        return (f"Seed noise ({METRICS[metric]}): no multi-seed comparison at this scale whose every seed scores "
+        return (f"Seed noise ({METRIC_LABELS[metric]}): no multi-seed comparison at this scale whose every seed scores "
                 f"{MIN_BASELINE_BLEU:g} BLEU or more to pool it from; a claim of one seed pair gets no verdict, one of "
                 f"more is tested with its own seeds' spread.")
     each = ", ".join(f"{c.name} {np.sqrt(c.spread):.2f} (own test-set part {np.sqrt(c.test_own):.2f}, k = {c.k})"
@@ -261,8 +261,8 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
     same = ("" if homogeneity is None else f"; Bartlett's test that the spreads share one variance: p "
             f"{format_p(homogeneity)}" + (" (they differ: the pooled value averages recipes whose seed noise "
                                           "differs)" if homogeneity < ALPHA else ""))
-    return (f"Seed noise ({METRICS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} BLEU, pooled "
-            f"on {noise.df} degrees of freedom from the spreads (SD) of the seed pairs' differences of {each}, "
+    return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} BLEU, "
+            f"pooled on {noise.df} degrees of freedom from the spreads (SD) of the seed pairs' differences of {each}, "
             f"less each one's own test-set part{same}.")
 
 
@@ -408,8 +408,8 @@ def parse_claim(spec: str) -> Claim:
     this scale, the paired bootstrap JSON (NOT_MEASURED where not comparable) and the sentence (which may
     contain '=')."""
     parts = spec.split("=", 4)
-    if len(parts) != 5 or parts[1] not in METRICS or parts[2] not in ("yes", "no") or not parts[4]:
-        raise InputError(f"--claim wants {FORMAT} (METRIC one of {sorted(METRICS)}), got {spec!r}")
+    if len(parts) != 5 or parts[1] not in METRIC_LABELS or parts[2] not in ("yes", "no") or not parts[4]:
+        raise InputError(f"--claim wants {FORMAT} (METRIC one of {sorted(METRIC_LABELS)}), got {spec!r}")
     numbers, _, says = parts[0].partition(":")
     number, has_margin, margin = numbers.partition("<")
     try:

@@ -22,17 +22,19 @@ if TYPE_CHECKING:
 
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
                  "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "CI", "mark"]
-METRICS = {
+# How a table's note says each BLEU of the JSON was scored.
+SCORED = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
     "sacrebleu": "sacreBLEU on detokenized output",
 }
 # The same scorers on data lowercased when it was prepared (paper C): case-sensitive says nothing there.
-LOWERCASED_METRICS = {
+SCORED_LOWERCASED = {
     "tok_bleu": ("tokenized BLEU (multi-bleu.perl style, Moses tokens) of lowercased output against lowercased "
                  "references"),
     "sacrebleu": "sacreBLEU on detokenized lowercased output",
 }
-CURVE_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
+# The training curve's columns that plot-curves draws (train.py writes more).
+PLOTTED_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
 def comparability_note(metric: str, scale: str | None, lowercased: bool = False) -> str:
     """The line under every table: why 'ours' and 'paper' are not the same measurement."""
     where = f"the test set configured for scale `{scale}`" if scale else "our configured test set"
-    scored = (LOWERCASED_METRICS if lowercased else METRICS)[metric]
+    scored = (SCORED_LOWERCASED if lowercased else SCORED)[metric]
     return (f"Ours: {scored} on {where}; Δ = ours − paper. Unless that is the paper's own test set "
             f"(see the paper note), ours is not comparable in absolute terms with the paper's number (e.g. "
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
@@ -252,7 +254,7 @@ def table_reading(table: pd.DataFrame) -> str:
 def read_curve(path) -> pd.DataFrame:
     """A training curve TSV from `nmtrepro train`: log rows carry train_*, checkpoint rows valid_*."""
     curve = pd.read_csv(require_file(path), sep="\t")
-    missing = [c for c in CURVE_COLUMNS if c not in curve.columns]
+    missing = [c for c in PLOTTED_COLUMNS if c not in curve.columns]
     if missing:
         raise InputError(f"{path}: curve lacks columns {missing}")
     return curve
@@ -281,7 +283,7 @@ def plot_curves(curves: dict[str, pd.DataFrame], scale: str | None = None) -> Fi
 def add_arguments_table(parser) -> None:
     parser.add_argument("--title", required=True)
     parser.add_argument("--paper-numbers", required=True, help="TSV: row, column, value, note")
-    parser.add_argument("--metric", required=True, choices=sorted(METRICS), help="key of the BLEU JSON")
+    parser.add_argument("--metric", required=True, choices=sorted(SCORED), help="key of the BLEU JSON")
     parser.add_argument("--cell", action="append", default=[], metavar="EXPERIMENT=ROW=COLUMN=PATH[,PATH...]",
                         help="a measured cell and the BLEU JSON of each of its seeds (repeat)")
     parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
