@@ -549,6 +549,9 @@ class NPMT(nn.Module):
     """Source encoder (+ reordering) and SWAN. `infeasible_pairs` counts the training pairs seen with
     |y| > |x| * L: they have no segmentation, so they add nothing to the loss (see `swan_loss`)."""
     config_class = NpmtConfig
+    # the trainer's fast path asks a family whether its step stays eager, and why (training/fast.py)
+    stays_eager = ("SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
+                   "segment lengths; compiling it would recompile for nearly every batch")
 
     def __init__(self, src_vocab: int, tgt_vocab: int, config: NpmtConfig):
         super().__init__()

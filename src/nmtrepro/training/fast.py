@@ -57,11 +57,6 @@ from torch._dynamo.utils import counters
 from .criterion import LossOf
 
 log = logging.getLogger("nmtrepro.training.fast")
-# Families whose step stays eager, and why.
-EAGER_FAMILIES = {
-    "npmt": "SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
-            "segment lengths; compiling it would recompile for nearly every batch",
-}
 
 
 class FastPath:
@@ -207,6 +202,12 @@ class GradientSums(Gradients):
             p.grad = s
 
 
+def stays_eager(family) -> str:
+    """Why a family's step stays eager (its model class's `stays_eager`; a model or its class), or "" for
+    one the fast path compiles."""
+    return getattr(family, "stays_eager", "")
+
+
 def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.device, buckets: bool) -> torch.nn.Module:
     """The loss module the trainer runs: `loss` itself (off, or a family that stays eager), or it
     compiled, with CUDA graphs for `graphs` on a GPU. Wrap it in DistributedDataParallel after this, so
@@ -217,8 +218,8 @@ def fast_loss(loss: torch.nn.Module, family: str, mode: str, device: torch.devic
         log.info("fast path: the loss's passes over the logits compiled once with dynamic shapes, the rest eager")
         loss.kernels = True
         return loss
-    if family in EAGER_FAMILIES:
-        log.info("fast path: the %s family stays eager: %s", family, EAGER_FAMILIES[family])
+    if stays_eager(loss.model):
+        log.info("fast path: the %s family stays eager: %s", family, stays_eager(loss.model))
         return loss
     log.info("fast path: the loss compiled once with dynamic shapes (batch and lengths), fused Adam")
     if getattr(loss.model.config, "phrases", None) == "parse" and not buckets:
