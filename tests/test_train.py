@@ -97,6 +97,18 @@ def test_a_different_model_starts_afresh_beside_the_old_checkpoints(copy_corpus,
     assert [s for s, _ in checkpoint.checkpoints(tmp_path / "c" / "stale-1")] == [10]
 
 
+def test_a_stale_runs_kept_windows_move_aside_with_its_checkpoints(copy_corpus, tmp_path):
+    """A budget's kept weights (kept_<step>.pt) belong to their run: a retrained run must never average
+    them into its own window."""
+    run(copy_corpus, tmp_path / "k", max_updates=40, keep_last=1, keep_steps=[20])
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "k", checkpoint.KEPT)] == [20]
+    other = Trainer(Corpus(copy_corpus), {**MODEL, "ffn": 48}, Settings.from_dict({**FAST, "max_updates": 40}),
+                    tmp_path / "k")
+    assert not other.resume()
+    assert checkpoint.checkpoints(tmp_path / "k", checkpoint.KEPT) == []
+    assert [s for s, _ in checkpoint.checkpoints(tmp_path / "k" / "stale-1", checkpoint.KEPT)] == [20]
+
+
 @pytest.mark.parametrize("change", [{"lr": 0.02}, {"seed": 2}, {"keep_last": 2}])
 def test_changed_training_settings_start_afresh(copy_corpus, tmp_path, caplog, change):
     run(copy_corpus, tmp_path / "old", max_updates=20)

@@ -36,7 +36,7 @@ def workdir(tmp_path: Path, config: dict) -> Path:
     work = tmp_path / "wf"
     work.mkdir()
     shutil.copy(REPO / "Snakefile", work)
-    for folder in ("workflow", "profiles"):
+    for folder in ("workflow", "profiles", "envs"):
         shutil.copytree(REPO / folder, work / folder)
     (work / "data").symlink_to(REPO / "data")
     (work / "config.yaml").write_text(yaml.safe_dump({**config, "papers": []}, sort_keys=False))
@@ -355,7 +355,7 @@ def repo_copy(tmp_path: Path) -> Path:
     work.mkdir()
     for name in ("Snakefile", "config.yaml"):
         shutil.copy(REPO / name, work)
-    for folder in ("workflow", "config", "profiles"):
+    for folder in ("workflow", "config", "profiles", "envs"):
         shutil.copytree(REPO / folder, work / folder)
     (work / "data").symlink_to(REPO / "data")
     return work

@@ -1,6 +1,6 @@
 """The claims at several training budgets, from the same trainings.
 
-A verdict taken at one budget says nothing of where the gap goes with more training (issue 73). The
+A verdict taken at one budget says nothing of where the gap goes with more training. The
 inverse-sqrt schedule does not depend on `max_updates`, so a training's averaging window that ends at
 update N is the window of a training of N updates: keeping those checkpoints (`keep_steps`) gives every
 shorter budget for the price of an average, a decode and a test. Two uses:

@@ -1,4 +1,4 @@
-"""The fast path of a training step (issue 38, setting `fast`): the same mathematics as the eager
+"""The fast path of a training step (setting `fast`): the same mathematics as the eager
 step, with fewer kernels and no Python between them.
 
 On an H100 the eager Transformer Base issues ~3,400 kernels a step and the GPU waits on Python; a

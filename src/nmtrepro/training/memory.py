@@ -1,5 +1,5 @@
 """Out of GPU memory in one micro-batch is not the end of a 20-hour job, and a micro-batch as large as
-the card holds (issue 38).
+the card holds.
 
 A micro-batch whose forward or backward runs out of memory is retried as its two halves (by sentences),
 recursively down to one sentence; a sentence that still does not fit is skipped with a warning. Both
