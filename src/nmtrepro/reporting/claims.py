@@ -496,16 +496,22 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 NUMERIC = ("baseline BLEU", "paper Δ", "ours Δ", CI, MDE, "p", "page p")
 
 
+def read_json_arg(flag: str, text: str, claims: list[Claim], sentences) -> dict:
+    """A JSON argument of claims (`flag`: --curves, --budgets, --others): parsed, and each sentence that
+    `sentences(parsed)` names checked against the --claim sentences."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{flag} is not valid JSON: {err}") from None
+    unknown = set(sentences(parsed)) - {claim.text for claim in claims}
+    if unknown:
+        raise InputError(f"{flag} {sorted(unknown)}: no --claim has that sentence")
+    return parsed
+
+
 def parse_curves(text: str, claims: list[Claim]) -> dict[str, dict[str, list[str]]]:
     """--curves' JSON, each entry a claim's sentence with its system's and baseline's curves."""
-    try:
-        curves = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"--curves is not valid JSON: {err}") from None
-    unknown = set(curves) - {claim.text for claim in claims}
-    if unknown:
-        raise InputError(f"--curves {sorted(unknown)}: no --claim has that sentence")
-    return curves
+    return read_json_arg("--curves", text, claims, lambda curves: curves)
 
 
 BUDGET_COLUMNS = ["claim", "budget", "updates", "ours Δ", "Δ per seed", CI, "p", "page p", "verdict"]
@@ -515,15 +521,9 @@ def parse_budgets(text: str, claims: list[Claim]) -> dict:
     """--budgets' JSON: {"levels": [{"label": LABEL, "claims": {SENTENCE: {"significance": JSON,
     "updates": N}}, "pool": {NAME: JSON}}], "final": the page's own budget's label, "updates": {SENTENCE:
     the page's own updates}}."""
-    try:
-        budgets = {"levels": [], "final": "100%", "updates": {}, **json.loads(text)}
-    except json.JSONDecodeError as err:
-        raise InputError(f"--budgets is not valid JSON: {err}") from None
-    named = {text for level in budgets["levels"] for text in level["claims"]} | set(budgets["updates"])
-    unknown = named - {claim.text for claim in claims}
-    if unknown:
-        raise InputError(f"--budgets {sorted(unknown)}: no --claim has that sentence")
-    return budgets
+    budgets = read_json_arg("--budgets", text, claims, lambda parsed: [
+        sentence for level in parsed.get("levels", []) for sentence in level["claims"]] + list(parsed.get("updates", {})))
+    return {"levels": [], "final": "100%", "updates": {}, **budgets}
 
 
 def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table: pd.DataFrame):
@@ -564,14 +564,8 @@ def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table:
 def parse_others(text: str, claims: list[Claim]) -> dict:
     """--others' JSON: {SCALE: {"claims": {SENTENCE: JSON}, "pool": {NAME: JSON}}}, other scales' tests of
     these claims (a results tree in this checkout, or measured elsewhere and kept as data)."""
-    try:
-        others = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"--others is not valid JSON: {err}") from None
-    unknown = {sentence for spec in others.values() for sentence in spec["claims"]} - {c.text for c in claims}
-    if unknown:
-        raise InputError(f"--others {sorted(unknown)}: no --claim has that sentence")
-    return others
+    return read_json_arg("--others", text, claims,
+                         lambda others: [sentence for spec in others.values() for sentence in spec["claims"]])
 
 
 def elsewhere(claims: list[Claim], table: pd.DataFrame, others: dict, scale: str | None) -> str:
