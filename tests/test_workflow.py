@@ -648,9 +648,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "Protocol (scale `ci`): every row trained from scratch, 30 updates" in table
     assert "Seeds: base_en_de 1, 2" in table and "per seed" in table
     # every claim of paper A; ci's models do not translate, so each shows its numbers and no verdict
-    claims = (results / "report/A_claims.md").read_text()
+    claims, _, by_budget = (results / "report/A_claims.md").read_text().partition("The claims at each training budget")
     assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
     assert all("(seed 1)" in line and ", below 5 BLEU)" in line for line in claims.splitlines() if line.startswith("| +PR"))
+    assert by_budget.count("| +PR improves") == 2  # the central claim at ci's one budget (0.5) and at the end
     assert (results / "train/pr_en_de_seed2/curve.tsv").exists() and (results / "train/base_en_de_seed2/averaged.pt").exists()
     assert not (results / "analyse/significance/base_en_de.vs.base_en_de.json").exists()  # the baseline's own row
     sig = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())["tok_bleu"]
