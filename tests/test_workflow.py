@@ -652,6 +652,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
     assert all("(seed 1)" in line and ", below 5 BLEU)" in line for line in claims.splitlines() if line.startswith("| +PR"))
     assert by_budget.count("| +PR improves") == 2  # the central claim at ci's one budget (0.5) and at the end
+    assert "|      67% |        20 |" in by_budget  # 0.5 of 30 updates ends on the checkpoint at 20
     assert (results / "train/pr_en_de_seed2/curve.tsv").exists() and (results / "train/base_en_de_seed2/averaged.pt").exists()
     assert not (results / "analyse/significance/base_en_de.vs.base_en_de.json").exists()  # the baseline's own row
     sig = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())["tok_bleu"]
@@ -700,13 +701,15 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "of lowercased output" in paper_c and "case-sensitive" not in paper_c  # data lowercased when prepared
     assert "tokenized case-sensitive BLEU" in paper_d
     assert not (results / "report/C_table2.md").exists()
-    paper_c_claims = (results / "report/C_claims.md").read_text()   # NPMT's six unmeasured, the LL's two not judged
+    paper_c_claims = (results / "report/C_claims.md").read_text().partition("at each training budget")[0]  # NPMT's
+    # six unmeasured, the LL's two not judged
     assert paper_c_claims.count("| not comparable at this scale") == 8 and paper_c_claims.count(", below 5 BLEU)") == 2
-    central = (results / "report/central_claims.md").read_text()  # the four central claims, over two seeds at ci
+    central, _, central_budgets = (results / "report/central_claims.md").read_text().partition("at each training budget")
     assert central.count("(seed 2)") == 4 and "+PR improves Transformer Base En-De" in central
     assert "started from the trained hao_base_en_de, then 20 updates" in central
     assert "| Δ < +0.10 " in central and "Each paper is its own family" in central and "Holm" not in central
     assert "page p" in central
+    assert central_budgets.count("|      67% |") == 3  # A's, C's and D's; B's continuation is too short for one
     assert "No claim judged at this scale: 8 not comparable at this scale." in paper_c_claims
     assert "Procedure: the primary claim (the reordering layer does not help the attention seq2seq (beam))" in paper_c_claims
     # every page pools the seed noise of the central claims' two-seed comparisons, none of whose models
