@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import nmtrepro.models.npmt as npmt_module
+from nmtrepro.evaluation.segment_search import greedy
 from nmtrepro.models.npmt import LinearLogProbs, SegmentDecoder, chunk_functions, swan_log_likelihood, swan_loss
 from nmtrepro.models.rnn_encoder import SoftReordering
 
@@ -202,7 +203,7 @@ def test_greedy_segments_never_exceed_max_length(end_bias):
     with torch.no_grad():
         decoder.out.bias[END] = end_bias                                  # -1e4: `$` is never chosen
     src_lengths = torch.tensor([4, 2])
-    segments = decoder.greedy(torch.randn(2, 4, 6, dtype=torch.float64), src_lengths, max_seg)
+    segments = greedy(decoder, torch.randn(2, 4, 6, dtype=torch.float64), src_lengths, max_seg)
     assert [len(s) for s in segments] == [4, 2]                           # one segment per source word
     lengths = [len(seg) for sentence in segments for seg in sentence]
     assert max(lengths) <= max_seg
@@ -217,7 +218,7 @@ def test_greedy_never_emits_banned_tokens():
     decoder, banned = tiny_decoder(seed=3), (0, 2)
     with torch.no_grad():
         decoder.out.bias[list(banned)] = 1e4                              # the argmax unless banned
-    segments = decoder.greedy(torch.randn(2, 4, 6, dtype=torch.float64), torch.tensor([4, 3]), 2, banned)
+    segments = greedy(decoder, torch.randn(2, 4, 6, dtype=torch.float64), torch.tensor([4, 3]), 2, banned)
     emitted = {tok for sentence in segments for seg in sentence for tok in seg}
     assert emitted and not emitted & set(banned)
 
@@ -228,7 +229,7 @@ from nmtrepro.config import experiments, load, validate  # noqa: E402
 from nmtrepro.core.vocab import Vocab  # noqa: E402
 from nmtrepro.evaluation.kneser_ney import LMPLZ_FALLBACK, KneserNeyLM  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402
-from nmtrepro.models.npmt import Hypothesis, merge  # noqa: E402
+from nmtrepro.evaluation.segment_search import Hypothesis, merge, translate  # noqa: E402
 
 
 def npmt(**options):
@@ -245,6 +246,7 @@ def test_npmt_loss_is_swan_nll_without_eos_on_either_side_and_counts_infeasible_
     target = torch.tensor([[8, 9, Vocab.eos, Vocab.pad, Vocab.pad], [8, 9, 10, 11, Vocab.eos]])
     loss, nll = model.sequence_loss({"src": src}, None, target, epsilon=0.1)
     assert loss is nll and torch.isfinite(loss) and model.infeasible_pairs == 1
+    assert model.diagnostics("train")["infeasible_pairs_so_far"] == 1  # the training log's count, so far
     enc = model.encode(src)
     y = torch.tensor([[8, 9]])
     seg = model.decoder.segment_logprobs(enc["out"][:1], y, torch.tensor([2]), torch.tensor([2]), 3)
@@ -310,7 +312,7 @@ def test_npmt_overfits_two_pairs_and_decodes_them_greedily_and_by_beam():
     model.eval()
     words = [[10, 11, 4], [4, 4]]
     for beam in (1, 4):
-        outputs = model.translate_segments(src, beam=beam)
+        outputs = translate(model, src, beam=beam)
         assert [[tok for seg in segs for tok in seg] for segs in outputs] == words, beam
         assert all(seg for segs in outputs for seg in segs)                  # empty segments are not kept
 
@@ -351,7 +353,7 @@ def test_unpruned_beam_search_maximises_the_objective_exhaustively(word_bonus, l
     model = npmt(tgt_vocab=6, max_segment=1).eval()
     src = torch.tensor([[7, 9, 8, Vocab.eos]])
     lm = KneserNeyLM([[4, 5, 4], [5, 5], [4, 3, 5, 4], [4, 4]], Vocab.bos, Vocab.eos, discount_fallback=LMPLZ_FALLBACK)
-    [segments] = model.translate_segments(src, beam=10**6, word_bonus=word_bonus, lm=lm, lm_weight=lm_weight)
+    [segments] = translate(model, src, beam=10**6, word_bonus=word_bonus, lm=lm, lm_weight=lm_weight)
     best = best_by_enumeration(model, src, word_bonus, lm, lm_weight)
     assert sum(segments, ()) == best and len(segments) == len(best)        # one token a segment
     if word_bonus >= 4.0:
@@ -367,7 +369,7 @@ def test_long_segments_the_word_bonus_prefers_survive_a_beam_of_two():
         model.decoder.out.weight.zero_()
         model.decoder.out.bias.copy_(torch.tensor([-30.0, -30.0, -0.5, -5.0, 0.0, -5.0]))
     src = torch.tensor([[7, 9, Vocab.eos]])
-    [segments] = model.translate_segments(src, beam=2, word_bonus=5.0)
+    [segments] = translate(model, src, beam=2, word_bonus=5.0)
     assert segments == [(4, 4, 4), (4, 4, 4)]
     assert sum(segments, ()) == best_by_enumeration(model, src, word_bonus=5.0)
 

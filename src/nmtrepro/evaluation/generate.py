@@ -2,9 +2,10 @@
 
 Scores follow fairseq: a finished hypothesis scores sum(log p) / len^lenpen, with len counting EOS.
 A sentence is done once it holds `beam` finished hypotheses; done sentences leave the batch, so the
-cache shrinks as decoding goes on. A segment model (paper C's NPMT: `translate_segments`) searches
-over segments instead, with a per-word bonus and an optional n-gram LM (`kneser_ney.py`); its output
-keeps its segments, and `decode` reports their average length and the segmented lines.
+cache shrinks as decoding goes on. A family whose outputs are segments (its `searches`: paper C's NPMT)
+is searched by segment_search.py instead, with a per-word bonus and an optional n-gram LM
+(`kneser_ney.py`); its output keeps its segments, and `decode` reports their average length and the
+segmented lines. `search` is the one interface the decode command and the analyses call.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..core.files import InputError, atomic_open, read_lines, write_json
 from ..core.text import detokenize, strip_bpe
 from ..core.vocab import IndexedData, Vocab
 from ..training import checkpoint
+from . import segment_search
 from .kneser_ney import KneserNeyLM
 from .options import DEFAULTS
 from .sources import Sources, add_arguments_sources, source_options
@@ -93,6 +95,11 @@ def beam_search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: fl
     return [max(hyps)[1] if hyps else [] for hyps in finished]
 
 
+def searches_segments(model) -> bool:
+    """Whether the model's outputs are segments (its family's `searches`; a token decoder's are tokens)."""
+    return getattr(model, "searches", "tokens") == "segments"
+
+
 def search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
            max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"], use_cache: bool = True,
            word_bonus: float = DEFAULTS["word_bonus"], lm: KneserNeyLM | None = None,
@@ -100,8 +107,8 @@ def search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float =
     """Each sentence's best output as segments of token ids: one segment for a token-level decoder,
     SWAN's segments for a segment model (which takes beam, word_bonus and the LM; lenpen and the
     length limits are the token search's)."""
-    if hasattr(model, "translate_segments"):
-        return model.translate_segments(net_input["src"], beam, word_bonus, lm, lm_weight)
+    if searches_segments(model):
+        return segment_search.translate(model, net_input["src"], beam, word_bonus, lm, lm_weight)
     return [[hyp] for hyp in beam_search(model, net_input, beam, lenpen, max_len_a, max_len_b, use_cache)]
 
 
@@ -182,7 +189,7 @@ def add_arguments_decode(parser) -> None:
 def run_decode(args) -> None:
     device = runtime.setup(args.threads)
     model = checkpoint.load_model(args.model, device)
-    segment_model = hasattr(model, "translate_segments")
+    segment_model = searches_segments(model)
     if not segment_model and (args.word_bonus or args.lm_order or args.lm_weight):
         raise InputError(f"--word-bonus, --lm-order and --lm-weight are options of segment models (NPMT); "
                          f"{args.model} is a {model.config.__class__.__name__} model")

@@ -502,8 +502,6 @@ class Trainer:
         self.curve.append({"step": self.step, "epoch": self.epoch, "wall_s": round(self.wall, 2), "lr": lr,
                            "train_loss": loss, "train_nll": nll, "tgt_tok_s": round(speed),
                            "src_tok_s": round(src_speed)})
-        # NPMT counts the pairs it has no segmentation for (|y| > |x| * L): they add nothing to the loss.
-        skipped = getattr(self.model, "infeasible_pairs", 0)
         # On a GPU, the peak memory allocated so far: what a larger max_tokens or model would have to fit.
         peak_gib = torch.cuda.max_memory_allocated(self.device) / 2 ** 30 if self.device.type == "cuda" else None
         peak = f" | peak {peak_gib:.1f} GiB" if peak_gib is not None else ""
@@ -512,15 +510,14 @@ class Trainer:
                      "train/grad_norm": self.grad_norm, "train/skipped_updates": self.skipped,
                      "gpu/peak_gib": peak_gib}, "train", figures)
         log.info("step %d/%d | epoch %d | loss %.3f | nll %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                 "%.0f s trained, ~%.0f s left%s%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
+                 "%.0f s trained, ~%.0f s left%s%s%s%s", self.step, s.max_updates, self.epoch + 1, loss, nll,
                  perplexity(nll), lr, speed, self.wall, left, peak, self.fast.warm_note(),
-                 f" | {skipped} infeasible pairs so far (no loss)" if skipped else "", self._oom_note(),
-                 diagnostics_note(figures))
+                 self._oom_note(), diagnostics_note(figures))
 
     def _diagnostics(self, split: str) -> dict[str, float]:
         """The family's own figures since the last call for `split` ("train" or "valid"), from its
-        `diagnostics(split)` where it has one (NPMT: the reordering layer's saturation, the segment
-        length); once a log line, as the family counts them afresh after each call."""
+        `diagnostics(split)` where it has one (NPMT: the reordering layer's saturation, the pairs it has
+        no segmentation for, the segment length); once a log line, as the family counts them afresh after each call."""
         return self.model.diagnostics(split) if hasattr(self.model, "diagnostics") else {}
 
     def _board(self, values: dict, split: str, figures: dict[str, float]) -> None:
@@ -560,8 +557,9 @@ class Trainer:
 
 
 def diagnostics_note(figures: dict[str, float]) -> str:
-    """A family's figures (Trainer._diagnostics) for a log line, as " | name value" each."""
-    return "".join(f" | {name.replace('_', ' ')} {value:.3g}" for name, value in figures.items())
+    """A family's figures (Trainer._diagnostics) for a log line, as " | name value" each (a count whole)."""
+    return "".join(f" | {name.replace('_', ' ')} {value if isinstance(value, int) else f'{value:.3g}'}"
+                   for name, value in figures.items())
 
 
 def add_arguments_train(parser) -> None:
