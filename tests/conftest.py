@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html.parser
+import json
 import random
 
 import pytest
@@ -96,3 +97,10 @@ def assert_balanced_html(text: str) -> None:
     tags.feed(text)
     tags.close()
     assert tags.open == [], f"never closed: {tags.open}"
+
+
+def claim(text: str, paper_delta, significance=None, metric: str = "tok_bleu", **fields) -> str:
+    """A --claim of `nmtrepro claims` (and, with `scale`, of across-scales): its JSON, `significance`
+    None where the claim is not comparable at the scale."""
+    return json.dumps({"text": text, "paper_delta": paper_delta, "metric": metric,
+                       "significance": None if significance is None else str(significance), **fields})

@@ -12,9 +12,11 @@ from torch import nn
 
 from nmtrepro import cli
 from nmtrepro.analyses.buckets import bucket_index, bucket_labels, bucket_scores
-from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
+from nmtrepro.analyses.contrastive import pair_args, pair_files
+from nmtrepro.analyses.heads import group_similarity, groups_args, head_cosines, similarity
 from nmtrepro.analyses.ngrams import precision_gaps
-from nmtrepro.analyses.speed import speed_table, training_speed
+from nmtrepro.analyses.probing.tasks import TASKS, classifier_args, probe_task_files, table_tasks
+from nmtrepro.analyses.speed import paper_size_args, speed_table, training_speed
 from nmtrepro.core.files import InputError
 from nmtrepro.models import build_model
 from nmtrepro.models.size import parameter_counts
@@ -208,3 +210,34 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72
     assert "CI ≤15" in md and "[+0.00, +0.00]" in md                     # one identical sentence: no spread
     assert "each paired with the baseline of its seed" in " ".join(md.split())
+
+
+# -- what the workflow passes each analysis command (the kinds' own argument builders) ---------------
+
+def test_the_workflow_arguments_of_each_kind_come_from_its_config_alone():
+    """Each kind builds its rule's inputs and arguments from its config entry (the rule file only wires
+    them): the contrastive pairs in their three forms, a system's head groups, the probe's tasks and
+    classifier grid, and a speed table's paper-size specs."""
+    def under(path):
+        return f"results/tiny/{path}"
+
+    distil = {"distil_dir": "d", "sets": ["a", "b"], "parser": "spacy", "max_tokens": 900, "max_per_set": 20}
+    assert pair_files(distil, under)[:3] == ["d/a/src.en.gz", "d/a/tgt.correct.de.gz", "d/a/tgt.incorrect.de.gz"]
+    assert pair_args(distil, under) == ["--distil-set", "d/a", "--distil-set", "d/b", "--parser", "spacy",
+                                        "--max-per-set", "20", "--max-tokens", "900"]
+    download = {"download": "lingeval97", "max_tokens": 900}
+    assert pair_files(download, under) == ["results/tiny/downloads/lingeval97.json"]
+    given = {"lingeval97": "x.json", "max_tokens": 9}
+    assert pair_args(given, under) == ["--lingeval97", "x.json", "--max-tokens", "9"]
+    systems = [{"experiment": "fusing_en_de", "groups": ["rec", "rec", "syn"]}, {"experiment": "d_base_en_de"}]
+    assert groups_args(systems, "fusing_en_de") == ["--groups", "rec", "rec", "syn"]
+    assert groups_args(systems, "d_base_en_de") == []
+    tables = {"t5": {"kind": "probing", "systems": [{"experiment": "pr"}], "tasks": ["top_constituents", "tree_depth"]},
+              "other": {"kind": "probing", "systems": [{"experiment": "base"}]}}
+    assert probe_task_files(tables, "pr", "ptb", under) == ["results/tiny/probing/tasks/tree_depth.txt",  # TASKS' order
+                                                            "results/tiny/probing/tasks/top_constituents.txt"]
+    assert len(probe_task_files(tables, "base", "senteval", under)) == len(TASKS)  # no tasks: all ten
+    with pytest.raises(InputError, match=r"analyses\.t5\.tasks: \['depth'\]"):
+        table_tasks("t5", {"tasks": ["tree_depth", "depth"]})
+    assert classifier_args({"nhid": [50, 100], "max_epochs": 3}) == ["--nhid", "50", "100", "--max-epochs", "3"]
+    assert paper_size_args({}, "speed_A", {"systems": []}) == []   # no paper_size: nothing to count

@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import claim
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.reporting import budget
@@ -74,7 +75,7 @@ def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
-            "--claim", f"1.0=tok_bleu=yes={sig}={text}", "--pool", f"x={sig}",
+            "--claim", claim(text, 1.0, sig), "--pool", f"x={sig}",
             "--curves", f'{{"{text}": {{"system": {system}, "baseline": {baseline}}}}}'.replace("'", '"')]
     assert cli.main(argv) == 0
     page = out.read_text()
@@ -99,7 +100,7 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
-            "--claim", f"1.0=tok_bleu=yes={final}={text}", "--primary", text, "--pool", f"x={final}",
+            "--claim", claim(text, 1.0, final), "--primary", text, "--pool", f"x={final}",
             "--curves", json.dumps({text: {"system": system, "baseline": baseline}}), "--budgets", json.dumps(budgets)]
     assert cli.main(argv) == 0
     page = out.read_text()
@@ -118,7 +119,7 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
 def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
     sig = write_significance(tmp_path / "sig.json", 31.0, 30.0)
     argv = ["claims", "--title", "t", "--out-md", str(tmp_path / "c.md"), "--out-html", str(tmp_path / "c.html"),
-            "--out-svg", str(tmp_path / "c.svg"), "--claim", f"1.0=tok_bleu=yes={sig}=X",
+            "--out-svg", str(tmp_path / "c.svg"), "--claim", claim("X", 1.0, sig),
             "--budgets", json.dumps({"levels": [{"label": "50%", "claims": {"Y": {"significance": sig, "updates": 5}},
                                                  "pool": {}}]})]
     assert cli.main(argv) == 2 and "--budgets ['Y']: no --claim has that sentence" in capsys.readouterr().err
@@ -136,14 +137,14 @@ def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_
         tables[scale] = (sig, folder / "claims.gap.tsv")
         assert cli.main(["claims", "--title", "t", "--out-md", str(folder / "c.md"), "--out-html", str(folder / "c.html"),
                          "--out-svg", str(folder / "c.svg"), "--out-gap-svg", str(folder / "c.gap.svg"),
-                         "--out-gap-tsv", str(tables[scale][1]), "--claim", f"1.0=tok_bleu=yes={sig}={text}",
+                         "--out-gap-tsv", str(tables[scale][1]), "--claim", claim(text, 1.0, sig),
                          "--pool", f"x={sig}", "--curves", json.dumps({text: {"system": system, "baseline": baseline}})]) == 0
     gaps = budget.read_gaps(str(tables["gpu"][1]))[text]
     assert len(gaps) == 3 * len(STEPS) and abs(gaps["delta"].mean() + 0.02) < 0.01
     argv = ["across-scales", "--title", "t", "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
             "--out-svg", str(tmp_path / "a.svg"), "--out-gap-svg", str(tmp_path / "a.gap.svg")]
     for scale, (sig, gap_tsv) in tables.items():
-        argv += ["--claim", f"{scale}=1.0=tok_bleu=yes={sig}={text}", "--gaps", f"{scale}={gap_tsv}"]
+        argv += ["--claim", claim(text, 1.0, sig, scale=scale), "--gaps", f"{scale}={gap_tsv}"]
     assert cli.main(argv) == 0
     drawn = (tmp_path / "a.gap.svg").read_text()
     assert "Δ valid NLL over training at each scale" in drawn and ">tiny</text>" in drawn and ">gpu</text>" in drawn

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from scipy.stats import norm, t as student_t
 
-from conftest import assert_balanced_html
+from conftest import assert_balanced_html, claim
 from nmtrepro import cli
 from nmtrepro.evaluation.multiplicity import holm
 from nmtrepro.evaluation.seed_noise import SeedNoise
 from nmtrepro.evaluation.significance import MeanDifference
+from nmtrepro.reporting import report as report_module
 from nmtrepro.reporting.claims import reading
 
 
@@ -59,7 +60,7 @@ def rows(text):
 
 
 def verdict(tmp_path, spec, quiet, **kw):
-    text = spec.rsplit("=", 1)[1]
+    text = json.loads(spec)["text"]
     return rows(page(tmp_path, spec, pool=quiet, **kw))[text]["verdict"]
 
 
@@ -69,14 +70,14 @@ def verdict(tmp_path, spec, quiet, **kw):
 ])
 def test_a_claims_verdict_follows_from_the_measured_difference(tmp_path, quiet, ours, sd, expected):
     sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
-    row = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps (a=b)", pool=quiet))["+PR helps (a=b)"]
+    row = rows(page(tmp_path, claim("+PR helps (a=b)", 1.29, sig), pool=quiet))["+PR helps (a=b)"]
     assert row["verdict"] == expected and row["ours Δ"] == f"{ours - 29.0:+.2f}" and row["tested"] == "Δ > 0"
 
 
 @pytest.mark.parametrize("ours, expected", [(28.0, "reproduced"), (30.0, "contradicted (Δ > 0: p <0.001)")])
 def test_a_claim_of_a_negative_difference_is_tested_in_its_own_direction(tmp_path, quiet, ours, expected):
     sig = write_significance(tmp_path / "sig.json", ours, 29.0)
-    assert verdict(tmp_path, f"-0.65=tok_bleu=yes={sig}=the layer hurts", quiet) == expected
+    assert verdict(tmp_path, claim("the layer hurts", -0.65, sig), quiet) == expected
 
 
 @pytest.mark.parametrize("ours, sd, expected", [
@@ -88,7 +89,7 @@ def test_a_claim_of_a_negative_difference_is_tested_in_its_own_direction(tmp_pat
 ])
 def test_a_claim_of_no_gain_is_tested_for_non_superiority_within_its_margin(tmp_path, quiet, ours, sd, expected):
     sig = write_significance(tmp_path / "sig.json", ours, 29.0, sd)
-    text = page(tmp_path, f"-0.65<0.3=tok_bleu=yes={sig}=the layer does not help", pool=quiet)
+    text = page(tmp_path, claim("the layer does not help", -0.65, sig, margin=0.3), pool=quiet)
     row = rows(text)["the layer does not help"]
     assert row["verdict"].startswith(expected) and row["tested"] == "Δ < +0.30" and "below the stated margin" in text
 
@@ -100,10 +101,10 @@ def test_the_primary_claim_takes_most_of_the_pages_alpha_and_reads_the_same_on_t
     page p's are those over 0.2 (0.060, 0.160; the third's 0.400 is above the level at which the primary,
     and then it, would be rejected: 0.397) and none is. The primary's verdict, page p (its two-sided p over
     0.8) and MDE are the same on the central page, where it stands with another paper's primary."""
-    claims = [f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0 + norm.isf(p), 29.0, 1.0)}=claim {i}"
+    claims = [claim(f"claim {i}", 1.0, write_significance(tmp_path / f'{i}.json', 29.0 + norm.isf(p), 29.0, 1.0))
               for i, p in enumerate((0.002, 0.008, 0.040))]
-    strong = f"1.0=tok_bleu=yes={write_significance(tmp_path / 'p.json', 30.0, 29.0, 0.3)}=primary"
-    weak = f"0.5=tok_bleu=yes={write_significance(tmp_path / 'w.json', 29.3, 29.0, 0.3)}=primary"
+    strong = claim("primary", 1.0, write_significance(tmp_path / 'p.json', 30.0, 29.0, 0.3))
+    weak = claim("primary", 0.5, write_significance(tmp_path / 'w.json', 29.3, 29.0, 0.3))
     passed = rows(page(tmp_path, strong, *claims, primary=["primary"], pool=quiet))
     assert [passed[f"claim {i}"]["page p"] for i in range(3)] == ["0.012", "0.032", "0.080"]
     assert [passed[f"claim {i}"]["verdict"].split(":")[0] for i in range(3)] == ["reproduced", "reproduced", "inconclusive"]
@@ -113,7 +114,7 @@ def test_the_primary_claim_takes_most_of_the_pages_alpha_and_reads_the_same_on_t
     assert [rows(kept)[f"claim {i}"]["page p"] for i in range(3)] == ["0.060", "0.160", "0.397"]
     assert rows(kept)["claim 0"]["verdict"].startswith("inconclusive: significant before the page's correction only")
     assert "at 0.01, and at 0.05 once the primary is rejected" in kept
-    other = f"-0.5=tok_bleu=yes={write_significance(tmp_path / 'o.json', 28.2, 29.0, 0.3)}=other paper's primary"
+    other = claim("other paper's primary", -0.5, write_significance(tmp_path / 'o.json', 28.2, 29.0, 0.3))
     central = rows(page(tmp_path, strong, other, primary=["primary", "other paper's primary"], pool=quiet))
     assert {k: central["primary"][k] for k in ("verdict", "page p", "MDE")} == {
         k: passed["primary"][k] for k in ("verdict", "page p", "MDE")}
@@ -136,7 +137,7 @@ def test_a_one_seed_claim_takes_the_pooled_seed_noise_of_the_runs_multi_seed_com
     assert test.df == pytest.approx(6.07, abs=0.01)
     three = json.loads(open(write_significance(tmp_path / "3.json", 30, 29, 0.15, [1.0, 1.3, 0.7])).read())["tok_bleu"]
     assert noise.test(three).var == pytest.approx((spread - 0.04) / 3 + 0.0225)
-    row = rows(page(tmp_path, f"0.5=tok_bleu=yes={tmp_path / 'one.json'}=one seed", pool=pool))["one seed"]
+    row = rows(page(tmp_path, claim("one seed", 0.5, tmp_path / 'one.json'), pool=pool))["one seed"]
     low, high = test.bounds(0.95)
     assert row["95% CI of ours"] == f"{low:+.2f} to {high:+.2f}" == "+0.57 to +2.43"
     assert row["MDE"] == f"{(student_t(test.df).isf(0.025) + student_t(test.df).ppf(0.8)) * np.sqrt(test.var):.2f}"
@@ -149,7 +150,7 @@ def test_a_run_with_nothing_to_pool_leaves_one_seed_claims_without_a_verdict(tmp
     three = write_significance(tmp_path / "three.json", 30.0, 29.0, 0.1, [1.0, 1.2, 0.8])
     single = [f"single={write_significance(tmp_path / 's.json', 30.0, 29.0, 0.2)}"]
     for pool in ((), single):
-        text = page(tmp_path, f"1.0=tok_bleu=yes={one}=one seed", f"1.0=tok_bleu=yes={three}=three seeds", pool=pool)
+        text = page(tmp_path, claim("one seed", 1.0, one), claim("three seeds", 1.0, three), pool=pool)
         table = rows(text)
         assert table["one seed"]["verdict"].startswith("seed noise unmeasured") and table["one seed"]["ours Δ"] == "+2.00"
         assert table["one seed"]["page p"] == "" and table["three seeds"]["verdict"] == "reproduced"
@@ -160,10 +161,10 @@ def test_a_collapsed_seed_of_either_system_trips_the_floor_by_name(tmp_path, qui
     """The baseline's mean passes 5 BLEU, but seed 2's system scores 0.31: not judged, that seed named."""
     sig = write_significance(tmp_path / "sig.json", 20.0, 29.0, 0.25, [1.0, -28.69, 1.0],
                              seed_scores=[(30.0, 29.0), (0.31, 29.0), (30.0, 29.0)])
-    row = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
+    row = rows(page(tmp_path, claim("+PR helps", 1.29, sig), pool=quiet))["+PR helps"]
     assert row["verdict"] == "not comparable at this scale (seed 2's system scores 0.31, below 5 BLEU)"
     weak = write_significance(tmp_path / "weak.json", 0.0, 0.0, 0.01)
-    text = page(tmp_path, f"-0.29<0.1=tok_bleu=yes={weak}=16 steps do not beat 8", pool=quiet)
+    text = page(tmp_path, claim("16 steps do not beat 8", -0.29, weak, margin=0.1), pool=quiet)
     assert rows(text)["16 steps do not beat 8"]["Δ per seed"] == "+0.00 (seed 1)"
     assert "No claim judged at this scale: 1 not comparable at this scale." in text
 
@@ -186,8 +187,8 @@ def test_every_reading_sentence_matches_the_rows_under_it(tmp_path, quiet, spec,
     sig = write_significance(tmp_path / "sig.json", spec["score"], 29.0, spec["sd"], spec.get("seed_deltas"))
     paper = spec.get("paper", 1.29)
     others = [] if spec.get("alone") else [
-        f"1.0=tok_bleu=yes={write_significance(tmp_path / f'{i}.json', 29.0, 29.0, 1.0)}=other {i}" for i in range(2)]
-    text = page(tmp_path, f"{paper}=tok_bleu=yes={sig}=the claim", *others, pool=quiet)
+        claim(f"other {i}", 1.0, write_significance(tmp_path / f'{i}.json', 29.0, 29.0, 1.0)) for i in range(2)]
+    text = page(tmp_path, claim("the claim", paper, sig), *others, pool=quiet)
     found = rows(text)["the claim"]["verdict"]
     assert found.startswith(cause), found
     line = text.splitlines()[2]
@@ -202,8 +203,8 @@ def test_every_reading_sentence_matches_the_rows_under_it(tmp_path, quiet, spec,
 
 def test_a_paper_difference_outside_our_interval_is_flagged_beside_the_verdict(tmp_path, quiet):
     sig = write_significance(tmp_path / "sig.json", 29.2, 29.0, 0.05)    # 95% CI +0.10 to +0.30
-    far = rows(page(tmp_path, f"1.29=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
-    near = rows(page(tmp_path, f"0.25=tok_bleu=yes={sig}=+PR helps", pool=quiet))["+PR helps"]
+    far = rows(page(tmp_path, claim("+PR helps", 1.29, sig), pool=quiet))["+PR helps"]
+    near = rows(page(tmp_path, claim("+PR helps", 0.25, sig), pool=quiet))["+PR helps"]
     assert far["verdict"] == near["verdict"] == "reproduced"
     assert far["size"] == "paper Δ outside" and near["size"] == "consistent"
 
@@ -213,26 +214,26 @@ def test_holm_multiplies_the_ith_smallest_of_m_by_m_minus_i_and_keeps_the_order(
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([]) == []
 
 
-def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, quiet, capsys):
-    row = rows(page(tmp_path, "2.01=tok_bleu=no=-=NPMT beats LL", pool=quiet))["NPMT beats LL"]
+def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, quiet):
+    row = rows(page(tmp_path, claim("NPMT beats LL", 2.01, None), pool=quiet))["NPMT beats LL"]
     assert row["verdict"] == "not comparable at this scale" and row["paper Δ"] == "+2.01"
-    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0)
-    assert cli.main(["claims", "--title", "t", "--claim", f"2.01=tok_bleu=no={sig}=x", "--out-md",
-                     str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
-    assert "names none" in capsys.readouterr().err
 
 
 def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, quiet):
     sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.6)
-    found = verdict(tmp_path, f"0.09:marginally=tok_bleu=yes={sig}=stack beats gated", quiet)
+    found = verdict(tmp_path, claim("stack beats gated", 0.09, sig, paper_says="marginally"), quiet)
     assert found.startswith("inconclusive") and found.endswith("(the paper: marginally)")
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--claim", "big=tok_bleu=yes=x.json=a text"], "'big' is not a number"),
-    (["--claim", "0=tok_bleu=yes=x.json=a text"], "needs a non-zero paper difference"),
-    (["--claim", "-0.2<0=tok_bleu=yes=x.json=a text"], "needs a positive margin"),
-    (["--claim", "1=tok_bleu=no=-=a text", "--primary", "another text"], "no --claim has that sentence"),
+    (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
+    (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
+    (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
+    (["--claim", claim("a text", 1, "x.json", metric="chrf")], "metric must be one of ['sacrebleu', 'tok_bleu']"),
+    (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
+    (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
+    (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),
+    (["--claim", claim("a text", 1, None), "--primary", "another text"], "no --claim has that sentence"),
 ])
 def test_a_malformed_claim_is_named(tmp_path, capsys, argv, message):
     assert cli.main(["claims", "--title", "t", *argv, "--out-md", str(tmp_path / "a.md"),
@@ -245,8 +246,8 @@ def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_ve
     disk too), each verdict a label, the notes folded away; the page parses with every tag closed."""
     good = write_significance(tmp_path / "a.json", 30.0, 29.0, 0.25)
     flat = write_significance(tmp_path / "b.json", 29.0, 29.0, 2.0)
-    text = page(tmp_path, f"1.29=tok_bleu=yes={good}=helps", f"0.5=tok_bleu=yes={flat}=also helps",
-                "2.0=tok_bleu=no=-=a claim made at paper scale", pool=quiet)
+    text = page(tmp_path, claim("helps", 1.29, good), claim("also helps", 0.5, flat),
+                claim("a claim made at paper scale", 2.0, None), pool=quiet)
     assert text.index("1 of 2 judged claims reproduced, 0 contradicted, 1 inconclusive") < text.index("| helps")
     assert "1 not comparable at this scale" in text
     html = (tmp_path / "claims.html").read_text()
@@ -276,10 +277,10 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
     for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
         path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
         pool = write_significance(tmp_path / f"{scale}-pool.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])
-        specs += ["--claim", f"{scale}=1.29=tok_bleu=yes={path}=+PR helps", "--pool", f"{scale}=central={pool}"]
+        specs += ["--claim", claim("+PR helps", 1.29, path, scale=scale), "--pool", f"{scale}=central={pool}"]
     (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
-    specs += ["--claim", f"gpu=1.29=tok_bleu=yes={tmp_path / 'old.json'}=+PR helps",
-              "--claim", "tiny=2.0=tok_bleu=no=-=NPMT helps", "--primary", "+PR helps"]
+    specs += ["--claim", claim("+PR helps", 1.29, tmp_path / 'old.json', scale="gpu"),
+              "--claim", claim("NPMT helps", 2.0, None, scale="tiny"), "--primary", "+PR helps"]
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
     assert cli.main(["across-scales", "--title", "Claims at every scale", *specs,
                      *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
@@ -303,8 +304,8 @@ def test_a_claims_page_reads_where_another_scales_verdict_differs_from_its_own(t
                                                              "pool": {"quiet": there}}}
     out = tmp_path / "c.md"
     assert cli.main(["claims", "--title", "t", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
-                     "--out-svg", str(tmp_path / "c.svg"), "--claim", f"1.28=tok_bleu=yes={here}=D helps",
-                     "--claim", f"1.29=tok_bleu=yes={here}=A helps", "--scale", "tiny", "--pool", quiet[0],
+                     "--out-svg", str(tmp_path / "c.svg"), "--claim", claim("D helps", 1.28, here),
+                     "--claim", claim("A helps", 1.29, here), "--scale", "tiny", "--pool", quiet[0],
                      "--others", json.dumps(others)]) == 0
     reading = out.read_text().split("\n\n")[1]
     assert ("At gpu measured on H200, 2026-11-26, commit abc the verdict differs from this run's (tiny) for 1: "
@@ -319,7 +320,7 @@ def test_a_pooled_comparison_whose_seed_does_not_translate_is_left_out_of_the_po
     bad = write_significance(tmp_path / "bad.json", 20, 29, 0.2, [1.0, -28.0, 1.0],
                              seed_scores=[(30.0, 29.0), (1.0, 29.0), (30.0, 29.0)])
     one = write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)
-    text = page(tmp_path, f"1.0=tok_bleu=yes={one}=one seed", pool=[f"good={good}", f"bad={bad}"])
+    text = page(tmp_path, claim("one seed", 1.0, one), pool=[f"good={good}", f"bad={bad}"])
     assert "pooled on 2 degrees of freedom" in text and "good 0.32" in text and "bad " not in text
 
 
@@ -330,6 +331,20 @@ def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tm
     entry = json.loads(open(write_significance(tmp_path / "s.json", 30.0, 29.0)).read())["tok_bleu"]
     del entry["var_bootstrap_mean"]
     old.write_text(json.dumps({"tok_bleu": entry}))
-    assert cli.main(["claims", "--title", "t", "--claim", f"1.0=tok_bleu=yes={old}=x", "--out-md", str(tmp_path / "a.md"),
+    assert cli.main(["claims", "--title", "t", "--claim", claim("x", 1.0, old), "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert "old.json: written by an earlier version" in capsys.readouterr().err and not (tmp_path / "a.md").exists()
+
+
+def test_a_page_reads_each_significance_json_once(tmp_path, monkeypatch):
+    """The claim's JSON is also the pool's (a central claim's page): parsed once, and again once changed."""
+    reads = []
+    read_json = report_module.read_json
+    monkeypatch.setattr(report_module, "read_json", lambda path: reads.append(path) or read_json(path))
+    sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.2, [1.0, 1.2, 0.8])
+    page(tmp_path, claim("+PR helps", 1.29, sig), primary=["+PR helps"], pool=[f"central={sig}"])
+    assert reads == [sig]
+    write_significance(tmp_path / "sig.json", 31.0, 29.0, 0.2, [2.0, 2.2, 1.8, 2.0])
+    again = rows(page(tmp_path, claim("+PR helps", 1.29, sig), pool=[f"central={sig}"]))["+PR helps"]
+    assert again["ours Δ"] == "+2.00"
+    assert reads == [sig, sig]

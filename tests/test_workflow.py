@@ -19,6 +19,7 @@ from nmtrepro.config import (central_study, check_paper_cells, experiments, load
                              seed_pairs, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
 from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.reporting.claims import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
 
 REPO = Path(__file__).resolve().parents[1]
@@ -349,6 +350,44 @@ def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
         experiments(config)
 
 
+TOY_KIND = """ANALYSIS_OUTPUTS["toy_counts"] = TABLE
+
+
+rule toy_counts:
+    input:
+        unpack(system_inputs(lambda a, s: evaluated(s["experiment"], "decode.json"))),
+    output:
+        **report_outputs("Toy counts", "../../report/toy_counts.rst", ANALYSIS_OUTPUTS["toy_counts"]),
+    log:
+        results("logs/report/{analysis}.log"),
+    wildcard_constraints:
+        analysis=analyses_of("toy_counts"),
+    conda:
+        CONDA_ENV
+    params:
+        systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+    shell:
+        "nmtrepro toy-counts {params.systems} --out-md {output.md} --out-html {output.html} 2> {log}"
+"""
+
+
+def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow_side(tmp_path):
+    """The walkthrough of docs/organisation.md: a kind's rule file under workflow/rules/analyses/ and an
+    analysis naming it are all the workflow needs (its module, cli.py's command line and its caption are
+    the package's side): the `tables` target then builds it, with no other rule file or schema edited."""
+    work = repo_copy(tmp_path)
+    (work / "workflow/rules/analyses/toy_counts.smk").write_text(TOY_KIND)
+    paper = work / "config/papers/A.yaml"
+    spec = yaml.safe_load(paper.read_text())
+    spec["analyses"]["A_toy"] = {"kind": "toy_counts", "title": "Toy",
+                                 "systems": [{"label": "Base", "experiment": "base_en_de"}]}
+    paper.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    run = snakemake(work, "-n", "-p", "tables")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "nmtrepro toy-counts --system Base=results/ci/evaluate/base_en_de/" in run.stdout
+    assert "results/ci/report/A_toy.md" in run.stdout
+
+
 def repo_copy(tmp_path: Path) -> Path:
     """A copy of the workflow with the repository's own config.yaml and paper files (data linked)."""
     work = tmp_path / "wf"
@@ -621,10 +660,16 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count("--claim=ci=") == 4 and command.count("--claim=tiny=") == 4
+    assert command.count('--claim={"scale": "ci",') == 4 and command.count('--claim={"scale": "tiny",') == 4
     assert "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json" in command
     assert command.count("--pool=ci=") == 4 and command.count("--pool=tiny=") == 4 and command.count("--primary=") == 4
     assert "results/ci/report/A_claims_across_scales.md" in run.stdout      # A's central claim is on its page
+    # a claim field: the Claim field and the schema's key of the same name are all it takes (organisation.md)
+    claims_page = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/B_claims.md" in line)
+    assert '"text": "stack beats gated sum (top layer)", "paper_delta": 0.09' in claims_page
+    assert '"paper_says": "marginally"' in claims_page
+    fields = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    assert set(GIVEN) <= set(fields["properties"]["claims"]["additionalProperties"]["properties"])
 
 
 def test_ci_workflow_end_to_end_with_report(tmp_path):
@@ -834,7 +879,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     run = snakemake(work, "-n", "-p")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count("--claim=ci=") == 4 and command.count("'--claim=gpu measured on 1x NVIDIA H200, ") == 4
+    assert command.count('--claim={"scale": "ci",') == 4
+    assert command.count('--claim={"scale": "gpu measured on 1x NVIDIA H200, ') == 4
     assert "workflow/measured/gpu/pr_en_de.vs.base_en_de.json" in command
     assert command.count("'--pool=gpu measured on 1x NVIDIA H200, ") == 4
     assert "'--gaps=gpu measured on 1x NVIDIA H200, " in command and "workflow/measured/gpu/central_claims.gap.tsv" in command

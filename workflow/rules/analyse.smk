@@ -1,4 +1,4 @@
-# Analyses beyond corpus BLEU (config `analyses`), one rule file per kind under analyses/: each
+# Analyses beyond corpus BLEU (config `analyses`), one file of rules per kind under analyses/. Each
 # measures per experiment under results/<scale>/analyse/ and renders its paper figure or table under
 # results/<scale>/report/<analysis>.*. A kind's file registers the report files it renders in ANALYSIS_OUTPUTS.
 ANALYSES = analyses_at_scale(config)  # the analyses built at this scale (an analysis' `scales`)

@@ -212,7 +212,8 @@ def test_files(wildcards, kind):
 
 def reference_files(dataset, split, kind):
     """A prepared test split's references of a kind ("ref" raw, "ref.tok" Moses-tokenized): the split's
-    `tgt` first (rule prepare_test), then one per entry of its `refs` (rule prepare_ref: .ref1, .ref1.tok, ...)."""
+    `tgt` first (the prepare_test rule), then one per entry of its `refs` (.ref1, .ref1.tok, ...; the prepare_ref rule).
+    """
     extra = len(config["datasets"][dataset]["splits"].get(split, {}).get("refs", []))
     names = [kind] + [kind.replace("ref", f"ref{k}", 1) for k in range(1, extra + 1)]
     return [results(f"prepare/{dataset}/test/{split}.{name}") for name in names]
@@ -280,3 +281,75 @@ def download_records(wildcards):
     """A download dataset's fetched resources, one `download` job each."""
     names = config["datasets"][wildcards.dataset].get("downloads", [])
     return expand(results("downloads/{resource}.json"), resource=names)
+
+
+# Training jobs: their order, launcher and time limit (rule train).
+def train_priority(wildcards):
+    """Its size's `priority` (the longest trainings first), plus one where other models start from it."""
+    return exp(wildcards).priority + (wildcards.experiment in STARTED_FROM)
+
+
+def train_launcher(wildcards, resources):
+    """The job's GPUs claimed, then torchrun with one process per GPU when there are several. On a
+    stop signal torchrun forwards it and waits --shutdown-timeout seconds (default 30) before SIGKILL:
+    240 lets the trainers finish a paper-scale update and save, inside the 300 s that profiles/slurm
+    asks SLURM to warn before the time limit."""
+    claim = on_gpus(wildcards, resources, "train")
+    if int(resources.gpu) <= 1:
+        return claim
+    return (
+        f"{claim}torchrun --standalone --nproc-per-node {resources.gpu} "
+        "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python "
+    )
+
+
+def capped_runtime(wildcards, attempt):
+    """`runtime * attempt` minutes, at most the scale's `max_runtime`: a request past a partition's
+    time limit would never start, and a job stopped at the limit resumes from its newest checkpoint."""
+    resources = exp(wildcards).resources
+    return min(resources["runtime"] * attempt, resources["max_runtime"])
+
+
+# Annotation shards of the parse and pos stages (a part's pieces, gathered in line order).
+def shard_count(part):
+    """Jobs that annotate a part: the scale's `preprocess.shards` for the training source, one for the
+    valid and test sets (a few thousand lines, not worth loading a parser for each piece)."""
+    return PREPROCESS["shards"] if part == "train" else 1
+
+
+def shard_files(stage, ext):
+    """Input function of a gather rule: the stage's shard files of the part, in line order."""
+
+    def files(wildcards):
+        n = shard_count(wildcards.part)
+        return [
+            results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)
+        ]
+
+    return files
+
+
+# The seed pairs of a paired test (rule significance).
+def seed_pair_files(ext, side):
+    """Input function: the evaluate-stage `ext` file of each seed pair's system (side 0) or baseline
+    (side 1), in seed order (config.py `seed_pairs`)."""
+    return lambda w: [evaluated(pair[side], ext) for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)]
+
+
+def seed_pair_args(wildcards, input, flags):
+    """`--FLAG FILE` for each file of each (flag, input name) of `flags` (`seed_pair_files`: one a seed
+    pair, in seed order), then `--seed N` once a pair."""
+    args = [a for flag, name in flags for path in input[name] for a in (flag, path)]
+    pairs = seed_pairs(EXPERIMENTS, wildcards.experiment, wildcards.baseline)
+    return args + [a for system, _ in pairs for a in ("--seed", str(EXPERIMENTS[system].seed))]
+
+
+def significance_args(wildcards, input):
+    """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
+    args = seed_pair_args(
+        wildcards,
+        input,
+        [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"), ("--base-hyp-tok", "base_hyp_tok")],
+    )
+    args += [a for path in input.ref for a in ("--ref", path)]
+    return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])

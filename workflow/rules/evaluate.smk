@@ -75,31 +75,6 @@ rule bleu:
         "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
 
 
-def seed_pair_files(ext, side):
-    """Input function: the evaluate-stage `ext` file of each seed pair's system (side 0) or baseline
-    (side 1), in seed order (config.py `seed_pairs`)."""
-    return lambda w: [evaluated(pair[side], ext) for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)]
-
-
-def seed_pair_args(wildcards, input, flags):
-    """`--FLAG FILE` for each file of each (flag, input name) of `flags` (`seed_pair_files`: one a seed
-    pair, in seed order), then `--seed N` once a pair."""
-    args = [a for flag, name in flags for path in input[name] for a in (flag, path)]
-    pairs = seed_pairs(EXPERIMENTS, wildcards.experiment, wildcards.baseline)
-    return args + [a for system, _ in pairs for a in ("--seed", str(EXPERIMENTS[system].seed))]
-
-
-def significance_args(wildcards, input):
-    """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
-    args = seed_pair_args(
-        wildcards,
-        input,
-        [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"), ("--base-hyp-tok", "base_hyp_tok")],
-    )
-    args += [a for path in input.ref for a in ("--ref", path)]
-    return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])
-
-
 # A claim or table cell against its baseline, pooled over the seeds both train (`seeds`).
 rule significance:
     input:

@@ -17,24 +17,6 @@ rule stanza_models:
 ANNOTATED_PART = "(test/)?[A-Za-z0-9_.-]+"
 
 
-def shard_count(part):
-    """Jobs that annotate a part: the scale's `preprocess.shards` for the training source, one for the
-    valid and test sets (a few thousand lines, not worth loading a parser for each piece)."""
-    return PREPROCESS["shards"] if part == "train" else 1
-
-
-def shard_files(stage, ext):
-    """Input function of a gather rule: the stage's shard files of the part, in line order."""
-
-    def files(wildcards):
-        n = shard_count(wildcards.part)
-        return [
-            results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)
-        ]
-
-    return files
-
-
 rule parse:
     input:
         bpe=results("prepare/{dataset}/{part}.src.bpe"),

@@ -17,11 +17,6 @@
 STARTED_FROM = {training_of(EXPERIMENTS, e.init) for e in EXPERIMENTS.values() if e.init}
 
 
-def train_priority(wildcards):
-    """Its size's `priority` (the longest trainings first), plus one where other models start from it."""
-    return exp(wildcards).priority + (wildcards.experiment in STARTED_FROM)
-
-
 ruleorder: shared_training > train
 ruleorder: shared_training > select_checkpoint > average
 ruleorder: average_at > average
@@ -29,27 +24,6 @@ ruleorder: average_at > average
 
 # Paper D's regime evaluates the kept checkpoint with the best dev BLEU (`average.by_dev_bleu`), not an average.
 BY_DEV_BLEU = [name for name, e in EXPERIMENTS.items() if e.average.get("by_dev_bleu") and not e.same_as]
-
-
-def train_launcher(wildcards, resources):
-    """The job's GPUs claimed, then torchrun with one process per GPU when there are several. On a
-    stop signal torchrun forwards it and waits --shutdown-timeout seconds (default 30) before SIGKILL:
-    240 lets the trainers finish a paper-scale update and save, inside the 300 s that profiles/slurm
-    asks SLURM to warn before the time limit."""
-    claim = on_gpus(wildcards, resources, "train")
-    if int(resources.gpu) <= 1:
-        return claim
-    return (
-        f"{claim}torchrun --standalone --nproc-per-node {resources.gpu} "
-        "--signals-to-handle SIGTERM,SIGINT,SIGUSR1 --shutdown-timeout 240 --no-python "
-    )
-
-
-def capped_runtime(wildcards, attempt):
-    """`runtime * attempt` minutes, at most the scale's `max_runtime`: a request past a partition's
-    time limit would never start, and a job stopped at the limit resumes from its newest checkpoint."""
-    resources = exp(wildcards).resources
-    return min(resources["runtime"] * attempt, resources["max_runtime"])
 
 
 rule train:

@@ -190,6 +190,33 @@ def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
     return out
 
 
+DISTIL_FILES = ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")
+
+
+def pair_files(pairs: dict, results) -> list[str]:
+    """What the contrastive rule reads for a scale's `contrastive` (`results`: a path under the run's
+    tree): LingEval97's download record, its json as given, or each DistilLingEval set's three files."""
+    if "download" in pairs:
+        return [results(f"downloads/{pairs['download']}.json")]
+    if "lingeval97" in pairs:
+        return [pairs["lingeval97"]]
+    return [f"{pairs['distil_dir']}/{name}/{file}" for name in pairs["sets"] for file in DISTIL_FILES]
+
+
+def pair_args(pairs: dict, results) -> list[str]:
+    """The command's arguments for the same pairs (`pair_files`), their cap per set and batch size."""
+    if "download" in pairs:
+        args = ["--lingeval97-download", results(f"downloads/{pairs['download']}.json")]
+    elif "lingeval97" in pairs:
+        args = ["--lingeval97", pairs["lingeval97"]]
+    else:
+        args = [a for name in pairs["sets"] for a in ("--distil-set", f"{pairs['distil_dir']}/{name}")]
+        args += ["--parser", pairs["parser"]]
+    if "max_per_set" in pairs:
+        args += ["--max-per-set", str(pairs["max_per_set"])]
+    return args + ["--max-tokens", str(pairs["max_tokens"])]
+
+
 def add_arguments_contrastive(parser) -> None:
     parser.add_argument("--model", required=True, help="model file (final or averaged), En->De")
     parser.add_argument("--prepared", required=True, help="the experiment's prepared dataset folder")

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..core.files import InputError
 from . import budget
-from .claims import (CI, FORMAT, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
+from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
                      forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
 
@@ -29,11 +29,11 @@ COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per see
 
 
 def parse_scaled(spec: str) -> tuple[str, Claim]:
-    """SCALE=FORMAT: the scale whose results the claim's JSON holds, then a `nmtrepro claims` claim."""
-    scale, _, claim = spec.partition("=")
-    if not scale or not claim:
-        raise InputError(f"--claim wants SCALE={FORMAT}, got {spec!r}")
-    return scale, parse_claim(claim)
+    """A `nmtrepro claims` claim with its "scale": the one whose results its significance JSON holds."""
+    claim, values = parse_claim(spec, extra=("scale",))
+    if not isinstance(values["scale"], str) or not values["scale"]:
+        raise InputError(f"--claim {spec!r}: its scale is a name")
+    return values["scale"], claim
 
 
 def readable(path: str, metrics) -> bool:
@@ -78,8 +78,9 @@ def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str
 
 def add_arguments_across_scales(parser) -> None:
     parser.add_argument("--title", required=True)
-    parser.add_argument("--claim", action="append", required=True, metavar=f"SCALE={FORMAT}",
-                        help="a claim as `nmtrepro claims` takes it, measured at SCALE (repeat: a claim per scale)")
+    parser.add_argument("--claim", action="append", required=True, metavar="JSON",
+                        help='a claim as `nmtrepro claims` takes it with its "scale", where it was measured '
+                             "(repeat: a claim per scale)")
     add_procedure_arguments(parser)  # a --pool here is SCALE=NAME=JSON: each scale pools its own
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)

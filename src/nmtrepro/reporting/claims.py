@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -399,41 +399,59 @@ def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = No
     return fig
 
 
-FORMAT = "PAPER_DELTA[<MARGIN][:WORD]=METRIC=yes|no=SIGNIFICANCE_JSON=TEXT"
+# A claim as the workflow passes it (claims_inputs.smk `claim_args`): one JSON object, its fields named
+# as Claim's; `significance` null where it is not comparable at this scale. A new claim field is a Claim
+# field with its default and the schema's key of the same name (`GIVEN`), read where the page uses it.
+FORMAT = ('{"text": SENTENCE, "paper_delta": D, "metric": "tok_bleu"|"sacrebleu", "significance": JSON|null'
+          '[, "margin": M][, "paper_says": WORD]}')
+REQUIRED = ("text", "paper_delta", "metric", "significance")
+OPTIONAL = {field.name for field in fields(Claim)} - set(REQUIRED) - {"comparable", "primary"}
+# What a paper's claim entry gives as it is (the config schema's keys of the same names); a claim of no
+# gain's margin is the workflow's (one rule: half the smallest gain its paper calls a help).
+GIVEN = sorted(OPTIONAL - {"margin"})
 
 
-def parse_claim(spec: str) -> Claim:
-    """FORMAT: the paper's difference (a claim of no gain adds its margin, "-0.65<0.3"; the word the
-    paper qualifies the claim by follows a colon, "0.09:marginally"), the metric, whether comparable at
-    this scale, the paired bootstrap JSON (NOT_MEASURED where not comparable) and the sentence (which may
-    contain '=')."""
-    parts = spec.split("=", 4)
-    if len(parts) != 5 or parts[1] not in METRIC_LABELS or parts[2] not in ("yes", "no") or not parts[4]:
-        raise InputError(f"--claim wants {FORMAT} (METRIC one of {sorted(METRIC_LABELS)}), got {spec!r}")
-    numbers, _, says = parts[0].partition(":")
-    number, has_margin, margin = numbers.partition("<")
+def parse_claim(spec: str, extra: tuple[str, ...] = ()) -> tuple[Claim, dict]:
+    """A --claim's JSON (FORMAT) as a Claim, and the values of its `extra` keys (across-scales: its
+    scale). The paper's difference is non-zero for a claim of a difference; a claim of no gain (tested
+    Δ < margin) names its positive margin; a comparable claim names its paired bootstrap JSON."""
     try:
-        delta, margin = float(number), float(margin) if has_margin else None
-    except ValueError:
-        raise InputError(f"--claim {spec!r}: {numbers!r} is not a number (PAPER_DELTA[<MARGIN])") from None
+        given = json.loads(spec)
+    except json.JSONDecodeError as err:
+        raise InputError(f"--claim is not valid JSON ({err}): {spec!r}") from None
+    if not isinstance(given, dict):
+        raise InputError(f"--claim wants an object {FORMAT}, got {spec!r}")
+    missing = [key for key in (*REQUIRED, *extra) if key not in given]
+    unknown = sorted(set(given) - set(REQUIRED) - OPTIONAL - set(extra))
+    problems = [f"missing {missing}"] if missing else []
+    problems += [f"unknown {unknown} (fields: {FORMAT})"] if unknown else []
+    if problems:
+        raise InputError(f"--claim {spec!r}: {'; '.join(problems)}")
+    values = {key: given.pop(key) for key in extra}
+    delta, margin = given["paper_delta"], given.get("margin")
+    if given["metric"] not in METRIC_LABELS:
+        raise InputError(f"--claim {spec!r}: metric must be one of {sorted(METRIC_LABELS)}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (delta, margin) if v is not None):
+        raise InputError(f"--claim {spec!r}: paper_delta and margin are numbers")
     if margin is not None and margin <= 0:
         raise InputError(f"--claim {spec!r}: a claim of no gain needs a positive margin, got {margin}")
     if margin is None and delta == 0:
         raise InputError(f"--claim {spec!r}: a claim of a difference needs a non-zero paper difference "
-                         f"(a claim of no gain names its margin: PAPER_DELTA<MARGIN)")
-    if (parts[2] == "yes") == (parts[3] == NOT_MEASURED):
-        raise InputError(f"--claim {spec!r}: a comparable claim needs its significance JSON, and one not "
-                         f"comparable at this scale names none ({NOT_MEASURED!r})")
-    return Claim(text=parts[4], paper_delta=delta, metric=parts[1], significance=parts[3],
-                 comparable=parts[2] == "yes", paper_says=says, margin=margin)
+                         f"(a claim of no gain names its margin)")
+    if not given["text"]:
+        raise InputError(f"--claim {spec!r}: its text is empty")
+    measured = given["significance"] is not None
+    claim = Claim(**{**given, "paper_delta": float(delta), "margin": None if margin is None else float(margin),
+                     "significance": given["significance"] if measured else NOT_MEASURED, "comparable": measured})
+    return claim, values
 
 
 def add_arguments_claims(parser) -> None:
     parser.add_argument("--title", required=True)
-    parser.add_argument("--claim", action="append", required=True, metavar=FORMAT,
-                        help="a claim: the paper's difference (and a claim of no gain's margin), the BLEU it "
-                             "is in, whether it is comparable at this scale, the paired bootstrap of its two "
-                             "experiments, its sentence (repeat)")
+    parser.add_argument("--claim", action="append", required=True, metavar="JSON",
+                        help=f"a claim, {FORMAT}: its sentence, the paper's difference (and a claim of no gain's "
+                             "margin), the BLEU it is in, the paired bootstrap of its two experiments (null: not "
+                             "comparable at this scale) (repeat)")
     add_procedure_arguments(parser)
     parser.add_argument("--curves", default="{}", metavar="JSON",
                         help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
@@ -611,7 +629,7 @@ def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale:
 
 
 def run_claims(args) -> None:
-    claims = mark_primaries([parse_claim(spec) for spec in args.claim], args.primary)
+    claims = mark_primaries([parse_claim(spec)[0] for spec in args.claim], args.primary)
     curves, budgets = parse_curves(args.curves, claims), parse_budgets(args.budgets, claims)
     sigs = load(claims)
     noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])

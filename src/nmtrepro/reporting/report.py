@@ -7,7 +7,9 @@ writes the files); the `run_*` functions only wire files to them.
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,10 +95,18 @@ def read_score(path, metric: str) -> dict:
     return entry
 
 
+@functools.lru_cache(maxsize=None)
+def _significance_json(path: str, version: tuple[int, int]) -> dict:
+    """A significance JSON, parsed once a process while its (mtime, size) `version` holds: a claims page
+    reads each several times (its claim, its budgets, the seed noise's pool). Callers never change it."""
+    return read_json(path)
+
+
 def read_significance(path, metric: str) -> dict:
     """The metric's entry of a JSON written by `nmtrepro significance`."""
     try:
-        entry = read_json(path)[metric]
+        stat = os.stat(require_file(path))
+        entry = _significance_json(str(path), (stat.st_mtime_ns, stat.st_size))[metric]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
     if "var" not in entry:  # the two-level bootstrap's JSON, before 2026-11-28

@@ -1,13 +1,8 @@
 # head_similarity: cosine similarity between encoder self-attention heads, within and across
 # feature groups (paper D Table IV) -- nmtrepro.analyses.heads.
+from nmtrepro.analyses.heads import groups_args
+
 ANALYSIS_OUTPUTS["head_similarity"] = TABLE
-
-
-def head_groups(wildcards):
-    for system in ANALYSES[wildcards.analysis]["systems"]:
-        if system["experiment"] == wildcards.experiment and "groups" in system:
-            return "--groups " + shlex.join(system["groups"])
-    return ""
 
 
 rule head_similarity:
@@ -26,7 +21,7 @@ rule head_similarity:
     threads: SCALE["train"].get("threads") or 1
     params:
         data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
-        groups=head_groups,
+        groups=lambda w: shlex.join(groups_args(ANALYSES[w.analysis]["systems"], w.experiment)),
         annotations=annotation_args,
     shell:
         "nmtrepro head-similarity --model {input.model} --prepared {params.data_dir} --src-bpe {input.src} "

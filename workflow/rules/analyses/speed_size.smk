@@ -1,5 +1,7 @@
 # speed_size: parameters, training and decoding speed of each system relative to its baseline
 # (paper A Table 2's Para./Time, paper D Table V) -- nmtrepro.analyses.speed.
+from nmtrepro.analyses.speed import paper_size_args
+
 ANALYSIS_OUTPUTS["speed_size"] = TABLE
 
 
@@ -18,21 +20,6 @@ rule speed:
     shell:
         "nmtrepro speed --model {input.model} --curve {input.curve} --decode-stats {input.stats} "
         "--src-bpe {input.src} --out {output} 2> {log}"
-
-
-def paper_size_args(wildcards):
-    """`--paper-size LABEL=SPEC` per system: its model at another scale's size with a given vocabulary."""
-    spec = ANALYSES[wildcards.analysis].get("paper_size")
-    if not spec:
-        return ""
-    at_scale = {**config, "scale": spec["scale"]}
-    extra = {key: spec[key] for key in ("src_vocab", "tgt_vocab", "output_bias")}
-    args = []
-    for s in ANALYSES[wildcards.analysis]["systems"]:
-        variant = config["experiments"][s["experiment"]]["model"]
-        options = model_options(at_scale, variant, f"analyses.{wildcards.analysis}.paper_size")
-        args += ["--paper-size", f"{s['label']}={json.dumps({**options, **extra})}"]
-    return shlex.join(args)
 
 
 rule speed_table:
@@ -56,7 +43,7 @@ rule speed_table:
     params:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,
-        paper_size=paper_size_args,
+        paper_size=lambda w: shlex.join(paper_size_args(config, w.analysis, ANALYSES[w.analysis])),
         title=lambda w: ANALYSES[w.analysis]["title"],
         note=note_arg,
     shell:

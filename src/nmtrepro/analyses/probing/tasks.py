@@ -318,3 +318,38 @@ def read_task(path: str | Path) -> list[Example]:
         if not any(ex.split == split for ex in out):
             raise InputError(f"{path}: no examples in split {split!r}")
     return out
+
+
+def table_tasks(name: str, analysis: dict) -> list[str]:
+    """The tasks probing table `name` shows: its `tasks`, by default all ten (paper B Table 5); a
+    misspelt one is named with its key."""
+    tasks = analysis.get("tasks", list(TASKS))
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise InputError(f"analyses.{name}.tasks: {unknown} are not SentEval probing tasks ({', '.join(TASKS)})")
+    return tasks
+
+
+def probe_task_files(analyses: dict, experiment: str, tasks_from: str, results) -> list[str]:
+    """What an experiment's probe reads: the tasks of every probing table listing it (all ten if none
+    does), as SentEval's download records (`tasks_from` "senteval") or the PTB-derived task files
+    (`results`: a path under the run's tree)."""
+    wanted = {task for name, spec in analyses.items()
+              if spec["kind"] == "probing" and any(s["experiment"] == experiment for s in spec["systems"])
+              for task in table_tasks(name, spec)}
+    tasks = [task for task in TASKS if task in wanted] or list(TASKS)
+    if tasks_from == "senteval":
+        return [results(f"downloads/senteval_{task}.json") for task in tasks]
+    return [results(f"probing/tasks/{task}.txt") for task in tasks]
+
+
+def classifier_args(options: dict) -> list[str]:
+    """The probe command's classifier grid and limits from a scale's `probing.classifier` entry."""
+    args = []
+    for key in ("nhid", "dropout", "weight_decay"):
+        if key in options:
+            args += [f"--{key.replace('_', '-')}", *(str(v) for v in options[key])]
+    for key in ("max_epochs", "max_examples"):
+        if key in options:
+            args += [f"--{key.replace('_', '-')}", str(options[key])]
+    return args

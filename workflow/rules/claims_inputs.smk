@@ -1,0 +1,217 @@
+# The claims pages' inputs and arguments (rules claims and across_scales, report.smk): each claim's
+# significance, curves, shorter budgets and other scales' results, as the claims command reads them.
+from nmtrepro.reporting.claims import GIVEN as GIVEN_CLAIM_FIELDS
+
+
+def claim_args(names, input, scale=""):
+    """--claim=JSON per claim (nmtrepro claims; across-scales adds its "scale"), its fields named as the
+    package's Claim (those a paper's entry gives as they are: GIVEN_CLAIM_FIELDS): a claim of no gain
+    carries its margin; a claim without a JSON in `input` (not comparable at this scale) has none (null)."""
+    specs = []
+    for name in names:
+        claim = config["claims"][name]
+        spec = {"scale": scale} if scale else {}
+        spec |= {
+            "text": claim["claim"],
+            "paper_delta": claim["paper_delta"],
+            "metric": claim["metric"],
+            "significance": input[name] if name in input.keys() else None,
+        }
+        if claim["test"] == "non_superiority":
+            spec["margin"] = NO_GAIN_MARGINS[name]
+        spec |= {key: claim[key] for key in GIVEN_CLAIM_FIELDS if key in claim}
+        specs.append(f"--claim={json.dumps(spec, ensure_ascii=False)}")
+    return shlex.join(specs)
+
+
+def claim_significance(names):
+    """The pooled paired bootstrap of each of these claims comparable at this scale."""
+    return {
+        name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
+        for name in names
+        if at_scale(config, config["claims"][name])
+    }
+
+
+def claim_curves(names):
+    """{claim: {"system": [curve TSV of each seed], "baseline": [...]}} of these claims comparable at this
+    scale, on the seeds both train, as the significance test pairs them (config.py `seed_pairs`)."""
+    curves = {}
+    for name in names:
+        claim = config["claims"][name]
+        if at_scale(config, claim):
+            pairs = seed_pairs(EXPERIMENTS, claim["experiment"], claim["baseline"])
+            curves[name] = {
+                side: [results(f"train/{pair[i]}/curve.tsv") for pair in pairs]
+                for i, side in enumerate(("system", "baseline"))
+            }
+    return curves
+
+
+def curves_arg(names):
+    """--curves: the JSON of `claim_curves`, keyed by each claim's sentence (nmtrepro claims)."""
+    return shlex.quote(
+        json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()})
+    )
+
+
+def claim_budgets(names):
+    """{claim: [(fraction, its significance JSON there, the system's updates there)]}: these claims'
+    shorter budgets (budgets.py; the central claims' trainings keep their windows)."""
+    found = {}
+    for name in names:
+        claim = config["claims"][name]
+        if name in CENTRAL["claims"]:
+            found[name] = [
+                (share, significance_file(system, baseline), EXPERIMENTS[system].stops_at)
+                for share, system, baseline in budget_pairs(config, EXPERIMENTS, claim["experiment"], claim["baseline"])
+            ]
+    return {name: levels for name, levels in found.items() if levels}
+
+
+def budgets_arg(names):
+    """--budgets: the JSON of these claims at their shorter budgets, each budget's seed noise pooled over
+    the central claims there (nmtrepro claims)."""
+    budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
+    shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
+    levels = [
+        {
+            "label": budget_label(share),
+            "claims": {
+                config["claims"][name]["claim"]: {"significance": path, "updates": updates}
+                for name, found in budgets.items()
+                for s, path, updates in found
+                if s == share
+            },
+            "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share},
+        }
+        for share in shares
+    ]
+    updates = {
+        config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
+        for name in budgets
+    }
+    return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
+
+
+def budget_label(share):
+    """A budget as the page names it: a share of the scale's training (30 %), or with `budget` N above 1
+    a multiple of the scale's budget (1x, 2x, 4x)."""
+    return f"{share * config['budget']:g}x" if config["budget"] > 1 else f"{share:.0%}"
+
+
+def others_arg(names):
+    """--others: the JSON of these claims' tests at the other scales this checkout holds or keeps as data
+    (`other_scales_significance`), each scale's seed noise pooled over its central claims."""
+    pools = other_scales_significance(CENTRAL["claims"])
+    return shlex.quote(
+        json.dumps(
+            {
+                scale: {
+                    "claims": {config["claims"][name]["claim"]: path for name, path in files.items()},
+                    "pool": pools.get(scale, {}),
+                }
+                for scale, files in other_scales_significance(names).items()
+            }
+        )
+    )
+
+
+def procedure_args(names, pools, scaled=False):
+    """--primary for each of these claims that is its paper's central one, and --pool for each central
+    claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
+    across-scales takes them): the page's procedure and the comparisons its seed noise pools."""
+    primaries = [f"--primary={config['claims'][name]['claim']}" for name in names if name in CENTRAL["claims"]]
+    pooled = [
+        f"--pool={f'{scale}=' if scaled else ''}{name}={path}"
+        for scale, files in pools.items()
+        for name, path in files.items()
+    ]
+    return shlex.join(primaries + pooled)
+
+
+def claims_protocol(names):
+    """The protocol note of the experiments these claims compare."""
+    return protocol(compared(n for n in names if at_scale(config, config["claims"][n])))
+
+
+# Each paper's claims page, and the central claims of all four on one page, which the report opens with.
+CLAIMS_PAGES = {f"{paper}_claims": owned["claims"] for paper, owned in PAPERS.items() if owned["claims"]}
+CLAIMS_PAGES["central_claims"] = CENTRAL["claims"]
+
+
+def other_scales():
+    """(scale, its label on the pages, whether it is local) of each scale but this one whose results tree
+    this checkout holds (local), or whose claims it keeps as data (workflow/measured/<scale>,
+    reporting/measured.py: labelled with its provenance); a local run takes precedence."""
+    for scale in config["scales"]:
+        local = os.path.isdir(f"results/{scale}")
+        if scale != config["scale"] and (local or os.path.isdir(f"{MEASURED}/{scale}")):
+            yield scale, scale if local else measured_label(f"{MEASURED}/{scale}"), local
+
+
+def other_scale_file(scale, local, path):
+    """Another scale's file: `path` in its results tree, or the file of that name in its measured folder."""
+    return f"results/{scale}/{path}" if local else f"{MEASURED}/{scale}/{os.path.basename(path)}"
+
+
+def other_scales_significance(names):
+    """{scale: {claim: JSON}}: the significance JSONs of these claims that other scales hold
+    (`other_scales`; a claim where it is comparable at that scale), for the pages across scales."""
+    found = {}
+    for scale, label, local in other_scales():
+        study = config["scales"][scale].get("stands_for", scale)
+        files = {
+            name: other_scale_file(scale, local, SIGNIFICANCE.format(**config["claims"][name]))
+            for name in names
+            if study in config["claims"][name].get("scales", [study])
+        }
+        files = {name: path for name, path in files.items() if os.path.exists(path)}
+        if files:
+            found[label] = files
+    return found
+
+
+def other_scales_gaps(page):
+    """{scale: TSV}: the gaps over training of claims page `page` that other scales hold (`other_scales`)."""
+    found = {label: other_scale_file(scale, local, f"report/{page}.gap.tsv") for scale, label, local in other_scales()}
+    return {label: path for label, path in found.items() if os.path.exists(path)}
+
+
+# Beside each claims page, the same claims at every scale whose results are in this checkout (built where
+# another scale's are: `across_scales_pages`).
+ACROSS_PAGES = {f"{page}_across_scales": names for page, names in CLAIMS_PAGES.items()}
+
+
+def across_scales_pages(pages):
+    """The across-scales pages of these claims pages where another scale has results for them."""
+    return [f"{page}_across_scales" for page in pages if other_scales_significance(CLAIMS_PAGES[page])]
+
+
+def own_page(wildcards):
+    """The claims page an across-scales page sets beside other scales."""
+    return wildcards.page.removesuffix("_across_scales")
+
+
+def names_in(files, names):
+    """These claims, in order, that `files` holds."""
+    return [name for name in names if name in files]
+
+
+def claims_title(page):
+    return (
+        "The central claims of papers A-D"
+        if page == "central_claims"
+        else f"Paper {page.removesuffix('_claims')}: claims"
+    )
+
+
+def claims_label(page):
+    """A claims page's name in the report's Claims category, which sorts by it: the central page first."""
+    return "central: one claim a paper" if page == "central_claims" else f"paper {page.removesuffix('_claims')}"
+
+
+def central_pools():
+    """{scale: {central claim: JSON}}: this scale's central claims' tests, then those other scales'
+    results trees in this checkout hold; each scale's seed noise pools over its own."""
+    return {config["scale"]: claim_significance(CENTRAL["claims"]), **other_scales_significance(CENTRAL["claims"])}

@@ -1,0 +1,131 @@
+# The inputs and arguments of the report's tables, training curves and targets (rules in report.smk).
+def table_cells(wildcards):
+    """Each cell's BLEU files, one a seed replicate of its experiment."""
+    return {
+        f"cell{i}": [bleu_file(name) for name in REPLICATES[c["experiment"]]]
+        for i, c in enumerate(TABLES[wildcards.table]["cells"])
+    }
+
+
+def cell_baseline(table, cell):
+    """The cell's baseline (its own or the table's); none for the baseline's own row, which a paired
+    test against itself would only mark +0.00 and count among the compared."""
+    baseline = cell.get("baseline", TABLES[table].get("baseline"))
+    return None if baseline == cell["experiment"] else baseline
+
+
+def table_significance(wildcards):
+    cells = TABLES[wildcards.table]["cells"]
+    return {
+        f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
+        for i, c in enumerate(cells)
+        if cell_baseline(wildcards.table, c)
+    }
+
+
+def table_cell_args(wildcards, input):
+    args = []
+    for i, cell in enumerate(TABLES[wildcards.table]["cells"]):
+        e = EXPERIMENTS[cell["experiment"]]
+        args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={','.join(input[f'cell{i}'])}"]
+        args += ["--test-set", f"{e.name}={e.dataset}/{e.test}"]
+        if f"sig{i}" in input.keys():
+            args += ["--significance", f"{e.name}={cell_baseline(wildcards.table, cell)}={input[f'sig{i}']}"]
+    return shlex.join(args)
+
+
+def table_stage_stats(stage):
+    """Input function: the `stage`'s stats (train and test parts) behind the table's cells whose models
+    read what it makes (parse: parser phrases, pos: POS tags), so that the note names the parser or the
+    tagger; none for a table without such cells."""
+
+    def files(wildcards):
+        found = []
+        for cell in TABLES[wildcards.table]["cells"]:
+            e = EXPERIMENTS[cell["experiment"]]
+            if stage in e.annotations.values():
+                found += [results(f"{stage}/{e.dataset}/{part}.stats.json") for part in ("train", f"test/{e.test}")]
+        return sorted(set(found))
+
+    return files
+
+
+def lowercased(names):
+    """Whether every one of these experiments' data were lowercased when prepared (paper C's)."""
+    datasets = {EXPERIMENTS[name].dataset for name in names}
+    return bool(datasets) and all(dataset_preparation(d)["lowercase"] for d in datasets)
+
+
+def replicates_of(names):
+    """These experiments' seed replicates, each once, in order."""
+    return list(dict.fromkeys(replica for name in names for replica in REPLICATES[name]))
+
+
+def compared(claims):
+    """The experiments and baselines of these claims."""
+    return [config["claims"][claim][key] for claim in claims for key in ("experiment", "baseline")]
+
+
+# The training curves of the experiments that this scale's tables, analyses and claims read (the `tables`
+# target; an experiment none reads, e.g. NPMT below paper scale, is not trained), and of the central
+# study's alone.
+CURVES = {
+    "training_curves": replicates_of(
+        [c[key] for spec in TABLES.values() for c in spec["cells"] for key in ("experiment", "baseline") if key in c]
+        + [spec["baseline"] for spec in TABLES.values() if "baseline" in spec]
+        + [
+            s[key]
+            for spec in ANALYSES.values()
+            for s in spec["systems"]
+            for key in ("experiment", "baseline")
+            if key in s
+        ]
+        + compared(name for name, claim in config["claims"].items() if at_scale(config, claim))
+    ),
+    "central_training_curves": replicates_of(compared(CENTRAL["claims"])),
+}
+
+
+def report_files(tables, analyses, papers=()):
+    """The report files of these tables and analyses (an analysis' kind says which it renders) and the
+    claims pages of these papers (those with claims)."""
+    files = expand(results("report/{table}.{ext}"), table=tables, ext=TABLE)
+    pages = [f"{paper}_claims" for paper in papers if PAPERS[paper]["claims"]]
+    files += [results(f"report/{page}.{ext}") for page in pages + across_scales_pages(pages) for ext in ("md", "html")]
+    return files + [
+        results(f"report/{name}.{ext}") for name in analyses for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]
+    ]
+
+
+def paper_tables(names, diagnostic=False):
+    """Those of these tables built at this scale that are (or, diagnostic=True, are not) the paper's own."""
+    return [name for name in names if name in TABLES and TABLES[name]["diagnostic"] == diagnostic]
+
+
+def central_outputs():
+    """The central study: the central claims page, the tables and analyses its models fill, their curves."""
+    if not CENTRAL["claims"]:
+        return []
+    return (
+        expand(
+            results("report/{page}.{ext}"),
+            page=["central_claims", *across_scales_pages(["central_claims"])],
+            ext=("md", "html"),
+        )
+        + report_files(CENTRAL["tables"], CENTRAL["analyses"])
+        + [results("report/central_training_curves.png")]
+    )
+
+
+def all_outputs():
+    """Every table, analysis and claims page at this scale, and the central study."""
+    return (
+        report_files(paper_tables(TABLES), ANALYSES, PAPERS)
+        + [results("report/training_curves.png")]
+        + central_outputs()
+    )
+
+
+def default_outputs():
+    """What `snakemake` without a target builds: the scale's `target` (tiny: the central study)."""
+    return central_outputs() if SCALE["target"] == "central" else all_outputs()
