@@ -212,8 +212,8 @@ def test_files(wildcards, kind):
 
 def reference_files(dataset, split, kind):
     """A prepared test split's references of a kind ("ref" raw, "ref.tok" Moses-tokenized): the split's
-    `tgt` first (the prepare_test rule), then one per entry of its `refs` (.ref1, .ref1.tok, ...; the prepare_ref rule).
-    """
+    `tgt` first (the prepare_test rule), then one per entry of its `refs` (.ref1, .ref1.tok, ...; the
+    prepare_ref rule)."""
     extra = len(config["datasets"][dataset]["splits"].get(split, {}).get("refs", []))
     names = [kind] + [kind.replace("ref", f"ref{k}", 1) for k in range(1, extra + 1)]
     return [results(f"prepare/{dataset}/test/{split}.{name}") for name in names]
