@@ -45,6 +45,12 @@ try:
 except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
+# Every training waits on its data: fetching, preparing and annotating (parse, pos) run before any queued
+# training, whose priority is its size's (at most 2) plus one where others start from it. Without it a
+# default run tagged paper D's training source at minute 78 of 100, after every other training, so its
+# three +Fusing trainings ran last, alone on the cores.
+DATA_PRIORITY = 4
+
 # Every rule's software: the one environment (`--sdm conda` builds it on a cluster; envs/requirements.txt
 # pins the same set for pip).
 CONDA_ENV = f"{workflow.basedir}/envs/nmtrepro.yaml"

@@ -21,7 +21,7 @@ rule fetch:
         results("data/{dataset}/manifest.json"),
     log:
         results("logs/data/{dataset}.log"),
-    priority: 1  # every training waits on its data: fetch and prepare come before queued trainings
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     params:

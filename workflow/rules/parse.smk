@@ -30,6 +30,7 @@ rule parse:
         part=ANNOTATED_PART,
         shard=r"\d+",
         shards=r"\d+",
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     threads: PREPROCESS["parse"]["cpus"]
@@ -61,6 +62,7 @@ rule gather_parse:
         results("logs/parse/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     shell:

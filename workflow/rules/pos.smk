@@ -16,6 +16,7 @@ rule pos:
         part=ANNOTATED_PART,
         shard=r"\d+",
         shards=r"\d+",
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     threads: PREPROCESS["pos"]["cpus"]
@@ -48,6 +49,7 @@ rule gather_pos:
         results("logs/pos/{dataset}/{part}.log"),
     wildcard_constraints:
         part=ANNOTATED_PART,
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     shell:

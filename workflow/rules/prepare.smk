@@ -10,7 +10,7 @@ rule prepare:
         [results(f"prepare/{{dataset}}/{name}") for name in PREPARED],
     log:
         results("logs/prepare/{dataset}.log"),
-    priority: 1
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     threads: PREPROCESS["prepare"]["cpus"]
