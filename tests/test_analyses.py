@@ -240,4 +240,8 @@ def test_the_workflow_arguments_of_each_kind_come_from_its_config_alone():
     with pytest.raises(InputError, match=r"analyses\.t5\.tasks: \['depth'\]"):
         table_tasks("t5", {"tasks": ["tree_depth", "depth"]})
     assert classifier_args({"nhid": [50, 100], "max_epochs": 3}) == ["--nhid", "50", "100", "--max-epochs", "3"]
-    assert paper_size_args({}, "speed_A", {"systems": []}) == []   # no paper_size: nothing to count
+    assert paper_size_args({"systems": []}, None) == []   # no paper_size: nothing to count
+    sizes = {"systems": [{"label": "Base", "experiment": "b"}], "paper_size": {"scale": "paper", "src_vocab": 9,
+                                                                               "tgt_vocab": 8, "output_bias": True}}
+    assert paper_size_args(sizes, lambda e, scale: {"at": f"{e}@{scale}"}) == [
+        "--paper-size", 'Base={"at": "b@paper", "src_vocab": 9, "tgt_vocab": 8, "output_bias": true}']

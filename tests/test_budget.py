@@ -97,6 +97,7 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
     budgets = {"levels": [{"label": f"{share:.0%}", "claims": {text: {"significance": early[updates], "updates": updates}},
                            "pool": {"x": early[updates]}} for share, updates in ((0.3, 300), (0.6, 600))],
                "final": "100%", "updates": {text: 1000}}
+    budgets["levels"][1]["claims"][text]["label"] = "62%"  # its own share where its window passes the level's
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
@@ -107,7 +108,7 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
     main, by_budget = page.split("## The claims at each training budget")
     assert rows(main)[text]["verdict"].startswith("paper's Δ excluded")
     lines = [line for line in by_budget.splitlines() if line.startswith(f"| {text}")]
-    assert [line.split("|")[2].strip() for line in lines] == ["30%", "60%", "100%"]
+    assert [line.split("|")[2].strip() for line in lines] == ["30%", "62%", "100%"]
     assert [line.split("|")[3].strip() for line in lines] == ["300", "600", "1000"]
     assert "reproduced" in lines[0] and "reproduced" in lines[1] and "excluded" in lines[2]
     assert ("The verdict changes with the training budget for 1 of them: X improves on Base (reproduced at 300, "

@@ -110,12 +110,12 @@ def add_stopped(config: dict, resolved: dict[str, Experiment], claimed: set[str]
 
 def budget_pairs(config: dict, resolved: dict[str, Experiment], experiment: str, baseline: str) -> list[tuple[float, str, str]]:
     """(fraction, the experiment at it, the baseline at it) for each budget both reach, shortest first.
-    The fraction is the one the system's window reaches (its end over its training's updates): a budget
-    ends on a checkpoint, so ci's 0.5 of 30 updates, saved every 10, is 20 updates, 67 %."""
+    A budget ends on a checkpoint, so the share a system's window reaches may differ from the fraction
+    (ci's 0.5 of 30 updates, saved every 10, is 20 updates; a 300-update continuation's 0.6 is 200):
+    the page labels each row by its own share and pools each budget's seed noise by the fraction."""
     shares = fractions(config)
     sources = [_source(resolved, name) for name in (experiment, baseline)]
-    trainings = [resolved[resolved[name].same_as or name].train for name in sources]
-    ends = [window_ends(train, resolved[name].average["last"], shares) for train, name in zip(trainings, sources)]
-    return [(ends[0][share] / trainings[0]["max_updates"], stopped_name(sources[0], ends[0][share]),
-             stopped_name(sources[1], ends[1][share]))
+    ends = [window_ends(resolved[resolved[name].same_as or name].train, resolved[name].average["last"], shares)
+            for name in sources]
+    return [(share, stopped_name(sources[0], ends[0][share]), stopped_name(sources[1], ends[1][share]))
             for share in shares if share in ends[0] and share in ends[1]]

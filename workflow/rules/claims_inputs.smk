@@ -74,23 +74,25 @@ def budgets_arg(names):
     the central claims there (nmtrepro claims)."""
     budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
     shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
+    updates = {name: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"] for name in budgets}
     levels = [
         {
             "label": budget_label(share),
             "claims": {
-                config["claims"][name]["claim"]: {"significance": path, "updates": updates}
+                config["claims"][name]["claim"]: {
+                    "significance": path,
+                    "updates": stops,
+                    "label": budget_label(stops / updates[name]),
+                }
                 for name, found in budgets.items()
-                for s, path, updates in found
+                for s, path, stops in found
                 if s == share
             },
             "pool": {name: path for name, found in central.items() for s, path, _ in found if s == share},
         }
         for share in shares
     ]
-    updates = {
-        config["claims"][name]["claim"]: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"]
-        for name in budgets
-    }
+    updates = {config["claims"][name]["claim"]: n for name, n in updates.items()}
     return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
 
 

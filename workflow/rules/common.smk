@@ -46,9 +46,10 @@ except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
 # Every training waits on its data: fetching, preparing and annotating (parse, pos) run before any queued
-# training, whose priority is its size's (at most 2) plus one where others start from it. Without it a
-# default run tagged paper D's training source at minute 78 of 100, after every other training, so its
-# three +Fusing trainings ran last, alone on the cores.
+# training, whose priority is its size's (at most 2) plus one where others start from it. Without it the
+# default run of 2026-12-02 tagged paper D's training source at minute 78 of 101, after every other
+# training, and its +Fusing trainings ran last (the decodes kept the other core busy there; with fewer
+# short jobs to fill it, a core would idle).
 DATA_PRIORITY = 4
 
 # Every rule's software: the one environment (`--sdm conda` builds it on a cluster; envs/requirements.txt
@@ -287,6 +288,12 @@ def download_records(wildcards):
     """A download dataset's fetched resources, one `download` job each."""
     names = config["datasets"][wildcards.dataset].get("downloads", [])
     return expand(results("downloads/{resource}.json"), resource=names)
+
+
+def options_at(scale, experiment, key):
+    """An experiment's model options at another scale (a speed table's paper-size count), `key` naming
+    the config entry that asks, for errors."""
+    return model_options({**config, "scale": scale}, config["experiments"][experiment]["model"], key)
 
 
 # Training jobs: their order, launcher and time limit (rule train).

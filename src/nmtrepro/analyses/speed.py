@@ -14,7 +14,6 @@ import json
 
 import pandas as pd
 
-from ..config import model_options
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import add_table_arguments, text_cells, write_table
@@ -97,19 +96,18 @@ def run_speed(args) -> None:
     })
 
 
-def paper_size_args(config: dict, name: str, analysis: dict) -> list[str]:
-    """`--paper-size LABEL=SPEC` per system of analysis `name` with a `paper_size`: its model at that
-    scale's size with the given vocabulary (the paper's parameter count), or nothing."""
+def paper_size_args(analysis: dict, options_at) -> list[str]:
+    """`--paper-size LABEL=SPEC` per system of an analysis with a `paper_size`: its model's options at
+    that scale (`options_at(experiment, scale)`, the config's, which the workflow resolves) with the
+    given vocabulary, for the paper's parameter count; nothing without one."""
     spec = analysis.get("paper_size")
     if not spec:
         return []
-    at_scale = {**config, "scale": spec["scale"]}
     extra = {key: spec[key] for key in ("src_vocab", "tgt_vocab", "output_bias")}
     args = []
     for system in analysis["systems"]:
-        variant = config["experiments"][system["experiment"]]["model"]
-        options = model_options(at_scale, variant, f"analyses.{name}.paper_size")
-        args += ["--paper-size", f"{system['label']}={json.dumps({**options, **extra})}"]
+        options = {**options_at(system["experiment"], spec["scale"]), **extra}
+        args += ["--paper-size", f"{system['label']}={json.dumps(options)}"]
     return args
 
 

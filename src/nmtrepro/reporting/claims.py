@@ -457,7 +457,7 @@ def add_arguments_claims(parser) -> None:
                         help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
                              "trainings, seed k against seed k, whose validation NLL gap over training the page draws")
     parser.add_argument("--budgets", default="{}", metavar="JSON",
-                        help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N}}, '
+                        help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N[, "label": L]}}, '
                              '"pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the claims at shorter '
                              "budgets of the same trainings (nmtrepro.budgets), judged at each")
     parser.add_argument("--others", default="{}", metavar="JSON",
@@ -537,8 +537,8 @@ BUDGET_COLUMNS = ["claim", "budget", "updates", "ours Δ", "Δ per seed", CI, "p
 
 def parse_budgets(text: str, claims: list[Claim]) -> dict:
     """--budgets' JSON: {"levels": [{"label": LABEL, "claims": {SENTENCE: {"significance": JSON,
-    "updates": N}}, "pool": {NAME: JSON}}], "final": the page's own budget's label, "updates": {SENTENCE:
-    the page's own updates}}."""
+    "updates": N[, "label": its own LABEL]}}, "pool": {NAME: JSON}}], "final": the page's own budget's
+    label, "updates": {SENTENCE: the page's own updates}}."""
     budgets = read_json_arg("--budgets", text, claims, lambda parsed: [
         sentence for level in parsed.get("levels", []) for sentence in level["claims"]] + list(parsed.get("updates", {})))
     return {"levels": [], "final": "100%", "updates": {}, **budgets}
@@ -559,7 +559,8 @@ def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table:
         judged = assess(here, entries, seed_noises(level["pool"], [here[i].metric for i in entries]))
         for i in entries:
             updates = level["claims"][claims[i].text]["updates"]
-            rows.append({"budget": level["label"], "updates": updates, **judged.iloc[i].to_dict()})
+            label = level["claims"][claims[i].text].get("label", level["label"])  # the share its window reaches
+            rows.append({"budget": label, "updates": updates, **judged.iloc[i].to_dict()})
             points.setdefault(claims[i].text, []).append((updates, entries[i]))
     for i, claim in enumerate(claims):
         if claim.text in points and i in sigs:

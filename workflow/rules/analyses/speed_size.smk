@@ -43,7 +43,11 @@ rule speed_table:
     params:
         systems=system_args(lambda s, input, i: "=".join(input[f"sys{i}"])),
         numbers=paper_numbers_arg,
-        paper_size=lambda w: shlex.join(paper_size_args(config, w.analysis, ANALYSES[w.analysis])),
+        paper_size=lambda w: shlex.join(
+            paper_size_args(
+                ANALYSES[w.analysis], lambda e, scale: options_at(scale, e, f"analyses.{w.analysis}.paper_size")
+            )
+        ),
         title=lambda w: ANALYSES[w.analysis]["title"],
         note=note_arg,
     shell:
