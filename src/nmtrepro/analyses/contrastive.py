@@ -33,6 +33,8 @@ from ..training.batching import pad_sequences, token_batches
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN, distance_bin
 
 log = logging.getLogger("nmtrepro.analyses.contrastive")
+# A DistilLingEval set's files, in its folder: the sources, the correct and the incorrect targets.
+DISTIL_FILES = ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def read_distil_set(directory, max_lines: int | None = None) -> list[Triple]:
     the folder name. Files are checked against the data folder's SHA256SUMS."""
     directory = Path(directory)
     files = [read_lines(verified(directory / name))
-             for name in ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")]
+             for name in DISTIL_FILES]
     if len({len(f) for f in files}) != 1:
         raise InputError(f"{directory}: src/correct/incorrect differ in line count {[len(f) for f in files]}")
     rows = list(zip(*files))[:max_lines]
@@ -188,9 +190,6 @@ def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
         distance = subject_verb_distance(parse)
         out[i] = replace(triples[i], distance=UNKNOWN if distance is None else distance)
     return out
-
-
-DISTIL_FILES = ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")
 
 
 def pair_files(pairs: dict, results) -> list[str]:
