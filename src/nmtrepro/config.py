@@ -148,12 +148,17 @@ def inherit_scales(config: dict) -> None:
 
 
 def scale_lineage(config: dict) -> list[str]:
-    """The scale and those it comes from (`from`), nearest first: where a setting keyed by scale name
-    (probing's task files and classifier) looks for it."""
+    """The scale and those it comes from (`from`), nearest first."""
     names = [config["scale"]]
     while (base := config["scales"][names[-1]].get("from")) is not None:
         names.append(base)
     return names
+
+
+def for_scale(config: dict, by_name: dict, default):
+    """A setting keyed by scale name (probing's task files and classifier): the entry of the scale, else
+    of the nearest scale it comes from, else `default`."""
+    return next((by_name[name] for name in scale_lineage(config) if name in by_name), default)
 
 
 def validate(config: dict, schema_path: str | Path) -> None:

@@ -74,7 +74,7 @@ def budgets_arg(names):
     the central claims there (nmtrepro claims)."""
     budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
     shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
-    updates = {name: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"] for name in budgets}
+    full = {name: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"] for name in budgets}
     levels = [
         {
             "label": budget_label(share),
@@ -82,7 +82,7 @@ def budgets_arg(names):
                 config["claims"][name]["claim"]: {
                     "significance": path,
                     "updates": stops,
-                    "label": budget_label(stops / updates[name]),
+                    "label": budget_label(stops / full[name]),
                 }
                 for name, found in budgets.items()
                 for s, path, stops in found
@@ -92,7 +92,7 @@ def budgets_arg(names):
         }
         for share in shares
     ]
-    updates = {config["claims"][name]["claim"]: n for name, n in updates.items()}
+    updates = {config["claims"][name]["claim"]: n for name, n in full.items()}
     return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
 
 

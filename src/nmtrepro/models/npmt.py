@@ -383,7 +383,7 @@ class NPMT(nn.Module):
     # the trainer's fast path asks a family whether its step stays eager, and why (training/fast.py)
     stays_eager = ("SWAN's dynamic program over segmentations loops in Python over data-dependent spans and "
                    "segment lengths; compiling it would recompile for nearly every batch")
-    searches = "segments"  # decoded by evaluation/segment_search.py (generate.SEARCHES)
+    searches = "segments"  # decoded by evaluation/segment_search.py (generate.searches_segments)
 
     def __init__(self, src_vocab: int, tgt_vocab: int, config: NpmtConfig):
         super().__init__()

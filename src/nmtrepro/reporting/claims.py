@@ -457,9 +457,9 @@ def add_arguments_claims(parser) -> None:
                         help='{"SENTENCE": {"system": [CURVE_TSV...], "baseline": [CURVE_TSV...]}}: the claims\' '
                              "trainings, seed k against seed k, whose validation NLL gap over training the page draws")
     parser.add_argument("--budgets", default="{}", metavar="JSON",
-                        help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N[, "label": L]}}, '
-                             '"pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the claims at shorter '
-                             "budgets of the same trainings (nmtrepro.budgets), judged at each")
+                        help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N'
+                             '[, "label": L]}}, "pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the '
+                             "claims at shorter budgets of the same trainings (nmtrepro.budgets), judged at each")
     parser.add_argument("--others", default="{}", metavar="JSON",
                         help='{"SCALE": {"claims": {"SENTENCE": JSON}, "pool": {"NAME": JSON}}}: other scales\' tests of '
                              "these claims; the reading names each whose verdict there differs from this run's")
@@ -540,7 +540,8 @@ def parse_budgets(text: str, claims: list[Claim]) -> dict:
     "updates": N[, "label": its own LABEL]}}, "pool": {NAME: JSON}}], "final": the page's own budget's
     label, "updates": {SENTENCE: the page's own updates}}."""
     budgets = read_json_arg("--budgets", text, claims, lambda parsed: [
-        sentence for level in parsed.get("levels", []) for sentence in level["claims"]] + list(parsed.get("updates", {})))
+        sentence for level in parsed.get("levels", []) for sentence in level["claims"]]
+        + list(parsed.get("updates", {})))
     return {"levels": [], "final": "100%", "updates": {}, **budgets}
 
 

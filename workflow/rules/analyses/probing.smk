@@ -5,9 +5,8 @@ from nmtrepro.analyses.probing.tasks import TASKS, classifier_args, probe_task_f
 
 ANALYSIS_OUTPUTS["probing"] = ["md", "html"]
 PROBING = config["probing"]
-PROBING_FROM = next((PROBING["tasks_from"][s] for s in scale_lineage(config) if s in PROBING["tasks_from"]), "ptb")
-_classifiers = PROBING.get("classifier", {})
-PROBING_CLASSIFIER = next((_classifiers[s] for s in scale_lineage(config) if s in _classifiers), {})
+PROBING_FROM = for_scale(config, PROBING["tasks_from"], "ptb")
+PROBING_CLASSIFIER = for_scale(config, PROBING.get("classifier", {}), {})
 
 
 rule probing_data:
