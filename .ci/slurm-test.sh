@@ -140,7 +140,7 @@ EOF
 WF=$WORK/wf
 mkdir -p "$WF"
 cp Snakefile config.yaml "$WF"/
-cp -r workflow config profiles "$WF"/
+cp -r workflow config profiles envs "$WF"/  # envs: every rule names envs/nmtrepro.yaml
 ln -s "$REPO/data" "$WF/data"
 python - "$WF/config.yaml" <<'EOF'
 import sys
