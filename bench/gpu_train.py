@@ -63,11 +63,7 @@ def train(exp, data: Path, out: Path, args, updates: int, tag: str) -> tuple[str
     settings = {**exp.train, "max_updates": updates, "max_minutes": args.minutes, "save_every": args.updates,
                 "log_every": args.log_every, "device": args.device, "keep_last": 2,
                 "max_tokens": args.max_tokens or exp.train["max_tokens"], **dict(args.setting)}
-    annotations = []
-    if "spans" in exp.annotations:
-        annotations += ["--spans-dir", str(data)]
-    if "pos" in exp.annotations:
-        annotations += ["--pos-dir", str(data)]
+    annotations = [a for name in exp.annotations for a in ("--annotation", f"{name}={data}")]
     run = out / exp.variant
     if tag != "resume":  # a measurement starts afresh, not from an earlier run's checkpoints in `out`
         shutil.rmtree(run, ignore_errors=True)

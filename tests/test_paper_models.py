@@ -11,8 +11,8 @@ import torch
 
 from nmtrepro.config import load, model_options
 from nmtrepro.core.pos import POS_VOCAB
+from nmtrepro.data.parse import pad_spans
 from nmtrepro.models import REGISTRY, build_model
-from nmtrepro.training.batching import pad_spans
 from nmtrepro.training.criterion import model_loss
 from nmtrepro.training.fast import stays_eager
 

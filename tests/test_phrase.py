@@ -3,14 +3,14 @@ import torch
 
 from conftest import TINY, decode_step_by_step
 from nmtrepro.core.vocab import Vocab
-from nmtrepro.data.parse import tokens_per_phrase
+from nmtrepro.data.parse import flat_spans, pad_spans, tokens_per_phrase
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.models import build_model
 from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, ResidueCombiner, gather_index,
                                     gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
 from nmtrepro.param_count import PAPER_A_VOCAB
-from nmtrepro.training.batching import collate, flat_spans, pad_spans
+from nmtrepro.training.batching import collate
 from nmtrepro.training.criterion import model_loss
 
 VARIANTS = {

@@ -169,12 +169,12 @@ def test_a_model_reading_pos_trains_on_the_pos_stages_files(tmp_path, pos_family
         (pos_dir / f"{split}.pos").write_text("\n".join(lines) + "\n")
     settings = Settings.from_dict({"max_tokens": 64, "update_tokens": 1, "max_updates": 2, "warmup": 2,
                                    "save_every": 2, "log_every": 1, "threads": 1})
-    trainer = Trainer(Corpus(corpus_dir, pos_dir=pos_dir), pos_family, settings, tmp_path / "ckpt")
+    trainer = Trainer(Corpus(corpus_dir, {"pos": pos_dir}), pos_family, settings, tmp_path / "ckpt")
     trainer.train()
     assert trainer.step == 2 and trainer.model.seen >= 2          # every batch carried aligned POS
     (pos_dir / "valid.pos").write_text("NOUN\n")
     with pytest.raises(InputError, match="valid.pos:1: 1 tags, the sentence has"):
-        Corpus(corpus_dir, pos_dir=pos_dir)
+        Corpus(corpus_dir, {"pos": pos_dir})
 
 
 def test_sources_get_the_pos_stages_tags_or_the_same_tags_on_the_fly(tmp_path, pos_family):
@@ -187,7 +187,7 @@ def test_sources_get_the_pos_stages_tags_or_the_same_tags_on_the_fly(tmp_path, p
     assert json.loads((tmp_path / "test.stats.json").read_text())["tagger"] == "jieba"
     vocab = Vocab(sorted({piece for line in ZH for piece in line.split()}))
     model = build_model({**pos_family, "src_vocab": len(vocab), "tgt_vocab": 20}).eval()
-    from_file = Sources.of_lines(model, ZH, vocab, pos=str(tmp_path / "test.pos"))
+    from_file = Sources.of_lines(model, ZH, vocab, files={"pos": str(tmp_path / "test.pos")})
     (tmp_path / "stats.json").write_text(json.dumps({"src_lang": "zh"}))
     args = argparse.Namespace(prepared=str(tmp_path), parse_backend="auto", stanza_dir=None)
     on_the_fly = Sources.of_lines(model, ZH, vocab, **source_options(args))
@@ -200,14 +200,14 @@ def test_sources_get_the_pos_stages_tags_or_the_same_tags_on_the_fly(tmp_path, p
 
 
 def test_a_table_note_names_each_tagger_once_and_refuses_stats_without_one(tmp_path):
-    from nmtrepro.reporting.report import tagger_note
+    from nmtrepro.reporting.report import annotation_note
 
     paths = []
     for name, tagger in (("a", "jieba"), ("b", "spacy"), ("c", "jieba")):
         paths.append(tmp_path / f"{name}.stats.json")
         paths[-1].write_text(json.dumps({"tagger": tagger}))
-    note = tagger_note(paths)
+    note = annotation_note("pos", paths)
     assert note.startswith("POS tags: made by jieba") and note.count("posseg") == 1 and "spaCy" in note
     (tmp_path / "old.stats.json").write_text("{}")
-    with pytest.raises(InputError, match="old.stats.json: no POS tagger recorded"):
-        tagger_note([tmp_path / "old.stats.json"])
+    with pytest.raises(InputError, match="old.stats.json: no tagger recorded"):
+        annotation_note("pos", [tmp_path / "old.stats.json"])

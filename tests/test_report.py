@@ -166,7 +166,7 @@ def test_table_note_names_the_parser_only_when_given_parse_stats(tmp_path, paper
     plain = [tmp_path / "plain.md", tmp_path / "plain.html"]
     parsed = [tmp_path / "parsed.md", tmp_path / "parsed.html"]
     assert cli.main(argv + ["--out-md", str(plain[0]), "--out-html", str(plain[1])]) == 0
-    assert cli.main(argv + ["--parser-stats", str(stats), "--parser-stats", str(stats),
+    assert cli.main(argv + ["--annotation-stats", f"spans={stats}", "--annotation-stats", f"spans={stats}",
                             "--out-md", str(parsed[0]), "--out-html", str(parsed[1])]) == 0
     assert "Parser phrases" not in plain[0].read_text(encoding="utf-8")
     note = parsed[0].read_text(encoding="utf-8").splitlines()[-1]
@@ -179,9 +179,9 @@ def test_table_refuses_parse_stats_without_a_backend(tmp_path, paper_numbers, ca
     stats = tmp_path / "old.stats.json"
     stats.write_text(json.dumps({"sentences": 3}))
     argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-            "--parser-stats", str(stats), "--out-md", str(tmp_path / "T.md"), "--out-html", str(tmp_path / "T.html")]
+            "--annotation-stats", f"spans={stats}", "--out-md", str(tmp_path / "T.md"), "--out-html", str(tmp_path / "T.html")]
     assert cli.main(argv) == 2
-    assert "old.stats.json: no parse backend recorded" in capsys.readouterr().err
+    assert "old.stats.json: no backend recorded" in capsys.readouterr().err
 
 
 def test_table_command_reports_missing_json_without_traceback(tmp_path, paper_numbers, capsys):

@@ -59,7 +59,7 @@ def test_spans_come_from_the_parse_stage_file_or_the_same_parser_on_the_fly(tmp_
     parse_file(bpe, tmp_path / "test.spans", "spacy")         # what the parse stage writes
     spans = read_spans(tmp_path / "test.spans")
     model, vocab = parse_model(), Vocab(WORDS)
-    from_file = Sources.of_lines(model, LINES, vocab, spans=str(tmp_path / "test.spans"))
+    from_file = Sources.of_lines(model, LINES, vocab, files={"spans": str(tmp_path / "test.spans")})
     on_the_fly = Sources.of_lines(model, LINES, vocab, parse_backend="spacy")
     assert from_file.extras == on_the_fly.extras == {"spans": spans}
     net_input = on_the_fly.net_input([0, 1])

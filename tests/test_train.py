@@ -338,13 +338,13 @@ def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_p
                  for n in src.sizes]
         (spans_dir / f"{split}.spans").write_text("\n".join(lines) + "\n")
     phrase = {**MODEL, "family": "phrase", "phrases": "parse"}
-    trainer = Trainer(Corpus(copy_corpus, spans_dir), phrase, Settings.from_dict({**FAST, "max_updates": 3}),
+    trainer = Trainer(Corpus(copy_corpus, {"spans": spans_dir}), phrase, Settings.from_dict({**FAST, "max_updates": 3}),
                       tmp_path / "ckpt")
     trainer.train()
     assert trainer.step == 3 and all(torch.isfinite(p).all() for p in trainer.model.parameters())
     (spans_dir / "valid.spans").write_text("0-1\n")
     with pytest.raises(InputError, match="valid.spans:1: spans end at 1"):
-        Corpus(copy_corpus, spans_dir)
+        Corpus(copy_corpus, {"spans": spans_dir})
 
 
 @pytest.mark.parametrize("variant", [{"family": "phrase"}, {"family": "recurrence", "steps": 2},

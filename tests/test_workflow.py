@@ -366,17 +366,24 @@ rule toy_counts:
         CONDA_ENV
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
+        top=lambda w: ANALYSES[w.analysis]["top"],
     shell:
-        "nmtrepro toy-counts {params.systems} --out-md {output.md} --out-html {output.html} 2> {log}"
+        "nmtrepro toy-counts {params.systems} --top {params.top} --out-md {output.md} --out-html {output.html} 2> {log}"
+"""
+TOY_OPTIONS = """description: the commonest output words of each system (table)
+properties:
+  top: {type: integer, minimum: 1, default: 5, description: words shown per system}
 """
 
 
 def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow_side(tmp_path):
-    """The walkthrough of docs/organisation.md: a kind's rule file under workflow/rules/analyses/ and an
-    analysis naming it are all the workflow needs (its module, cli.py's command line and its caption are
-    the package's side): the `tables` target then builds it, with no other rule file or schema edited."""
+    """The walkthrough of docs/organisation.md: a kind's rule file under workflow/rules/analyses/, its
+    options beside it and an analysis naming it are all the workflow needs (its module, whose COMMANDS
+    the CLI reads, and its caption are the package's side): the `tables` target then builds it, its
+    option's default filled in, with no other rule file or schema edited; another kind's option is refused."""
     work = repo_copy(tmp_path)
     (work / "workflow/rules/analyses/toy_counts.smk").write_text(TOY_KIND)
+    (work / "workflow/rules/analyses/toy_counts.schema.yaml").write_text(TOY_OPTIONS)
     paper = work / "config/papers/A.yaml"
     spec = yaml.safe_load(paper.read_text())
     spec["analyses"]["A_toy"] = {"kind": "toy_counts", "title": "Toy",
@@ -385,7 +392,11 @@ def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nmtrepro toy-counts --system Base=results/ci/evaluate/base_en_de/" in run.stdout
-    assert "results/ci/report/A_toy.md" in run.stdout
+    assert "--top 5 --out-md results/ci/report/A_toy.md" in run.stdout
+    spec["analyses"]["A_toy"]["edges"] = [15]  # length_buckets' option
+    paper.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    refused = snakemake(work, "-n", "tables")
+    assert refused.returncode != 0 and "analyses.A_toy: Additional properties are not allowed ('edges'" in refused.stdout + refused.stderr
 
 
 def repo_copy(tmp_path: Path) -> Path:
@@ -423,8 +434,8 @@ def test_only_tables_with_parser_phrase_cells_name_the_parser(tmp_path):
     tables = {m.group(1): m.group(0) for m in re.finditer(r"nmtrepro table .*--out-md results/ci/report/(\w+)\.md.*",
                                                           out.stdout)}
     assert {"A_table1", "A_table2"} <= tables.keys()
-    assert "--parser-stats results/ci/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
-    assert "--parser-stats" not in tables["A_table1"]
+    assert "--annotation-stats spans=results/ci/parse/multi30k_en_de/train.stats.json" in tables["A_table2"]  # +PR_parse's trees
+    assert "--annotation-stats" not in tables["A_table1"]
 
 
 def test_a_paper_target_builds_only_that_papers_outputs(tmp_path):
@@ -590,7 +601,7 @@ def test_a_parser_phrase_system_runs_in_head_similarity_probing_and_contrastive(
     assert out.returncode == 0, out.stderr[-3000:]
     commands = [line for line in out.stdout.splitlines() if "parse_en_de" in line and "nmtrepro" in line]
     heads = next(c for c in commands if "head-similarity" in c)  # the test set's spans from the parse stage
-    assert "--spans results/ci/parse/multi30k_en_de/test/test_2016_flickr.spans" in heads
+    assert "--annotation spans=results/ci/parse/multi30k_en_de/test/test_2016_flickr.spans" in heads
     for command in ("nmtrepro probe", "nmtrepro contrastive"):  # their sentences are parsed on the fly
         assert "--parse-backend" in next(c for c in commands if command in c)
 

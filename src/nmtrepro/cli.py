@@ -1,25 +1,24 @@
 """`nmtrepro <command>`: the one entry point that every Snakemake rule calls.
 
 Command `foo-bar` lives in its module as `add_arguments_foo_bar(parser)` and `run_foo_bar(args)`; modules are
-imported only when their command runs, so light commands (BLEU, tables) do not pay for torch.
+imported only when their command runs, so light commands (BLEU, tables) do not pay for torch. The modules
+of data/ and analyses/ declare their own commands (`COMMANDS = {"foo-bar": "help"}`), read here without
+importing them: a source annotation's stage or an analysis kind is its module, with no line in this file.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import logging
 import os
+import re
 import sys
+from pathlib import Path
 
 from .core.files import InputError
 
 COMMANDS = {
-    "fetch": ("nmtrepro.data.datasets", "materialise a dataset from the registry (embedded or downloaded)"),
-    "download": ("nmtrepro.data.download", "fetch one download-manifest entry into the cache, verified and extracted"),
-    "tatoeba-splits": ("nmtrepro.data.tatoeba", "cut Tatoeba's Zh-En pairs into the embedded train/valid/test files"),
-    "prepare": ("nmtrepro.data.prepare", "tokenize, learn/apply joint BPE, build vocabularies, binarize"),
-    "prepare-test": ("nmtrepro.data.prepare", "tokenize and BPE one test split with the learned codes"),
-    "prepare-ref": ("nmtrepro.data.prepare", "prepare a test split's further reference (NIST's ref1..ref3) as its first"),
     "train": ("nmtrepro.training.train", "train a model, resuming from the last checkpoint"),
     "average": ("nmtrepro.training.checkpoint", "average the last K checkpoints"),
     "select-checkpoint": ("nmtrepro.evaluation.dev_bleu", "of the last K checkpoints, the one with the best dev BLEU"),
@@ -33,30 +32,26 @@ COMMANDS = {
     "status": ("nmtrepro.reporting.status", "where a run stands: trainings done, running, waiting; claims judged"),
     "across-scales": ("nmtrepro.reporting.across_scales", "claims beside the same claims measured at other scales"),
     "significance": ("nmtrepro.evaluation.significance", "paired bootstrap resampling of a system against its baseline"),
-    "length-buckets": ("nmtrepro.analyses.buckets", "BLEU per source-length bucket, system and baseline"),
-    "plot-buckets": ("nmtrepro.analyses.buckets", "figure and table of BLEU per length bucket"),
-    "plot-ngrams": ("nmtrepro.analyses.ngrams", "figure and table of n-gram precision gaps vs baselines"),
-    "examples": ("nmtrepro.analyses.examples", "translations of systems and baselines picked by rule, reference n-grams in bold"),
-    "segments": ("nmtrepro.analyses.segments", "average segment length and segmented example outputs of segment models (NPMT)"),
-    "speed": ("nmtrepro.analyses.speed", "parameter count, training and decoding speed of one experiment"),
-    "speed-table": ("nmtrepro.analyses.speed", "table of size and speed relative to baselines"),
-    "head-similarity": ("nmtrepro.analyses.heads", "cosine similarity between encoder self-attention heads"),
-    "head-table": ("nmtrepro.analyses.heads", "table of head similarity within and across groups"),
-    "probing-data": ("nmtrepro.analyses.probing.commands", "derive SentEval-style probing tasks from PTB trees"),
-    "probe": ("nmtrepro.analyses.probing.commands", "probe a frozen encoder on SentEval-format tasks"),
-    "probing-table": ("nmtrepro.analyses.probing.commands", "render probing accuracies beside the papers' tables"),
-    "contrastive": ("nmtrepro.analyses.contrastive", "LingEval97-style contrastive scoring: accuracy per category and distance"),
-    "warm-start": ("nmtrepro.analyses.warm_start", "paper B's warm start: BLEU with the recurrence memory shuffled, where training starts"),
-    "warm-start-table": ("nmtrepro.analyses.warm_start", "table of the warm-start diagnostics, a row a seed"),
-    "plot-agreement": ("nmtrepro.analyses.agreement", "plot subject-verb agreement accuracy by distance"),
-    "parse": ("nmtrepro.data.parse", "parser phrases (paper A, Algorithm 1) as BPE-position spans"),
-    "pos": ("nmtrepro.data.pos", "source POS tags (paper D), one per BPE piece: each word's tag copied to its pieces"),
-    "gather-parse": ("nmtrepro.data.parse", "concatenate the parse stage's line-range shards and merge their stats"),
-    "gather-pos": ("nmtrepro.data.pos", "concatenate the pos stage's line-range shards and merge their stats"),
-    "stanza-models": ("nmtrepro.data.stanza_models", "fetch and verify stanza's English models (the stanza parse backend)"),
     "param-count": ("nmtrepro.param_count", "parameter counts of the configured models at a scale (meta device)"),
     "with-gpus": ("nmtrepro.core.gpus", "run a command on N GPUs of this machine that no other job holds"),
 }
+
+
+DECLARING = ("nmtrepro.data", "nmtrepro.analyses")  # packages whose modules declare their commands
+_DECLARED = re.compile(r"^COMMANDS = (\{.*?\})$", re.M | re.S)  # a module's literal, up to the "}" ending a line
+
+
+def declared_commands() -> dict[str, tuple[str, str]]:
+    """The `COMMANDS` literals of the DECLARING packages' modules: name -> (module, help), as COMMANDS
+    holds the others. Read from the sources, so that no module is imported but the one whose command runs."""
+    found = {}
+    for package in DECLARING:
+        for root in map(Path, importlib.import_module(package).__path__):
+            for path in sorted(root.rglob("*.py")):
+                if literal := _DECLARED.search(path.read_text(encoding="utf-8")):
+                    module = ".".join([package, *path.relative_to(root).with_suffix("").parts]).removesuffix(".__init__")
+                    found.update({name: (module, text) for name, text in ast.literal_eval(literal[1]).items()})
+    return found
 
 
 def huge_pages() -> None:
@@ -74,9 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     argv = sys.argv[1:] if argv is None else argv
     # Only the chosen command's module is imported: build its parser alone.
-    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    chosen = argv[0] if argv else None
     huge_pages()
-    for name, (module, help_text) in COMMANDS.items():
+    table = COMMANDS if chosen in COMMANDS else {**COMMANDS, **declared_commands()}
+    for name, (module, help_text) in table.items():
         cmd = sub.add_parser(name, help=help_text)
         if name == chosen:
             mod, snake = importlib.import_module(module), name.replace("-", "_")

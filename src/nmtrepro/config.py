@@ -14,6 +14,7 @@ import csv
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
 import jsonschema
 import yaml
@@ -161,11 +162,35 @@ def for_scale(config: dict, by_name: dict, default):
     return next((by_name[name] for name in scale_lineage(config) if name in by_name), default)
 
 
-def validate(config: dict, schema_path: str | Path) -> None:
-    """Check `config` against the JSON schema, filling defaults and typing command-line strings (above);
-    one line per error, each naming its key. Scales that come from another (`from`) are resolved first."""
+def analysis_rule_files(workflow_dir: str | Path) -> list[Path]:
+    """One rule file per analysis kind, workflow/rules/analyses/<kind>.smk (its options beside it)."""
+    return sorted(Path(workflow_dir, "workflow/rules/analyses").glob("*.smk"))
+
+
+def with_analysis_kinds(schema: dict, rule_files: Sequence[Path]) -> dict:
+    """The schema with each analysis kind's own options (<kind>.schema.yaml beside its rule file; a kind
+    without one takes none): an analysis of that kind takes the common keys and those, no others."""
+    entry = schema["properties"]["analyses"]["additionalProperties"]
+    branches = []
+    for rules in rule_files:
+        own_path = rules.with_suffix(".schema.yaml")
+        own = yaml.safe_load(own_path.read_text(encoding="utf-8")) if own_path.is_file() else {}
+        branches.append({"if": {"properties": {"kind": {"const": rules.stem}}},
+                         "then": {"properties": {**entry["properties"], **own.get("properties", {})},
+                                  "required": own.get("required", []), "additionalProperties": False}})
+    analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "allOf": branches}}
+    return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
+
+
+def validate(config: dict, schema_path: str | Path, workflow_dir: str | Path | None = None) -> None:
+    """Check `config` against the JSON schema with the analysis kinds' options merged in (those of the
+    workflow at `workflow_dir`; default: the schema's own), filling defaults and typing command-line
+    strings (above); one line per error, each naming its key. Scales that come from another (`from`)
+    are resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
+    workflow_dir = Path(schema_path).resolve().parents[2] if workflow_dir is None else workflow_dir
+    schema = with_analysis_kinds(schema, analysis_rule_files(workflow_dir))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
@@ -280,8 +305,6 @@ def experiments(config: dict) -> dict[str, Experiment]:
                         f"analyses.{name}.systems[{i}].baseline")
         if "paper_size" in spec:
             _known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
-        if spec["kind"] == "length_buckets" and "edges" not in spec:
-            raise InputError(f"config: analyses.{name}: kind length_buckets needs `edges`")
         _check_languages(out, name, spec)
     return out
 

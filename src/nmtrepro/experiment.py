@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .data.annotations import annotation
 from .training.settings import AUTO_START as AUTO_MAX_TOKENS
-
-# Source annotations a model may read (names in its config's `extra_inputs`) -> the stage that makes
-# them per dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json).
-ANNOTATIONS = {"spans": "parse", "pos": "pos"}
 
 
 @dataclass(frozen=True)
@@ -37,12 +34,12 @@ class Experiment:
 
     @property
     def annotations(self) -> dict[str, str]:
-        """The source annotations the model reads beside the source, name -> the stage making them
-        (`ANNOTATIONS`: parser phrases "spans" from parse, POS tags "pos" from pos), as its family's
-        config declares in `extra_inputs`; {} for a model reading the tokens alone."""
+        """The source annotations the model reads beside the source, name -> the stage making them per
+        dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json): those its
+        family's config declares in `extra_inputs` (data.annotations); {} for a model reading the tokens alone."""
         from .models import configure
 
-        return {name: ANNOTATIONS[name] for name in configure(self.model).extra_inputs if name in ANNOTATIONS}
+        return {name: annotation(name).stage for name in configure(self.model).extra_inputs}
 
     @property
     def tokens_per_batch(self) -> int:

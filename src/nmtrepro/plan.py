@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .config import experiments, load, replicates, tables_at_scale, training_of, validate
 from .core.files import InputError, count_lines, write_json
+from .data.annotations import by_stage, registry
 from .data.download import load_manifest
 from .data.shards import shard_range
 from .experiment import batch_tokens
@@ -34,10 +35,17 @@ from .models.size import spec_parameter_counts
 
 TRAIN_OUTPUT = re.compile(r"^results/[^/]+/train/(?P<experiment>[^/]+)/final\.pt$")
 DOWNLOAD_OUTPUT = re.compile(r"^results/[^/]+/downloads/(?P<resource>[^/]+)\.json$")
-# One output per preprocessing job: prepare's stats, each parse or pos shard's annotations.
-PREPROCESS_OUTPUT = re.compile(r"^results/[^/]+/(?:(?P<prepare>prepare)/(?P<dataset>[^/]+)/stats\.json"
-                               r"|(?P<stage>parse|pos)/(?P<annotated>[^/]+)/shards/(?P<part>.+)\.(?P<shard>\d+)"
-                               r"-of-(?P<shards>\d+)\.(?:spans|pos))$")
+
+
+def preprocess_output() -> re.Pattern:
+    """One output per preprocessing job: prepare's stats, each shard of an annotation's stage (parse's
+    spans, pos's tags: data.annotations)."""
+    stages, names = ("|".join(re.escape(getattr(a, key)) for a in registry().values()) for key in ("stage", "name"))
+    return re.compile(r"^results/[^/]+/(?:(?P<prepare>prepare)/(?P<dataset>[^/]+)/stats\.json"
+                      rf"|(?P<stage>{stages})/(?P<annotated>[^/]+)/shards/(?P<part>.+)\.(?P<shard>\d+)"
+                      rf"-of-(?P<shards>\d+)\.(?:{names}))$")
+
+
 WEIGHT_BYTES, CHECKPOINT_BYTES = 4, 12  # fp32 weights; weights + Adam's two moments
 BASE_EN_DE = "base_en_de"  # the shared baseline, whose recipe's GPU time the plan states on its own
 
@@ -72,16 +80,16 @@ def parse_summary(text: str) -> tuple[set[str], set[str]]:
 def preprocessing_jobs(text: str) -> list[dict]:
     """Pending preprocessing jobs from `snakemake --detailed-summary`: prepare per dataset, and parse
     and pos per shard ({stage, dataset, part, shard, shards})."""
-    jobs = []
+    jobs, output = [], preprocess_output()
     for row in _pending_rows(text):
-        if not (m := PREPROCESS_OUTPUT.match(row["output_file"])):
+        if not (m := output.match(row["output_file"])):
             continue
         if m["prepare"]:
             jobs.append({"stage": "prepare", "dataset": m["dataset"], "part": "train", "shard": 1, "shards": 1})
         else:
             jobs.append({"stage": m["stage"], "dataset": m["annotated"], "part": m["part"],
                          "shard": int(m["shard"]), "shards": int(m["shards"])})
-    order = {"prepare": 0, "parse": 1, "pos": 2}  # the pipeline's order
+    order = {"prepare": 0, **{a.stage: k for k, a in enumerate(registry().values(), 1)}}  # the pipeline's order
     return sorted(jobs, key=lambda j: (order[j["stage"]], j["dataset"], j["part"], j["shard"]))
 
 
@@ -136,13 +144,13 @@ def part_lines(config: dict, dataset: str, part: str) -> int | None:
 
 
 def line_seconds(config: dict, stage: str, dataset: str) -> float | None:
-    """CPU seconds per line of a stage (`plan.cpu_seconds_per_line`): prepare's one figure, parse's by
-    the scale's parser, pos's by its tagger (jieba for a Chinese source); None where none is given."""
+    """CPU seconds per line of a stage (`plan.cpu_seconds_per_line`): prepare's one figure, an
+    annotation stage's by its tool (parse's: the scale's parser; pos's: its tagger, jieba for a Chinese
+    source); None where none is given."""
     rates = config.get("plan", {}).get("cpu_seconds_per_line", {})
     if stage == "prepare":
         return rates.get("prepare")
-    tool = "jieba" if stage == "pos" and config["datasets"][dataset]["src"] == "zh" else \
-        config["scales"][config["scale"]]["parse_backend"]
+    tool = by_stage(stage).tool(config["datasets"][dataset]["src"], config["scales"][config["scale"]]["parse_backend"])
     return rates.get(stage, {}).get(tool)
 
 

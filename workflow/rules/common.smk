@@ -7,6 +7,7 @@ from pathlib import Path
 from nmtrepro.budgets import budget_pairs
 from nmtrepro.config import (
     analyses_at_scale,
+    analysis_rule_files,
     at_scale,
     central_study,
     check_paper_cells,
@@ -24,20 +25,24 @@ from nmtrepro.config import (
 )
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
+from nmtrepro.data.annotations import check_rule_files
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
 from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
-# One rule file per analysis kind (workflow/rules/analyses/<kind>.smk); analyse.smk includes them all.
-ANALYSIS_RULES = sorted(Path(workflow.basedir, "workflow/rules/analyses").glob("*.smk"))
+# One rule file per analysis kind (workflow/rules/analyses/<kind>.smk), one per source annotation's stage
+# (workflow/rules/annotations/<stage>.smk); analyse.smk and annotate.smk include them all.
+ANALYSIS_RULES = analysis_rule_files(workflow.basedir)
+ANNOTATION_RULES = sorted(Path(workflow.basedir, "workflow/rules/annotations").glob("*.smk"))
 
 try:
     PAPERS = merge_papers(config, workflow.basedir)  # paper name -> the tables and analyses it defines
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
     config.update(with_scale_data(config))  # the scale's download cache and licensed folders
     check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
+    check_rule_files([path.stem for path in ANNOTATION_RULES])
     EXPERIMENTS = experiments(config)
     check_dataset_files(config, EXPERIMENTS, ".")
     check_paper_cells(config, workflow.basedir)
@@ -176,15 +181,18 @@ def annotation_files(wildcards, parts):
 
 
 def annotation_args(wildcards, input):
-    """`--spans FILE --pos FILE` for the `annotations` input (each file's extension names its flag)."""
-    return shlex.join(a for path in input.annotations for a in (f"--{Path(path).suffix[1:]}", path))
+    """`--annotation spans=FILE --annotation pos=FILE` for the `annotations` input (each file's
+    extension names its annotation)."""
+    return shlex.join(a for path in input.annotations for a in ("--annotation", f"{Path(path).suffix[1:]}={path}"))
 
 
 def annotation_dirs(wildcards):
-    """`--spans-dir DIR --pos-dir DIR`: the folders of the train/valid annotations the model reads."""
+    """`--annotation spans=DIR ...`: the folders of the train/valid annotations the model reads."""
     e = exp(wildcards)
     return shlex.join(
-        a for name, stage in e.annotations.items() for a in (f"--{name}-dir", results(f"{stage}/{e.dataset}"))
+        a
+        for name, stage in e.annotations.items()
+        for a in ("--annotation", f"{name}={results(f'{stage}/{e.dataset}')}")
     )
 
 
@@ -324,6 +332,9 @@ def capped_runtime(wildcards, attempt):
 
 
 # Annotation shards of the parse and pos stages (a part's pieces, gathered in line order).
+ANNOTATED_PART = "(test/)?[A-Za-z0-9_.-]+"  # a dataset part they annotate: train, valid or test/<split>
+
+
 def shard_count(part):
     """Jobs that annotate a part: the scale's `preprocess.shards` for the training source, one for the
     valid and test sets (a few thousand lines, not worth loading a parser for each piece)."""

@@ -33,3 +33,18 @@ rule fetch:
     shell:
         "nmtrepro fetch --name {wildcards.dataset} --spec {params.spec:q} --out-dir {params.out_dir} "
         "{params.max_lines} {params.download} --local-data {params.local_data:q} 2> {log}"
+
+
+rule stanza_models:
+    output:
+        STANZA_RECORD,
+    log:
+        results("logs/downloads/stanza-models.log"),
+    retries: 3
+    conda:
+        CONDA_ENV
+    params:
+        dir=STANZA_DIR,
+        offline="--offline" if config["offline"] else "",
+    shell:
+        "nmtrepro stanza-models --dir {params.dir:q} --out {output} {params.offline} 2> {log}"

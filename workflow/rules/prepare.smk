@@ -1,5 +1,5 @@
 # How the CPU stages run at this scale (scales.<scale>.preprocess): prepare's cores, memory and time,
-# and the parse and pos stages' shards (parse.smk) and resources per shard.
+# and the parse and pos stages' shards (annotations/parse.smk) and resources per shard.
 PREPROCESS = SCALE["preprocess"]
 
 

@@ -8,8 +8,7 @@ rule table:
         unpack(table_cells),
         unpack(table_significance),
         numbers=lambda w: TABLES[w.table]["paper_numbers"],
-        parser_stats=table_stage_stats("parse"),
-        pos_stats=table_stage_stats("pos"),
+        annotation_stats=lambda w: [path for paths in table_annotation_stats(w).values() for path in paths],
     output:
         md=results("report/{table}.md"),
         html=report(
@@ -31,8 +30,12 @@ rule table:
         marks=lambda w: TABLES[w.table]["marks"],
         columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         lowercased=lambda w: "--lowercased" if lowercased(c["experiment"] for c in TABLES[w.table]["cells"]) else "",
-        parser=lambda w, input: shlex.join(a for path in input.parser_stats for a in ("--parser-stats", path)),
-        tagger=lambda w, input: shlex.join(a for path in input.pos_stats for a in ("--pos-stats", path)),
+        annotation_stats=lambda w: shlex.join(
+            a
+            for name, paths in table_annotation_stats(w).items()
+            for path in paths
+            for a in ("--annotation-stats", f"{name}={path}")
+        ),
         notes=lambda w: shlex.join(
             a
             for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]), TABLES[w.table].get("note")]
@@ -42,7 +45,7 @@ rule table:
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
         "--scale {params.scale} {params.lowercased} {params.cells} --marks {params.marks} {params.columns} "
-        "{params.parser} {params.tagger} {params.notes} --out-md {output.md} --out-html {output.html} "
+        "{params.annotation_stats} {params.notes} --out-md {output.md} --out-html {output.html} "
         "--out-tex {output.tex} 2> {log}"
 
 

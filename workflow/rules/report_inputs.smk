@@ -34,20 +34,17 @@ def table_cell_args(wildcards, input):
     return shlex.join(args)
 
 
-def table_stage_stats(stage):
-    """Input function: the `stage`'s stats (train and test parts) behind the table's cells whose models
-    read what it makes (parse: parser phrases, pos: POS tags), so that the note names the parser or the
-    tagger; none for a table without such cells."""
-
-    def files(wildcards):
-        found = []
-        for cell in TABLES[wildcards.table]["cells"]:
-            e = EXPERIMENTS[cell["experiment"]]
-            if stage in e.annotations.values():
-                found += [results(f"{stage}/{e.dataset}/{part}.stats.json") for part in ("train", f"test/{e.test}")]
-        return sorted(set(found))
-
-    return files
+def table_annotation_stats(wildcards):
+    """Per source annotation that the table's cells' models read, the stats of its stage (train and test
+    parts): the note names who made it (the parser, the tagger); {} for a table without such cells."""
+    found = {}
+    for cell in TABLES[wildcards.table]["cells"]:
+        e = EXPERIMENTS[cell["experiment"]]
+        for name, stage in e.annotations.items():
+            found.setdefault(name, set()).update(
+                results(f"{stage}/{e.dataset}/{part}.stats.json") for part in ("train", f"test/{e.test}")
+            )
+    return {name: sorted(paths) for name, paths in found.items()}
 
 
 def lowercased(names):

@@ -15,6 +15,10 @@ from ..reporting.render import figure, save_figure
 from ..reporting.report import parse_pairs
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "plot-agreement": "plot subject-verb agreement accuracy by distance",
+}
+
 SUBJECT_DEPS = {"nsubj", "nsubjpass", "nsubj:pass"}
 FINITE_DEPS = {"aux", "auxpass", "aux:pass", "cop"}   # the word that carries agreement when present
 

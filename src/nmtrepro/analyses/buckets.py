@@ -26,6 +26,11 @@ from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import figure, save_figure, text_cells, write_table
 from ..reporting.report import parse_pairs
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "length-buckets": "BLEU per source-length bucket, system and baseline",
+    "plot-buckets": "figure and table of BLEU per length bucket",
+}
+
 
 def bucket_labels(edges: list[int]) -> list[str]:
     """Edges [15, 30, 45] -> '≤15', '(15,30]', '(30,45]', '>45': upper bounds are inclusive."""

@@ -33,6 +33,10 @@ from ..training.batching import pad_sequences, token_batches
 from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN, distance_bin
 
 log = logging.getLogger("nmtrepro.analyses.contrastive")
+
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "contrastive": "LingEval97-style contrastive scoring: accuracy per category and distance",
+}
 # A DistilLingEval set's files, in its folder: the sources, the correct and the incorrect targets.
 DISTIL_FILES = ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")
 

@@ -21,6 +21,10 @@ from ..evaluation.bleu import make_metric
 from ..reporting.render import REFERENCE_COLOURS, Marked, add_table_arguments, write_table
 from ..reporting.report import parse_system_pairs
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "examples": "translations of systems and baselines picked by rule, reference n-grams in bold",
+}
+
 COLUMNS = ["system", "line", "", "text", "matched n-grams (n = 1/2/3/4)", "sentence BLEU"]
 
 

@@ -20,6 +20,11 @@ from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "head-similarity": "cosine similarity between encoder self-attention heads",
+    "head-table": "table of head similarity within and across groups",
+}
+
 
 def head_cosines(outputs: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Sum over non-padding tokens of the (H, H) head-by-head cosine matrix, and the token count.

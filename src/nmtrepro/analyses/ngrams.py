@@ -13,6 +13,10 @@ from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import figure, save_figure, text_cells, write_table
 from ..reporting.report import parse_system_pairs, read_score
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "plot-ngrams": "figure and table of n-gram precision gaps vs baselines",
+}
+
 ORDERS = (1, 2, 3, 4)
 
 

@@ -18,6 +18,10 @@ from ..reporting.render import write_table
 from ..reporting.report import parse_pairs
 from .examples import add_example_table_arguments
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "segments": "average segment length and segmented example outputs of segment models (NPMT)",
+}
+
 COLUMNS = ["system", "line", "", "text"]
 
 

@@ -19,6 +19,11 @@ from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import add_table_arguments, text_cells, write_table
 from ..reporting.report import parse_pairs, read_curve
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "speed": "parameter count, training and decoding speed of one experiment",
+    "speed-table": "table of size and speed relative to baselines",
+}
+
 # Said under every speed table: the speeds come from the jobs that trained and decoded, not from a
 # timing of its own, so the load beside each job is in them (at `tiny` a run over sittings mixed loads).
 LOAD_NOTE = ("Speeds are those of the training and decoding jobs themselves, so the ratios compare models "

@@ -36,6 +36,11 @@ from ..training.criterion import valid_loss
 
 log = logging.getLogger("nmtrepro.analyses.warm_start")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "warm-start": "paper B's warm start: BLEU with the recurrence memory shuffled, where training starts",
+    "warm-start-table": "table of the warm-start diagnostics, a row a seed",
+}
+
 
 def shuffled_memory(model):
     """`model` with its encoder state's recurrence memory rolled by one sentence across each batch, so

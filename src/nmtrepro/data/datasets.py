@@ -22,6 +22,10 @@ from .recipes import RECIPES
 
 log = logging.getLogger("nmtrepro.data.datasets")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "fetch": "materialise a dataset from the registry (embedded or downloaded)",
+}
+
 RECIPE = "recipe"  # split files named `recipe:<file>` come from the dataset's preparation recipe
 _SEG = re.compile(r"<seg.*?>(.*)</seg>.*?")
 

@@ -37,6 +37,10 @@ from ..core.files import InputError, file_digest, read_json, require_file, stagi
 
 log = logging.getLogger("nmtrepro.data.download")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "download": "fetch one download-manifest entry into the cache, verified and extracted",
+}
+
 DEFAULT_CACHE = "~/.cache/nmtrepro"
 CHUNK = 1 << 20
 TIMEOUT_S = 60

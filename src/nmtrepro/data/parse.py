@@ -5,7 +5,7 @@ Pipeline per source sentence (the `parse` stage):
   the n-gram segmentation's phrase limit -> word spans -> spans over BPE positions, EOS as its own span.
 The spans file has one line per sentence, line-aligned with the binarized source, e.g. `0-3 3-5 5-6`
 (half-open [start, end) over BPE positions; the last span is the EOS that `Vocab.encode` appends).
-`batching.pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
+`pad_spans` batches them; the phrase model gathers tokens per span (`models.phrase.gather_index`).
 Sentences outside the parse stage's files are parsed on the fly by the same path (`parse_lines`).
 A large source is parsed in line-range shards, one job each, and gathered (`data.shards`).
 """
@@ -16,14 +16,23 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 from ..core.files import InputError, atomic_open, read_lines, write_json
 from ..core.text import BPE_SEPARATOR, strip_bpe
+from ..core.vocab import IndexedData
+from .annotations import Annotation
 from .nlp import BACKENDS, PARSERS, constituency, resolve_backend
 from .shards import (add_gather_arguments, add_shard_arguments, chunks, gather, merge_counts,
                      shard_lines)
 from .trees import Tree
 
 log = logging.getLogger("nmtrepro.data.parse")
+
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "parse": "parser phrases (paper A, Algorithm 1) as BPE-position spans",
+    "gather-parse": "concatenate the parse stage's line-range shards and merge their stats",
+}
 
 Span = tuple[int, int]  # [start, end) over words or BPE positions
 _CHUNK = 2000  # sentences parsed, then written, at a time by `parse_file`: never a corpus's trees in memory
@@ -168,6 +177,42 @@ def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
     return [sentence_spans(line, tree) for line, tree in zip(lines, trees)]
 
 
+def flat_spans(spans: Sequence[list[Span]]) -> IndexedData:
+    """Each sentence's spans as one flat sequence (start, end, start, end, ...) in compact arrays: a
+    training corpus's phrases cost bytes a span rather than Python objects (~70 bytes a span: gigabytes
+    a rank at WMT14's 4.5M sentences), and a batch of them is one gather (`pad_spans`)."""
+    return IndexedData.of([bound for span in sentence for bound in span] for sentence in spans)
+
+
+def pad_spans(spans: Sequence[list[Span]] | IndexedData, indices: list[int] | None = None) -> torch.Tensor:
+    """Ragged per-sentence [start, end) spans (of sentences `indices`, or all; lists, or `flat_spans`)
+    -> (B, P, 2) LongTensor; missing phrases are (0, 0), the flat sequences' padding."""
+    if not isinstance(spans, IndexedData):  # lists (decoding's sources): flattened first
+        spans, indices = flat_spans(spans if indices is None else [spans[i] for i in indices]), None
+    flat = spans.padded(range(len(spans)) if indices is None else indices, 0)    # (B, 2P)
+    return flat.view(flat.size(0), -1, 2)
+
+
+def span_width(spans: torch.Tensor, rows: int, bucket) -> dict:
+    """A bucketed batch's "span_width" (rows, W): W is the `bucket` of its widest phrase, so that the
+    model reads that bound from a shape rather than from the data and a compiled step has no
+    data-dependent size (models/phrase.py)."""
+    width = bucket(max(1, int((spans[..., 1] - spans[..., 0]).max())))                 # spans (B, P, 2)
+    return {"span_width": torch.zeros(rows, width, dtype=torch.bool)}
+
+
+def stand_in(sentences: int, src_length: int, device) -> dict:
+    """Phrases of three tokens, and the widest as a shape as `span_width` gives it (training.flops)."""
+    spans = [[(i, min(i + 3, src_length)) for i in range(0, src_length, 3)]] * sentences
+    return {"spans": torch.tensor(spans, device=device),
+            "span_width": torch.zeros(sentences, 3, dtype=torch.bool, device=device)}
+
+
+def parse_on_the_fly(lines: Sequence[str], lang: str | None, backend: str, stanza_dir: str | None):
+    log.info("parsing %d source sentences into phrases (%s backend)", len(lines), backend)
+    return parse_lines(lines, backend, stanza_models=stanza_dir)
+
+
 def summarise(stats: dict) -> dict:
     """The parse statistics' rates and averages, from their counts (one job's or the gathered shards')."""
     sentences, phrases, seconds = stats["sentences"], stats["phrases"], stats["parse_seconds"]
@@ -232,3 +277,9 @@ def add_arguments_gather_parse(parser) -> None:
 
 def run_gather_parse(args) -> None:
     log.info("%s", gather(args.parts, args.out, args.part_stats, args.stats, merge_stats))
+
+
+ANNOTATION = Annotation(
+    name="spans", stage="parse", read=read_spans, make=parse_on_the_fly, stand_in=stand_in,
+    note="Parser phrases: trees made by", stats_key="backend", makers=PARSERS,
+    pad=pad_spans, compact=flat_spans, shapes=span_width)

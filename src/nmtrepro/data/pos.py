@@ -24,15 +24,23 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import torch
+
 from ..core.files import InputError, atomic_open, iter_lines, write_json
 from ..core.pos import POS_VOCAB, UPOS
 from ..core.text import strip_bpe
 from ..core.vocab import UNK, IndexedData
+from .annotations import Annotation
 from .nlp import pos_tags, resolve_backend
 from .parse import add_backend_arguments, word_pieces
 from .shards import add_gather_arguments, add_shard_arguments, chunks, gather, merge_counts, shard_lines
 
 log = logging.getLogger("nmtrepro.data.pos")
+
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "pos": "source POS tags (paper D), one per BPE piece: each word's tag copied to its pieces",
+    "gather-pos": "concatenate the pos stage's line-range shards and merge their stats",
+}
 
 # Who made the tags (by resolved tagger), as the pos stats and the report's tables say it.
 TAGGERS = {
@@ -148,6 +156,24 @@ def read_pos(path: str | Path, lengths: Sequence[int] | None = None) -> IndexedD
     return ids
 
 
+def tag_on_the_fly(lines: Sequence[str], lang: str | None, backend: str, stanza_dir: str | None) -> IndexedData:
+    if lang is None:
+        raise InputError("tagging sources on the fly needs their language (the prepared folder's "
+                         "stats.json), or the pos stage's tags: --annotation pos=FILE")
+    log.info("tagging %d %s source sentences (%s backend)", len(lines), lang, backend)
+    return tag_ids(tag_lines(lines, lang, backend, stanza_dir=stanza_dir))
+
+
+def stand_in(sentences: int, src_length: int, device) -> dict:
+    return {"pos": torch.full((sentences, src_length), 5, dtype=torch.long, device=device)}  # a tag's id
+
+
+def tagger_tool(lang: str, backend: str) -> str:
+    """`tagger_name` with the backend unresolved: the plan costs a scale whose stanza models this
+    machine may not have."""
+    return "jieba" if lang == "zh" else backend
+
+
 def summarise(stats: dict) -> dict:
     """The tagging statistics' rate, tag ranking and unknown tags, from their counts (one job's or the
     gathered shards')."""
@@ -209,3 +235,9 @@ def add_arguments_gather_pos(parser) -> None:
 def run_gather_pos(args) -> None:
     stats = gather(args.parts, args.out, args.part_stats, args.stats, merge_stats)
     log.info("%s", {k: v for k, v in stats.items() if k not in ("tags", "unknown_tags")})
+
+
+ANNOTATION = Annotation(
+    name="pos", stage="pos", read=read_pos, make=tag_on_the_fly, stand_in=stand_in,
+    note="POS tags: made by", stats_key="tagger", makers=TAGGERS,
+    blank_first=POS_VOCAB.eos, tool=tagger_tool)

@@ -28,6 +28,12 @@ from .shards import chunks
 
 log = logging.getLogger("nmtrepro.data.prepare")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "prepare": "tokenize, learn/apply joint BPE, build vocabularies, binarize",
+    "prepare-test": "tokenize and BPE one test split with the learned codes",
+    "prepare-ref": "prepare a test split's further reference (NIST's ref1..ref3) as its first",
+}
+
 
 def keep_pair(src: str, tgt: str, max_len: int, max_ratio: float) -> str | None:
     """None if the pair is kept, else the reason it is dropped (counted in stats.json)."""

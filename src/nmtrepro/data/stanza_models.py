@@ -19,6 +19,10 @@ from .download import is_offline
 
 log = logging.getLogger("nmtrepro.data.stanza_models")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "stanza-models": "fetch and verify stanza's English models (the stanza parse backend)",
+}
+
 LANG = "en"
 # What `nlp` runs: POS tags and dependencies (analyse) beside the constituency trees (parse).
 PROCESSORS = "tokenize,pos,lemma,depparse,constituency"

@@ -20,6 +20,10 @@ from ..core.files import InputError, atomic_open, iter_lines
 
 log = logging.getLogger("nmtrepro.data.tatoeba")
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "tatoeba-splits": "cut Tatoeba's Zh-En pairs into the embedded train/valid/test files",
+}
+
 BUCKETS = 20
 SPLIT_OF_BUCKET = {0: "valid", 1: "test"}  # every other bucket: train
 SPLITS = ("train", "valid", "test")

@@ -3,8 +3,8 @@
 Every family implements the decoding protocol that training, beam search and the analyses rely on:
   config.extra_inputs -> names of what encode reads besides src, e.g. ("spans",) for parser phrases,
       ("pos",) for POS tags (paper D);
-      a batch's `net_input` dict holds "src" and exactly these (`training.batching.PAD_INPUT` batches
-      each kind, `evaluation.sources` makes them for source lines), and every caller passes
+      a batch's `net_input` dict holds "src" and exactly these (each a source annotation of
+      `data.annotations`, which reads, makes and batches it), and every caller passes
       encode(**net_input)
   encode(src, **extra_inputs) -> encoder state (a dict of tensors with batch first); it is the only
       step that reads net_input: decoding reorders the encoder state, not the inputs

@@ -11,11 +11,12 @@ import functools
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
 from ..core.files import InputError, read_json, require_file
+from ..data.annotations import annotation, registry
 from .papers import read_paper_numbers
 from .render import figure, save_figure, write_table
 
@@ -203,31 +204,24 @@ def comparability_note(metric: str, scale: str | None, lowercased: bool = False)
             f"Multi30k at tiny scale vs WMT14 newstest2014): compare differences between rows instead.")
 
 
-def made_by(stats_paths: list[str], key: str, names: dict[str, str], what: str) -> str:
+def made_by(stats_paths: list[str], key: str, names: Mapping[str, str]) -> str:
     """Who made a stage's annotations, read from its stats (`auto` may have fallen back to the spaCy
     stand-in): `names[stats[key]]` of each distinct value across the files, joined."""
     found = []
     for path in stats_paths:
         value = read_json(require_file(path)).get(key)
         if value not in names:
-            raise InputError(f"{path}: no {what} recorded (expected one of {sorted(names)}, got {value!r})")
+            raise InputError(f"{path}: no {key} recorded (expected one of {sorted(names)}, got {value!r})")
         if value not in found:
             found.append(value)
     return "; and by ".join(names[v] for v in found)
 
 
-def parser_note(stats_paths: list[str]) -> str:
-    """The line under a table with parser-phrase cells: which parser made the trees their phrases come from."""
-    from ..data.nlp import PARSERS
-
-    return "Parser phrases: trees made by " + made_by(stats_paths, "backend", PARSERS, "parse backend") + "."
-
-
-def tagger_note(stats_paths: list[str]) -> str:
-    """The line under a table with cells whose models read POS tags: which tagger made them."""
-    from ..data.pos import TAGGERS
-
-    return "POS tags: made by " + made_by(stats_paths, "tagger", TAGGERS, "POS tagger") + "."
+def annotation_note(name: str, stats_paths: list[str]) -> str:
+    """The line under a table with cells whose models read a source annotation: who made it (the parser
+    of the trees that parser phrases come from, the POS tagger), from its stage's stats."""
+    kind = annotation(name)
+    return f"{kind.note} {made_by(stats_paths, kind.stats_key, kind.makers)}."
 
 
 def format_p(value: float) -> str:
@@ -307,10 +301,9 @@ def add_arguments_table(parser) -> None:
                         help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
     parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
                         help="keep only this column of the paper's numbers (repeat; default: all)")
-    parser.add_argument("--parser-stats", action="append", default=[], metavar="PATH",
-                        help="the parse stage's stats JSON behind parser-phrase cells: the note names the parser (repeat)")
-    parser.add_argument("--pos-stats", action="append", default=[], metavar="PATH",
-                        help="the pos stage's stats JSON behind cells that read POS tags: the note names the tagger (repeat)")
+    parser.add_argument("--annotation-stats", action="append", default=[], metavar="NAME=PATH",
+                        help="the stats JSON of the stage making a source annotation that cells' models read "
+                             "(spans: the parser, pos: the tagger): the note names who made it (repeat)")
     parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
@@ -338,10 +331,13 @@ def run_table(args) -> None:
                  f"baseline were the row no better; {levels} for an improvement; CI: the "
                  f"{mark_confidence(args.marks):.0%} interval of the difference, whose lower bound is above 0 "
                  f"exactly where the row earns a mark. 'per seed': each seed's score where a row has several.")
-    if args.parser_stats:
-        note += " " + parser_note(args.parser_stats)
-    if args.pos_stats:
-        note += " " + tagger_note(args.pos_stats)
+    stats = {}  # annotation name -> its stats files
+    for spec in args.annotation_stats:
+        name, _, path = spec.partition("=")
+        annotation(name)  # a known one, else a clear error
+        stats.setdefault(name, []).append(path)
+    for name in (name for name in registry() if name in stats):
+        note += " " + annotation_note(name, stats[name])
     note = " ".join([note, *args.note])
     shown = _display(table)
     numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p (one-sided)"}

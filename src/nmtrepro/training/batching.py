@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.pos import POS_VOCAB
 from ..core.runtime import to_device
 from ..core.vocab import IndexedData, Vocab
+from ..data.annotations import annotation, registry
 
 
 @dataclass
@@ -163,22 +163,6 @@ def pad_sequences(seqs: list[torch.Tensor], pad: int = Vocab.pad) -> torch.Tenso
     return torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=pad)
 
 
-def flat_spans(spans: Sequence[list[tuple[int, int]]]) -> IndexedData:
-    """Each sentence's spans as one flat sequence (start, end, start, end, ...) in compact arrays: a
-    training corpus's phrases cost bytes a span rather than Python objects (~70 bytes a span: gigabytes
-    a rank at WMT14's 4.5M sentences), and a batch of them is one gather (`pad_spans`)."""
-    return IndexedData.of([bound for span in sentence for bound in span] for sentence in spans)
-
-
-def pad_spans(spans: Sequence[list[tuple[int, int]]] | IndexedData, indices: list[int] | None = None) -> torch.Tensor:
-    """Ragged per-sentence [start, end) spans (of sentences `indices`, or all; lists, or `flat_spans`)
-    -> (B, P, 2) LongTensor; missing phrases are (0, 0), the flat sequences' padding."""
-    if not isinstance(spans, IndexedData):  # lists (decoding's sources): flattened first
-        spans, indices = flat_spans(spans if indices is None else [spans[i] for i in indices]), None
-    flat = spans.padded(range(len(spans)) if indices is None else indices, 0)    # (B, 2P)
-    return flat.view(flat.size(0), -1, 2)
-
-
 def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
     """(B, n) ids of sentences `indices` of a binarized corpus or a list of 1-D tensors, right-padded."""
     if isinstance(sentences, IndexedData):
@@ -186,22 +170,23 @@ def padded(sentences: Sequence, indices: list[int]) -> torch.Tensor:
     return pad_sequences([sentences[i] for i in indices])
 
 
-# How each extra model input is batched from its values and a batch's sentence indices, by its name in
-# `model.config.extra_inputs`: parser phrases (B, P, 2); POS tag ids (B, S) aligned with "src", padded
-# with the same pad id (`core.pos`).
-PAD_INPUT = {"spans": pad_spans, "pos": padded}
-# What a row without a sentence (collate's fixed shapes) holds first, by input: a lone EOS and its tag, so
-# that its attention has a key to attend to (a row of padding alone would make its softmax NaN, and NaN
-# times a zero gradient is NaN); no parser phrase.
-BLANK_FIRST = {"src": Vocab.eos, "pos": POS_VOCAB.eos, "prev": Vocab.bos}
+# What a row without a sentence (collate's fixed shapes) holds first, by input: a lone EOS (and an
+# annotation's `blank_first`, e.g. EOS's POS tag), so that its attention has a key to attend to (a row of
+# padding alone would make its softmax NaN, and NaN times a zero gradient is NaN).
+BLANK_FIRST = {"src": Vocab.eos, "prev": Vocab.bos}
+
+
+def blank_first(name: str) -> int | None:
+    found = registry().get(name)
+    return BLANK_FIRST.get(name) if found is None else found.blank_first
 
 
 def net_input(src: Sequence, extras: dict[str, Sequence], indices: list[int]) -> dict:
     """The encoder's inputs for sentences `indices`: their padded source ids (`src`: a binarized
-    corpus or 1-D tensors) and, per extra input, the sentences' values (`extras[name][i]`) batched by
-    PAD_INPUT[name]."""
+    corpus or 1-D tensors) and, per source annotation, the sentences' values (`extras[name][i]`)
+    batched by its `pad` (parser phrases (B, P, 2)), else as the source is (POS tag ids (B, S))."""
     return {"src": padded(src, indices),
-            **{name: PAD_INPUT[name](values, indices) for name, values in extras.items()}}
+            **{name: (annotation(name).pad or padded)(values, indices) for name, values in extras.items()}}
 
 
 def pad_to(tensor: torch.Tensor, length: int, pad: int = Vocab.pad) -> torch.Tensor:
@@ -221,14 +206,13 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
             bucketed: bool = False, fixed: int | None = None) -> Batch:
     """Build padded tensors for one batch; the decoder input is the target shifted right behind BOS.
 
-    `extras`: per extra model input, each corpus sentence's value (parser phrases for paper A, POS tag
-    ids for paper D). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
+    `extras`: per source annotation, each corpus sentence's value (parser phrases for paper A, POS tag
+    ids for paper D: data.annotations). `bucketed`: every (B, n, ...) tensor padded to n = the `bucket_length` of the
     batch's longest sentence on its side (the source's for its phrases: a sentence has at most as many
     as tokens). `fixed` (bucketed only): the max_tokens whose `fixed_rows` (for the longer side's
     bucket) the batch is padded to, with rows that hold no sentence (BLANK_FIRST) and no target
-    token. A bucketed batch of parser phrases also gets "span_width" (B, W), whose width W is the
-    `bucket_length` of its longest phrase: the model reads that bound from a shape rather than from
-    the data, so that a compiled step has no data-dependent size (models/phrase.py).
+    token. A bucketed batch also gets the shapes its annotations add (`shapes`: parser phrases'
+    "span_width", data.parse).
     """
     target = padded(tgt, indices)                                            # (B, T)
     prev = torch.where(target == Vocab.pad, Vocab.pad, target.roll(1, dims=1))  # (B, T): its EOS dropped
@@ -243,10 +227,9 @@ def collate(src: IndexedData, tgt: IndexedData, indices: list[int], extras: dict
               **{name: pad_to(value, src_length) for name, value in batch.net_input.items()}}
     if fixed is not None:
         rows = fixed_rows(len(indices), max(src_length, tgt_length), fixed)
-        inputs = {name: pad_rows(value, rows, BLANK_FIRST.get(name)) for name, value in inputs.items()}
+        inputs = {name: pad_rows(value, rows, blank_first(name)) for name, value in inputs.items()}
     prev, target = inputs.pop("prev"), inputs.pop("target")
-    if "spans" in inputs:
-        spans = batch.net_input["spans"]                                            # (B, P, 2)
-        width = bucket_length(max(1, int((spans[..., 1] - spans[..., 0]).max())))
-        inputs["span_width"] = torch.zeros(prev.size(0), width, dtype=torch.bool)
+    for name in extras or {}:
+        if shapes := annotation(name).shapes:
+            inputs.update(shapes(batch.net_input[name], prev.size(0), bucket_length))
     return Batch(inputs, prev, target, batch.ids, batch.tgt_tokens, batch.src_tokens)

@@ -6,19 +6,17 @@ from pathlib import Path
 
 from ..core.files import InputError
 from ..core.vocab import IndexedData, Vocab
-from ..data.parse import read_spans
-from ..data.pos import read_pos
-from .batching import collate, flat_spans, token_batches
+from ..data.annotations import annotation
+from .batching import collate, token_batches
 
 
 class Corpus:
     """The binarized training and validation data of a prepared dataset, memory-mapped (`IndexedData`):
     every training rank on a host shares one copy of the tokens through the page cache."""
 
-    def __init__(self, data_dir: str | Path, spans_dir: str | Path | None = None,
-                 pos_dir: str | Path | None = None):
-        """`spans_dir`: the parse stage's train/valid .spans (source phrases); `pos_dir`: the pos stage's
-        train/valid .pos (source POS tags); each for models that take them."""
+    def __init__(self, data_dir: str | Path, annotations: dict[str, str | Path] | None = None):
+        """`annotations`: name -> the folder of the train/valid files of each source annotation the model
+        reads (the parse stage's .spans, the pos stage's .pos: data.annotations)."""
         data_dir = Path(data_dir)
         self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
@@ -28,10 +26,10 @@ class Corpus:
             if len(src) != len(tgt):
                 raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
             self.splits[split] = (src, tgt)
-            if spans_dir is not None:
-                self.extras[split]["spans"] = flat_spans(read_spans(Path(spans_dir) / f"{split}.spans", src.sizes))
-            if pos_dir is not None:
-                self.extras[split]["pos"] = read_pos(Path(pos_dir) / f"{split}.pos", src.sizes)
+            for name, folder in (annotations or {}).items():
+                kind = annotation(name)
+                values = kind.read(Path(folder) / f"{split}.{name}", src.sizes)
+                self.extras[split][name] = kind.compact(values) if kind.compact else values
 
     def batches(self, split: str, max_tokens: int, seed=None, epoch=0, buckets: bool = False):
         src, tgt = self.splits[split]

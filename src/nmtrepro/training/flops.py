@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..data.annotations import annotation
 from ..models import build_model
 from .criterion import model_loss
 
@@ -58,19 +59,13 @@ def update_flops(model, spec: dict, src_lens: list[int], tgt_lens: list[int]) ->
 
 
 def probe_batch(model, src_length: int, tgt_length: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """PROBE_SENTENCES unpadded sentence pairs of those lengths on the meta device, with the inputs the
-    family reads (parser phrases: spans of three tokens, and the batch's widest as a shape, as
-    batching.collate gives the compiled step; POS tags)."""
+    """PROBE_SENTENCES unpadded sentence pairs of those lengths on the meta device, with the stand-ins
+    of the annotations the family reads (`stand_in`: parser phrases of three tokens, POS tags)."""
     def tokens(length: int):
         return torch.full((PROBE_SENTENCES, length), 5, dtype=torch.long, device="meta")
     net_input = {"src": tokens(src_length)}
-    extra = model.config.extra_inputs
-    if "spans" in extra:
-        net_input["spans"] = torch.tensor([[(i, min(i + 3, src_length)) for i in range(0, src_length, 3)]]
-                                          * PROBE_SENTENCES, device="meta")
-        net_input["span_width"] = torch.zeros(PROBE_SENTENCES, 3, dtype=torch.bool, device="meta")  # its shape
-    if "pos" in extra:
-        net_input["pos"] = tokens(src_length)
+    for name in model.config.extra_inputs:
+        net_input.update(annotation(name).stand_in(PROBE_SENTENCES, src_length, "meta"))
     return net_input, tokens(tgt_length), tokens(tgt_length)
 
 

@@ -37,7 +37,8 @@ import torch
 
 from ..core import runtime
 from ..core.files import InputError, atomic_open, file_digest
-from ..models import build_model
+from ..data.annotations import add_annotation_argument, annotation_paths
+from ..models import build_model, configure
 from ..models.size import parameter_counts
 from . import board, checkpoint, memory
 from .corpus import Corpus
@@ -567,8 +568,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see training/settings.py)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
-    parser.add_argument("--spans-dir", help="folder of train/valid .spans source phrases (parser-phrase models)")
-    parser.add_argument("--pos-dir", help="folder of train/valid .pos source POS tags (models that read POS)")
+    add_annotation_argument(parser, "the folder of the train/valid files of a source annotation the model reads")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--init", help="trained model file to warm-start from (fresh optimizer and schedule)")
     parser.add_argument("--tensorboard", help="TensorBoard run folder of this training's scalars (board.py)")
@@ -583,7 +583,10 @@ def run_train(args) -> None:
         raise InputError(f"--model/--settings is not valid JSON: {err}") from err
     if args.threads:
         settings.threads = args.threads
-    trainer = Trainer(Corpus(args.prepared, args.spans_dir, args.pos_dir), model_options, settings,
+    annotations = annotation_paths(args.annotation)
+    if missing := sorted(set(configure(model_options).extra_inputs) - set(annotations)):
+        raise InputError(f"the model reads {', '.join(missing)}: give --annotation NAME=DIR for each")
+    trainer = Trainer(Corpus(args.prepared, annotations), model_options, settings,
                       args.checkpoint_dir, init=args.init, tensorboard=args.tensorboard)
     if not trainer.resume():
         log.info("starting %s in %s", f"from {args.init}" if args.init else "from scratch", args.checkpoint_dir)

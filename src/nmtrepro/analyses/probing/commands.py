@@ -16,6 +16,12 @@ from .tasks import SPLITS, TASKS, derive, read_task, write_task
 
 log = logging.getLogger(__name__)
 
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "probing-data": "derive SentEval-style probing tasks from PTB trees",
+    "probe": "probe a frozen encoder on SentEval-format tasks",
+    "probing-table": "render probing accuracies beside the papers' tables",
+}
+
 # SentEval file name -> the column name the papers use (paper B Table 5, paper D Table VII)
 PAPER_NAMES = {"sentence_length": "SeLen", "word_content": "WC", "tree_depth": "TrDep",
                "top_constituents": "ToCo", "bigram_shift": "BShif", "past_present": "Tense",

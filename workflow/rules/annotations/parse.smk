@@ -1,20 +1,5 @@
-rule stanza_models:
-    output:
-        STANZA_RECORD,
-    log:
-        results("logs/downloads/stanza-models.log"),
-    retries: 3
-    conda:
-        CONDA_ENV
-    params:
-        dir=STANZA_DIR,
-        offline="--offline" if config["offline"] else "",
-    shell:
-        "nmtrepro stanza-models --dir {params.dir:q} --out {output} {params.offline} 2> {log}"
-
-
-# A dataset part that the parse and pos stages annotate: train, valid or test/<split>.
-ANNOTATED_PART = "(test/)?[A-Za-z0-9_.-]+"
+# Parser phrases for paper A (nmtrepro.data.parse): Algorithm 1 over the scale's parser's trees, as
+# BPE-position spans of each dataset part, in line-range shards gathered in line order.
 
 
 rule parse:

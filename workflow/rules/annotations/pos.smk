@@ -1,6 +1,6 @@
 # POS tags of the source side for paper D's syntax group (nmtrepro.data.pos): English with the scale's
 # `parse_backend` tagger (stanza at paper scale, spaCy at ci and tiny), Chinese with jieba's posseg.
-# Sharded and gathered as the parse stage is (parse.smk).
+# Sharded and gathered as the parse stage is (parse.smk beside this file).
 
 
 rule pos:

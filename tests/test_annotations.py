@@ -1,0 +1,188 @@
+"""A new source annotation is its data module, its rule file, the family that reads it and the config
+(docs/organisation.md, "A new annotation"): a toy one, defined outside the package, flows through the
+corpus, the sources, the train and decode commands, the FLOPs count, the plan, the table's note and a
+dry run of the workflow with nothing else edited."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from conftest import TINY, write_copy_corpus
+from nmtrepro import cli
+from nmtrepro.core.files import InputError
+from nmtrepro.data import annotations
+from nmtrepro.models import REGISTRY, build_model
+
+# nmtrepro.data.toy_marks: a mark a source piece (5 capitalised, 4 not; EOS's 2), and a family reading them.
+TOY_MODULE = '''
+import json
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from nmtrepro.core.files import InputError, read_lines
+from nmtrepro.core.vocab import IndexedData, Vocab
+from nmtrepro.data.annotations import Annotation
+from nmtrepro.models import register
+from nmtrepro.models.layers import ModelConfig
+from nmtrepro.models.transformer import Transformer
+
+
+def marks_of(lines):
+    return IndexedData.of([[5 if piece[:1].isupper() else 4 for piece in line.split()] + [2] for line in lines])
+
+
+def read_marks(path, lengths=None):
+    lines = read_lines(path)
+    marks = IndexedData.of([[int(m) for m in line.split()] + [2] for line in lines])
+    if lengths is not None and list(marks.sizes) != list(lengths):
+        raise InputError(f"{path}: marks not aligned with the source")
+    return marks
+
+
+def add_arguments_marks(parser):
+    parser.add_argument("--src-bpe", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--stats", required=True)
+
+
+def run_marks(args):
+    marks = marks_of(read_lines(args.src_bpe))
+    with open(args.out, "w") as out:
+        out.writelines(" ".join(map(str, marks[i][:-1].tolist())) + "\\n" for i in range(len(marks)))
+    with open(args.stats, "w") as out:
+        json.dump({"maker": "toy"}, out)
+
+
+ANNOTATION = Annotation(
+    name="marks", stage="marks", read=read_marks, make=lambda lines, lang, backend, stanza_dir: marks_of(lines),
+    stand_in=lambda n, length, device: {"marks": torch.full((n, length), 4, dtype=torch.long, device=device)},
+    note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"})
+COMMANDS = {"marks": "mark the capitalised source pieces"}
+
+
+@dataclass(frozen=True)
+class MarksConfig(ModelConfig):
+    @property
+    def extra_inputs(self):
+        return ("marks",)
+
+
+@register("marks_test")
+class MarksTransformer(Transformer):
+    config_class = MarksConfig
+
+    def __init__(self, src_vocab, tgt_vocab, config):
+        super().__init__(src_vocab, tgt_vocab, config)
+        self.marks = nn.Embedding(6, config.d_model, padding_idx=Vocab.pad)
+
+    def encode(self, src, marks):
+        assert marks.shape == src.shape and marks.eq(Vocab.pad).equal(src.eq(Vocab.pad))
+        enc = super().encode(src)
+        return {**enc, "out": enc["out"] + self.marks(marks)}
+'''
+RULE_FILE = '''rule marks:
+    input:
+        bpe=results("prepare/{dataset}/{part}.src.bpe"),
+    output:
+        marks=results("marks/{dataset}/{part}.marks"),
+        stats=results("marks/{dataset}/{part}.stats.json"),
+    log:
+        results("logs/marks/{dataset}/{part}.log"),
+    wildcard_constraints:
+        part=ANNOTATED_PART,
+    conda:
+        CONDA_ENV
+    shell:
+        "nmtrepro marks --src-bpe {input.bpe} --out {output.marks} --stats {output.stats} 2> {log}"
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy module on nmtrepro.data's path; its family registered while the test runs."""
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "toy_marks.py").write_text(TOY_MODULE)
+    import nmtrepro.data
+
+    monkeypatch.setattr(nmtrepro.data, "__path__", [*nmtrepro.data.__path__, str(folder)])
+    annotations.registry.cache_clear()
+    yield folder
+    annotations.registry.cache_clear()
+    sys.modules.pop("nmtrepro.data.toy_marks", None)
+    REGISTRY.pop("marks_test", None)
+
+
+def test_the_known_annotations_are_the_data_modules_own():
+    assert {name: a.stage for name, a in annotations.registry().items()} == {"spans": "parse", "pos": "pos"}
+    assert {"parse", "gather-parse", "pos", "gather-pos", "prepare", "probe"} <= set(cli.declared_commands())
+    with pytest.raises(InputError, match="'tags' is no source annotation; known: spans, pos"):
+        annotations.annotation_paths(["tags=x.pos"])
+    with pytest.raises(InputError, match="given twice"):
+        annotations.annotation_paths(["pos=a", "pos=b"])
+    with pytest.raises(InputError, match="no rule file for the stage"):
+        annotations.check_rule_files(["parse"])
+
+
+def test_a_toy_annotation_flows_through_the_package_named_nowhere_else(toy, tmp_path):
+    from nmtrepro.evaluation.sources import Sources
+    from nmtrepro.plan import preprocess_output
+    from nmtrepro.reporting.report import annotation_note
+    from nmtrepro.training.flops import probe_batch
+    from nmtrepro.training.train import Corpus, Settings, Trainer
+
+    corpus_dir = write_copy_corpus(tmp_path / "data")
+    marks_dir = tmp_path / "marks"
+    marks_dir.mkdir()
+    for split, (src, _) in Corpus(corpus_dir).splits.items():
+        (marks_dir / f"{split}.marks").write_text("".join(" ".join(["4"] * (n - 1)) + "\n" for n in src.sizes))
+    spec = {**TINY, "family": "marks_test"}
+    settings = Settings.from_dict({"max_tokens": 64, "update_tokens": 1, "max_updates": 2, "warmup": 2,
+                                   "save_every": 2, "log_every": 1, "threads": 1})
+    trainer = Trainer(Corpus(corpus_dir, {"marks": marks_dir}), spec, settings, tmp_path / "ckpt")
+    trainer.train()                                                  # the family's encode checks the alignment
+    assert trainer.step == 2
+
+    bpe = tmp_path / "test.bpe"
+    bpe.write_text("w1 W2 w3\nW4\n")
+    assert cli.main(["marks", "--src-bpe", str(bpe), "--out", str(tmp_path / "test.marks"),
+                     "--stats", str(tmp_path / "test.stats.json")]) == 0  # its command, found by the CLI
+    model = build_model({**spec, "src_vocab": len(trainer.corpus.src_vocab), "tgt_vocab": 20}).eval()
+    lines = bpe.read_text().splitlines()
+    from_file = Sources.of_lines(model, lines, trainer.corpus.src_vocab, {"marks": str(tmp_path / "test.marks")})
+    on_the_fly = Sources.of_lines(model, lines, trainer.corpus.src_vocab)
+    assert [m.tolist() for m in from_file.extras["marks"]] == [m.tolist() for m in on_the_fly.extras["marks"]] \
+        == [[4, 5, 4, 2], [5, 2]]
+    model.encode(**on_the_fly.net_input([0, 1]))
+
+    assert set(probe_batch(model, 7, 5)[0]) == {"src", "marks"}
+    assert preprocess_output().match("results/ci/marks/multi30k_en_de/shards/train.1-of-2.marks")
+    assert annotation_note("marks", [str(tmp_path / "test.stats.json")]) == "Marks: made by the toy marker."
+
+
+def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_side(toy, tmp_path):
+    """The workflow's half of the walkthrough: a rule file under workflow/rules/annotations/ and a model
+    of a family reading the annotation; train and decode get `--annotation marks=...` with no other
+    rule file edited. The toy module reaches the Snakemake process through a sitecustomize."""
+    from test_workflow import repo_config, snakemake, workdir
+
+    (toy / "sitecustomize.py").write_text(
+        f"import nmtrepro.data\nnmtrepro.data.__path__.append({str(toy)!r})\nimport nmtrepro.data.toy_marks\n")
+    config = repo_config()
+    config["models"]["toy"] = {"family": "marks_test", "size": "base"}
+    config["experiments"]["toy_en_de"] = {"model": "toy", "task": "en-de"}
+    work = workdir(tmp_path, config)
+    (work / "workflow/rules/annotations/marks.smk").write_text(RULE_FILE)
+    target = "results/ci/evaluate/toy_en_de/test_2016_flickr.bleu.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(toy), os.environ.get("PYTHONPATH", "")])}
+    run = snakemake(work, "-n", "-p", target, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "nmtrepro marks --src-bpe results/ci/prepare/multi30k_en_de/train.src.bpe" in run.stdout
+    train = next(line for line in run.stdout.splitlines() if "nmtrepro train" in line)
+    assert "--annotation marks=results/ci/marks/multi30k_en_de " in train
+    decode = next(line for line in run.stdout.splitlines() if "nmtrepro decode" in line and "toy_en_de" in line)
+    assert "--annotation marks=results/ci/marks/multi30k_en_de/test/test_2016_flickr.marks" in decode
