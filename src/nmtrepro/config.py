@@ -182,15 +182,13 @@ def with_analysis_kinds(schema: dict, rule_files: Sequence[Path]) -> dict:
     return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
 
 
-def validate(config: dict, schema_path: str | Path, workflow_dir: str | Path | None = None) -> None:
-    """Check `config` against the JSON schema with the analysis kinds' options merged in (those of the
-    workflow at `workflow_dir`; default: the schema's own), filling defaults and typing command-line
-    strings (above); one line per error, each naming its key. Scales that come from another (`from`)
-    are resolved first."""
+def validate(config: dict, schema_path: str | Path) -> None:
+    """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with the analysis kinds'
+    options of its workflow merged in, filling defaults and typing command-line strings (above); one line
+    per error, each naming its key. Scales that come from another (`from`) are resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
-    workflow_dir = Path(schema_path).resolve().parents[2] if workflow_dir is None else workflow_dir
-    schema = with_analysis_kinds(schema, analysis_rule_files(workflow_dir))
+    schema = with_analysis_kinds(schema, analysis_rule_files(Path(schema_path).resolve().parents[2]))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
