@@ -18,7 +18,7 @@ from conftest import assert_balanced_html
 from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
                              seed_pairs, tables_at_scale, validate)
 from nmtrepro.core.files import InputError
-from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.claims import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
 

@@ -49,7 +49,8 @@ def declared_commands() -> dict[str, tuple[str, str]]:
         for root in map(Path, importlib.import_module(package).__path__):
             for path in sorted(root.rglob("*.py")):
                 if literal := _DECLARED.search(path.read_text(encoding="utf-8")):
-                    module = ".".join([package, *path.relative_to(root).with_suffix("").parts]).removesuffix(".__init__")
+                    parts = path.relative_to(root).with_suffix("").parts
+                    module = ".".join([package, *parts]).removesuffix(".__init__")
                     found.update({name: (module, text) for name, text in ast.literal_eval(literal[1]).items()})
     return found
 

@@ -4,7 +4,7 @@ config.yaml holds the datasets, scales and shared models; each paper's models, e
 and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The
 JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; `experiments`
 checks what a schema cannot as it resolves (that names refer to things that exist, a model option the
-family accepts, the cross-checks between keys), with the checks of `nmtrepro.references`. Every error
+family accepts, the cross-checks between keys), with the checks of `nmtrepro.config_checks`. Every error
 names the offending key path.
 """
 from __future__ import annotations
@@ -20,11 +20,11 @@ import jsonschema
 import yaml
 
 from . import budgets
+from .config_checks import (buildable, check_claim_test, check_known, check_languages, comparable, contains,
+                            enough_checkpoints, known_scales)
 from .core.files import InputError, require_file
 from .evaluation.options import DEFAULTS as DECODE
 from .experiment import Experiment
-from .references import (_buildable, _check_languages, _claim_test, _comparable, _contains, _enough_checkpoints, _known,
-                         _known_scales)
 from .training.settings import Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
@@ -204,56 +204,56 @@ def model_options(config: dict, variant: str, key: str) -> dict:
     size table."""
     from .models import REGISTRY, option_names  # torch import only when a model is actually resolved
 
-    _known(variant, config["models"], key)
+    check_known(variant, config["models"], key)
     options = dict(config["models"][variant])
     by_scale = options.pop("by_scale", {})
     for name in by_scale:
-        _known(name, config["scales"], f"models.{variant}.by_scale")
+        check_known(name, config["scales"], f"models.{variant}.by_scale")
     options.update(by_scale.get(study_scale(config), {}))
     scale = config["scales"][config["scale"]]
     size = options.pop("size", None)
     if size is not None:
-        _known(size, scale["sizes"], f"models.{variant}.size")
+        check_known(size, scale["sizes"], f"models.{variant}.size")
         options = {**scale["sizes"][size], **options}
     family = options["family"]
-    _known(family, REGISTRY, f"models.{variant}.family")
+    check_known(family, REGISTRY, f"models.{variant}.family")
     accepted = option_names(family)
     for option in options:
         if option != "family" and option not in accepted:
             raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "
                              f"it takes {', '.join(sorted(accepted))}")
-    _buildable(variant, options)
+    buildable(variant, options)
     return options
 
 
 def experiments(config: dict) -> dict[str, Experiment]:
     """Resolve every experiment for `config['scale']`, checking each reference on the way."""
-    _known(config["scale"], config["scales"], "scale")
-    _known(study_scale(config), config["scales"], f"scales.{config['scale']}.stands_for")
+    check_known(config["scale"], config["scales"], "scale")
+    check_known(study_scale(config), config["scales"], f"scales.{config['scale']}.stands_for")
     scale = config["scales"][config["scale"]]
     for size, regime in scale["by_size"].items():
-        _known(size, scale["sizes"], f"scales.{config['scale']}.by_size")
+        check_known(size, scale["sizes"], f"scales.{config['scale']}.by_size")
         for key in regime.get("train", {}):
-            _known(key, scale["train"], f"scales.{config['scale']}.by_size.{size}.train key")
+            check_known(key, scale["train"], f"scales.{config['scale']}.by_size.{size}.train key")
     for name, regime in scale["by_regime"].items():
         for key in regime.get("train", {}):
-            _known(key, scale["train"], f"scales.{config['scale']}.by_regime.{name}.train key")
+            check_known(key, scale["train"], f"scales.{config['scale']}.by_regime.{name}.train key")
     regimes = {name for s in config["scales"].values() for name in s.get("by_regime", {})}
     for name in scale.get("leave_out", []):
-        _known(name, {**config["tables"], **config.get("analyses", {})}, f"scales.{config['scale']}.leave_out")
+        check_known(name, {**config["tables"], **config.get("analyses", {})}, f"scales.{config['scale']}.leave_out")
     specs = _seeded(config)
     out = {}
     for name, exp in specs.items():
-        _known(exp["task"], scale["tasks"], f"experiments.{name}.task")
+        check_known(exp["task"], scale["tasks"], f"experiments.{name}.task")
         task = scale["tasks"][exp["task"]]
-        _known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
+        check_known(task["dataset"], config["datasets"], f"scales.{config['scale']}.tasks.{exp['task']}.dataset")
         dataset = config["datasets"][task["dataset"]]
-        _known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
-        _known(exp["model"], config["models"], f"experiments.{name}.model")
+        check_known(task["test"], dataset["splits"], f"scales.{config['scale']}.tasks.{exp['task']}.test")
+        check_known(exp["model"], config["models"], f"experiments.{name}.model")
         regime = scale["by_size"].get(config["models"][exp["model"]].get("size"), {})
         priority = regime.get("priority", 0)
         if "regime" in exp:               # its paper's own regime (paper D's), over the size's, where the scale has it
-            _known(exp["regime"], regimes, f"experiments.{name}.regime")
+            check_known(exp["regime"], regimes, f"experiments.{name}.regime")
             own = scale["by_regime"].get(exp["regime"], {})
             regime = {key: {**regime.get(key, {}), **own.get(key, {})} for key in ("train", "average", "resources")}
         train = {**scale["train"], **regime.get("train", {})}
@@ -266,7 +266,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
                                resources={**scale["resources"], **regime.get("resources", {})},
                                decode={**DECODE, **scale["decode"], **exp.get("decode", {})},
                                replicate_of=exp["replicate_of"], priority=priority)
-        _enough_checkpoints(config, name, out[name])
+        enough_checkpoints(config, name, out[name])
     _inits(config, specs, out)
     budgets.lengthen(config, out)
     _check_trainings(config, out)
@@ -276,34 +276,34 @@ def experiments(config: dict) -> dict[str, Experiment]:
     budgets.keep_windows(config, out, claimed)
     budgets.add_stopped(config, out, claimed)
     for table, spec in config["tables"].items():
-        _known_scales(config, spec, f"tables.{table}.scales")
+        known_scales(config, spec, f"tables.{table}.scales")
         for i, cell in enumerate(spec["cells"]):
-            _known_scales(config, cell, f"tables.{table}.cells[{i}].scales")
+            known_scales(config, cell, f"tables.{table}.cells[{i}].scales")
     for table, spec in tables_at_scale(config).items():
         for i, cell in enumerate(spec["cells"]):
-            _known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
+            check_known(cell["experiment"], out, f"tables.{table}.cells[{i}].experiment")
             baseline = cell.get("baseline", spec.get("baseline"))
             if baseline is not None:
-                _comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
+                comparable(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
                 seed_pairs(out, cell["experiment"], baseline, f"tables.{table}.cells[{i}].baseline")
     for name, claim in config.get("claims", {}).items():
-        _known(claim["experiment"], out, f"claims.{name}.experiment")
-        _comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
+        check_known(claim["experiment"], out, f"claims.{name}.experiment")
+        comparable(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         seed_pairs(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
-        _known_scales(config, claim, f"claims.{name}.scales")
-        _claim_test(claim, f"claims.{name}")
+        known_scales(config, claim, f"claims.{name}.scales")
+        check_claim_test(claim, f"claims.{name}")
     for name, spec in config.get("analyses", {}).items():
-        _known_scales(config, spec, f"analyses.{name}.scales")
+        known_scales(config, spec, f"analyses.{name}.scales")
         labels = [system["label"] for system in spec["systems"]]
         if len(set(labels)) != len(labels):
             raise InputError(f"config: analyses.{name}.systems: labels must be unique, got {labels}")
         for i, system in enumerate(spec["systems"]):
-            _known(system["experiment"], out, f"analyses.{name}.systems[{i}].experiment")
-            _comparable(out, system["experiment"], system.get("baseline", system["experiment"]),
+            check_known(system["experiment"], out, f"analyses.{name}.systems[{i}].experiment")
+            comparable(out, system["experiment"], system.get("baseline", system["experiment"]),
                         f"analyses.{name}.systems[{i}].baseline")
         if "paper_size" in spec:
-            _known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
-        _check_languages(out, name, spec)
+            check_known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
+        check_languages(out, name, spec)
     return out
 
 
@@ -437,7 +437,7 @@ def _seeded(config: dict) -> dict[str, dict]:
         if "init_from" not in spec:
             continue
         source = spec["init_from"]
-        _known(source, config["experiments"], f"experiments.{spec['replicate_of']}.init_from")
+        check_known(source, config["experiments"], f"experiments.{spec['replicate_of']}.init_from")
         twins = {specs[n].get("seed", default_seed): n for n in specs if specs[n]["replicate_of"] == source}
         seed = spec.get("seed", default_seed)
         if seed not in twins:
@@ -457,7 +457,7 @@ def _inits(config: dict, specs: dict[str, dict], out: dict[str, Experiment]) -> 
     scale_name = config["scale"]
     continuation = config["scales"][scale_name].get("continuation", {})
     for key in continuation:
-        _known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.continuation key")
+        check_known(key, config["scales"][scale_name]["train"], f"scales.{scale_name}.continuation key")
     for name, spec in specs.items():
         if "init_from" not in spec:
             continue
@@ -468,7 +468,7 @@ def _inits(config: dict, specs: dict[str, dict], out: dict[str, Experiment]) -> 
         if out[source].dataset != out[name].dataset:
             raise InputError(f"config: {key} = {source!r} trains on {out[source].dataset}, but {name!r} on "
                              f"{out[name].dataset}: starting from it needs the same data and vocabulary")
-        _contains(out[name].model, out[source].model, key)
+        contains(out[name].model, out[source].model, key)
         out[name] = replace(out[name], init=source, train={**out[name].train, **continuation})
 
 

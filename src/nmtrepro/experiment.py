@@ -2,7 +2,7 @@
 
 `nmtrepro.config.experiments` makes one of each configured experiment (and of each of its seeds); its
 fields name the functions there that set them. The record is data: it imports no config, so the checks
-of the config (`nmtrepro.references`) can read it too.
+of the config (`nmtrepro.config_checks`) can read it too.
 """
 from __future__ import annotations
 

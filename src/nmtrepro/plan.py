@@ -150,7 +150,8 @@ def line_seconds(config: dict, stage: str, dataset: str) -> float | None:
     rates = config.get("plan", {}).get("cpu_seconds_per_line", {})
     if stage == "prepare":
         return rates.get("prepare")
-    tool = by_stage(stage).tool(config["datasets"][dataset]["src"], config["scales"][config["scale"]]["parse_backend"])
+    backend = config["scales"][config["scale"]]["parse_backend"]
+    tool = by_stage(stage).tool(config["datasets"][dataset]["src"], backend)
     return rates.get(stage, {}).get(tool)
 
 

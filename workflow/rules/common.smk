@@ -28,7 +28,7 @@ from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.annotations import check_rule_files
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
-from nmtrepro.references import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 

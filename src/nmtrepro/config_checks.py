@@ -1,8 +1,9 @@
-"""The config's references checked: every name must name something defined, and keys must agree.
+"""The config's cross-checks: every name must name something defined, and keys must agree.
 
 The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this module
-holds what a schema cannot check. `nmtrepro.config` calls it as it resolves the experiments: `_known` for
-each name it looks up (an experiment's model and task, a table's experiments, a size in the scale), and
+holds what a schema cannot check. `nmtrepro.config` calls it as it resolves the experiments:
+`check_known` for each name it looks up (an experiment's model and task, a table's experiments, a size
+in the scale), and
 the cross-checks of what it resolved (a model its family builds, a warm start whose weights fit, a
 baseline tested on the same sentences, the languages an analysis needs, the checkpoints kept for
 averaging, a claim's direction). The workflow calls the rest after it (analysis kinds that have rules,
@@ -24,15 +25,15 @@ ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
 def check_analysis_kinds(config: dict, kinds) -> None:
     """Every analysis names a kind the workflow has rules for (one rule file per kind)."""
     for name, spec in config.get("analyses", {}).items():
-        _known(spec["kind"], kinds, f"analyses.{name}.kind")
+        check_known(spec["kind"], kinds, f"analyses.{name}.kind")
 
 
-def _known(value, known, key):
+def check_known(value, known, key):
     if value not in known:
         raise InputError(f"config: {key} = {value!r} is not defined; known: {', '.join(sorted(known))}")
 
 
-def _buildable(variant: str, options: dict) -> None:
+def buildable(variant: str, options: dict) -> None:
     """Build the model on the meta device (no memory), so that values its family refuses (a glance it
     does not know, d_model not divisible by heads) fail the dry run, not the training job."""
     try:
@@ -54,7 +55,7 @@ def _meta_weights(options: str) -> dict:
         return build_model({**json.loads(options), "src_vocab": 8, "tgt_vocab": 8}).state_dict()
 
 
-def _claim_test(claim: dict, key: str) -> None:
+def check_claim_test(claim: dict, key: str) -> None:
     """A claim of a difference has a direction, the sign of its paper_delta (a claim of no gain is
     test: non_superiority, its margin set by config's `no_gain_margins`)."""
     if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
@@ -62,12 +63,12 @@ def _claim_test(claim: dict, key: str) -> None:
                          f"gain is test: non_superiority")
 
 
-def _known_scales(config: dict, spec: dict, key: str) -> None:
+def known_scales(config: dict, spec: dict, key: str) -> None:
     for scale in spec.get("scales", []):
-        _known(scale, config["scales"], key)
+        check_known(scale, config["scales"], key)
 
 
-def _contains(variant: dict, source: dict, key: str) -> None:
+def contains(variant: dict, source: dict, key: str) -> None:
     """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
     from .models import warm_start_mismatch
 
@@ -78,7 +79,7 @@ def _contains(variant: dict, source: dict, key: str) -> None:
                          f"of the model it starts from: its {mismatch} (another size?)")
 
 
-def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
+def check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
     """Probing tasks are English sentences, LingEval97 pairs English->German: refuse other systems."""
     src, tgt = ANALYSIS_LANGUAGES.get(spec["kind"], (None, None))
     for i, system in enumerate(spec["systems"]):
@@ -89,7 +90,7 @@ def _check_languages(experiments: dict[str, Experiment], name: str, spec: dict) 
                              f"{src or 'any'}->{tgt or 'any'}")
 
 
-def _enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
+def enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
     """Averaging reads the last `average.last` checkpoints, so training must keep that many."""
     keep, last = experiment.train["keep_last"], experiment.average["last"]
     if keep < last:
@@ -131,9 +132,9 @@ def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str
                 raise InputError(f"config: {key}: {path} does not exist")
 
 
-def _comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:
+def comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:
     """A baseline must exist and be scored on the same sentences, or a paired test means nothing."""
-    _known(baseline, experiments, key)
+    check_known(baseline, experiments, key)
     ours, theirs = experiments[experiment], experiments[baseline]
     if (ours.dataset, ours.test) != (theirs.dataset, theirs.test):
         raise InputError(f"config: {key} = {baseline!r} is tested on {theirs.dataset}/{theirs.test}, but "
