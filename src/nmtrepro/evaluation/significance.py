@@ -207,11 +207,12 @@ def statistics_test(sentence_stats: np.ndarray, metric: BLEU, samples: int = RES
     base_mean, base_ci = estimate_ci(resampled[:, 1].mean(0))
     low, high = test.bounds(0.95)
     return {
-        "score": float(score), "baseline": float(baseline), "delta": test.delta,
+        "score": float(score), "baseline": float(baseline), "delta": test.delta,  # the seeds' mean scores
         "p_greater": test.p(+1),                                 # one-sided: the system beats the baseline
         "p_less": test.p(-1),                                    # one-sided: the system trails it
-        "mean": float(mean), "ci": float(ci),                   # 95% CI of the system's score: mean ± ci
-        "ci_low": float(mean - ci), "ci_high": float(mean + ci),
+        # Over the sentence resamples, as sacreBLEU's paired bootstrap names them: the system's score,
+        # mean ± ci its 95% CI, and the baseline's, baseline_mean ± baseline_ci
+        "mean": float(mean), "ci": float(ci), "ci_low": float(mean - ci), "ci_high": float(mean + ci),
         "baseline_mean": float(base_mean), "baseline_ci": float(base_ci),
         "delta_low": low, "delta_high": high,                    # 95% CI of the difference
         "var": test.var, "df": test.df, **parts,                 # the test's variance, its parts and df
