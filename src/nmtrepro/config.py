@@ -162,9 +162,10 @@ def for_scale(config: dict, by_name: dict, default):
     return next((by_name[name] for name in scale_lineage(config) if name in by_name), default)
 
 
-def analysis_rule_files(workflow_dir: str | Path) -> list[Path]:
-    """One rule file per analysis kind, workflow/rules/analyses/<kind>.smk (its options beside it)."""
-    return sorted(Path(workflow_dir, "workflow/rules/analyses").glob("*.smk"))
+def rule_files(workflow_dir: str | Path, folder: str) -> list[Path]:
+    """The rule files of workflow/rules/<folder>/: one per analysis kind (`analyses`, its options beside
+    it) or per source annotation's stage (`annotations`)."""
+    return sorted(Path(workflow_dir, "workflow/rules", folder).glob("*.smk"))
 
 
 def with_analysis_kinds(schema: dict, rule_files: Sequence[Path]) -> dict:
@@ -188,7 +189,7 @@ def validate(config: dict, schema_path: str | Path) -> None:
     per error, each naming its key. Scales that come from another (`from`) are resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
-    schema = with_analysis_kinds(schema, analysis_rule_files(Path(schema_path).resolve().parents[2]))
+    schema = with_analysis_kinds(schema, rule_files(Path(schema_path).resolve().parents[2], "analyses"))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass

@@ -7,7 +7,6 @@ from pathlib import Path
 from nmtrepro.budgets import budget_pairs
 from nmtrepro.config import (
     analyses_at_scale,
-    analysis_rule_files,
     at_scale,
     central_study,
     check_paper_cells,
@@ -17,25 +16,26 @@ from nmtrepro.config import (
     model_options,
     no_gain_margins,
     replicates,
+    rule_files,
     seed_pairs,
     tables_at_scale,
     training_of,
     validate,
     with_scale_data,
 )
+from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.annotations import check_rule_files
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
-from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk), one per source annotation's stage
 # (workflow/rules/annotations/<stage>.smk); analyse.smk and annotate.smk include them all.
-ANALYSIS_RULES = analysis_rule_files(workflow.basedir)
-ANNOTATION_RULES = sorted(Path(workflow.basedir, "workflow/rules/annotations").glob("*.smk"))
+ANALYSIS_RULES = rule_files(workflow.basedir, "analyses")
+ANNOTATION_RULES = rule_files(workflow.basedir, "annotations")
 
 try:
     PAPERS = merge_papers(config, workflow.basedir)  # paper name -> the tables and analyses it defines
