@@ -4,28 +4,27 @@ from nmtrepro import cli
 SNAKEMAKE_LOG = """Job stats:
 job                 count
 ----------------  -------
-train                   3
-total                   9
+train                   4
+total                  12
 
 [Wed Dec  2 07:34:41 2026]
-rule train:
-    input: results/ci/prepare/x/stats.json
-    output: results/ci/train/base/final.pt
-    log: results/ci/logs/train/base.log
-    jobid: 4
-    reason: Missing output files
-    wildcards: experiment=base
-    resources: tmpdir=/tmp
-
+Job 4: Training base (0 GPUs, 4000 MB, 60 min; checkpoints in results/ci/checkpoints/base)
+Reason: Missing output files: results/ci/train/base/final.pt
+Shell command: exec nmtrepro train --prepared results/ci/prepare/x --out results/ci/train/base/final.pt
 [Wed Dec  2 07:34:42 2026]
-rule train:
-    output: results/ci/train/pr/final.pt
-    jobid: 5
-    wildcards: experiment=pr
-    resources: tmpdir=/tmp
-
+Job 5: Training pr (0 GPUs, 4000 MB, 60 min; checkpoints in results/ci/checkpoints/pr)
+Reason: Missing output files: results/ci/train/pr/final.pt
+[Wed Dec  2 07:34:42 2026]
 Finished jobid: 4 (Rule: train)
-2 of 9 steps (22%) done
+2 of 12 steps (17%) done
+Job 7: Averaging the last 3 checkpoints of base
+Job 8: Training big (0 GPUs, 4000 MB, 60 min; checkpoints in results/ci/checkpoints/big)
+Reason: Missing output files: results/ci/train/big/final.pt
+[Wed Dec  2 07:34:50 2026]
+Error in rule train:
+    message: None
+    jobid: 8
+    output: results/ci/train/big/final.pt
 """
 TRAIN_LOG = """07:35:12 nmtrepro.training.train | starting from scratch in results/ci/checkpoints/pr
 07:36:45 nmtrepro.training.train | step 150/1000 | epoch 2 | loss 8.381 | nll 7.727 | ppl 211.84 | lr 1.13e-03 | 6978 tgt tok/s | 91 s trained, ~518 s left
@@ -49,7 +48,7 @@ def test_status_reads_the_snakemake_log_the_training_logs_and_the_claims_pages(t
     (results / "report" / "paper_A_claims.md").write_text(CLAIMS)
     assert cli.main(["status", "--config", "scale=ci", "--directory", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "trainings 1 done, 1 running, 0 failed, 1 waiting of 3" in out
+    assert "trainings 1 done, 1 running, 1 failed, 1 waiting of 4" in out
     assert "running  pr: step 150/1000, 6978 tgt tok/s, valid NLL 7.654 at step 100, ~8 min 38 s left" in out
     assert "claims judged: 1, shown unjudged: 0" in out
     assert "paper_A_claims: +PR beats Base: inconclusive: the seed pairs split" in out

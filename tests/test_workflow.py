@@ -21,6 +21,7 @@ from nmtrepro.core.files import InputError
 from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.claims import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
+from nmtrepro.reporting.status import newest_log, trainings
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
@@ -777,6 +778,8 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
     assert "central_claims.gap.svg" in central and (results / "report/central_claims.gap.svg").exists()
     assert list((results / "tensorboard/pr_en_de_seed2").glob("events.out.tfevents.*"))   # every training's scalars
+    planned, started = trainings(newest_log(work).read_text())   # the run's own log names every training it ran
+    assert planned and len(started) == planned and set(started.values()) == {"done"}, (planned, started)
     status = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "status", "--config", "scale=ci"], cwd=work,
                             capture_output=True, text=True)
     assert status.returncode == 0 and re.search(r"trainings (\d+) done, 0 running, 0 failed, 0 waiting of \1",

@@ -19,8 +19,9 @@ from ..core.files import InputError, results_tree
 
 STEP = re.compile(r"step (\d+)/(\d+) .*?(\d+) tgt tok/s \| (\d+) s trained, ~(\d+) s left")
 VALID = re.compile(r"step (\d+) \| valid loss [-\d.]+ \| valid nll ([-\d.]+)")
-JOB = re.compile(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)\n(?:    .*\n)*?    wildcards: experiment=(\S+)",
-                 re.MULTILINE)
+# A started training as Snakemake 9 logs a rule with a message: "Job <id>: <message>", the train rule's
+# message (workflow/rules/train.smk) beginning "Training <experiment> (".
+STARTED = re.compile(r"^Job (\d+): Training (\S+) \(", re.MULTILINE)
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)", re.MULTILINE)
 FAILED = re.compile(r"^Error in rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)", re.MULTILINE)
 PLANNED = re.compile(r"^train +(\d+)$", re.MULTILINE)
@@ -37,7 +38,7 @@ def trainings(text: str) -> tuple[int | None, dict[str, str]]:
     """From a Snakemake log: the trainings the run holds (None where it did not say) and each started
     one's state, {experiment: "running" | "done" | "failed"}."""
     planned = PLANNED.search(text)
-    jobs = {jobid: experiment for rule, jobid, experiment in JOB.findall(text) if rule == "train"}
+    jobs = dict(STARTED.findall(text))
     state = dict.fromkeys(jobs.values(), "running")
     for jobid, rule in FINISHED.findall(text):
         if rule == "train" and jobid in jobs:
