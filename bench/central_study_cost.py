@@ -56,7 +56,7 @@ def time_pair(resolved: dict[str, Experiment], pair, updates: int, work: Path) -
                 "--settings", json.dumps(settings), "--checkpoint-dir", str(work / name), "--threads", "1",
                 "--out", str(work / f"{name}.pt"), "--curve", str(work / f"{name}.tsv")]
         for kind, stage in e.annotations.items():
-            args += [f"--{kind}-dir", f"results/tiny/{stage}/{e.dataset}"]
+            args += ["--annotation", f"{kind}=results/tiny/{stage}/{e.dataset}"]
         running[name] = (time.monotonic(), subprocess.Popen(args, stderr=subprocess.DEVNULL))
     out = {}
     for name, (start, proc) in running.items():
