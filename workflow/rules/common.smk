@@ -51,10 +51,9 @@ except InputError as err:
     raise WorkflowError(str(err)) from None
 SCALE = config["scales"][config["scale"]]
 # Every training waits on its data: fetching, preparing and annotating (parse, pos) run before any queued
-# training, whose priority is its size's (at most 2) plus one where others start from it. Without it the
-# default run of 2026-12-02 tagged paper D's training source at minute 78 of 101, after every other
-# training, and its +Fusing trainings ran last (the decodes kept the other core busy there; with fewer
-# short jobs to fill it, a core would idle).
+# training, whose priority is its size's (at most 2) plus one where others start from it. Otherwise an
+# annotation queued behind every training holds its systems' trainings back to the end of the run, where
+# too few short jobs are left to keep the other cores busy (docs/results.md, the default run's timing).
 DATA_PRIORITY = 4
 
 # Every rule's software: the one environment (`--sdm conda` builds it on a cluster; envs/requirements.txt

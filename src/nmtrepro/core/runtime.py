@@ -69,7 +69,7 @@ def cuda_defaults(cudnn_attention: bool = False) -> None:
     numbers came from GPUs without it, and at 10 bits of mantissa it changes no result that a BLEU
     point can see. Attention through the flash or memory-efficient kernels, not cuDNN's, which torch
     prefers on Hopper: cuDNN builds an execution plan for every new shape, and token batches bring
-    new padded lengths all the time (measured on an H100: docs/measurements.md, 2026-11-26).
+    new padded lengths all the time (measured on an H100: docs/measurements.md).
     `cudnn_attention` lets SDPA take cuDNN's kernels too: a CUDA-graph step meets a few dozen shapes,
     each planned once (the train setting of that name)."""
     torch.backends.cuda.matmul.allow_tf32 = True

@@ -98,7 +98,7 @@ class CompiledLoss(torch.nn.Module):
     (a dimension of size 1, say, may recompile), and with CUDA graphs its second too (graph trees
     warm a shape up eagerly, then record it, and only replay it from its third call). With a few dozen
     shapes of very different frequency, the rare ones still arrive tens of updates in, so a rate
-    measured over the first hundred updates is not the run's (bench/README.md, 2026-11-27)."""
+    measured over the first hundred updates is not the run's (bench/README.md)."""
 
     def __init__(self, loss: torch.nn.Module, backend: str = "inductor", cuda_graphs: bool = False):
         """`cuda_graphs`: replay each shape's step as a CUDA graph (the module docstring says how)."""

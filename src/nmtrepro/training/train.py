@@ -613,8 +613,8 @@ def leave(trainer: Trainer, failure: str | None = None) -> None:
     writes already written, without the interpreter's teardown: there gloo's process groups die in
     their destructors. Seen here: a rank hung for good when the DDP reducer's release freed the last
     group, whose destructor, holding the GIL, joined a worker thread that waited for the GIL to free the
-    barrier's tensors (tests/test_distributed.py, the SIGUSR1 test, 2026-11-27); another rank aborted at
-    exit with "terminate called without an active exception" (the smoke run, 2026-11-27)."""
+    barrier's tensors (tests/test_distributed.py's SIGUSR1 test); another rank aborted at exit with
+    "terminate called without an active exception" (the smoke run)."""
     trainer.close()
     if trainer.world == 1:
         if failure:
