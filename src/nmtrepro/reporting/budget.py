@@ -7,8 +7,8 @@ A BLEU verdict is taken at one budget; the curves say whether the gap was still 
 ahead has Δ < 0 (a lower NLL); where the trend's interval lies on the other side of zero from the last
 Δ, the gap was closing toward zero when training stopped, and a verdict taken there may not hold at a
 longer budget (the default run's +Fusing_Diverse: +2.35 BLEU at `tiny`, half that at 2x and 4x the
-updates; docs/results.md, the budget sweep). The seed pairs are the significance test's: a system's seed k against the
-baseline's seed k, each pair on the validation steps both logged.
+updates; docs/results.md, the budget sweep). The seed pairs are the significance test's: a system's
+seed k against the baseline's seed k, each pair on the validation steps both logged.
 """
 from __future__ import annotations
 
