@@ -69,9 +69,8 @@ _CHUNK = 10_000  # sentences tagged, then written, at a time by `tag_file`: a co
 
 
 def tagger_name(lang: str, backend: str, stanza_dir: str | None = None) -> str:
-    """The tagger that tags `lang`: `tagger_tool`'s, its nlp backend resolved (English)."""
-    tool = tagger_tool(lang, backend)
-    return tool if tool == "jieba" else resolve_backend(tool, stanza_dir)
+    """The tagger that tags `lang`: jieba for Chinese, else the resolved nlp backend (English)."""
+    return "jieba" if lang == "zh" else resolve_backend(backend, stanza_dir)
 
 
 @functools.lru_cache(maxsize=None)
