@@ -14,8 +14,9 @@ from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.bleu import make_metric
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope
-from nmtrepro.evaluation.significance import (MeanDifference, bleu_from_statistics, mark, mean_difference,
-                                              pooled_bootstrap, statistics_test)
+from nmtrepro.evaluation.seed_noise import Comparison, SeedNoise
+from nmtrepro.evaluation.significance import (MeanDifference, Reference, bleu_from_statistics, mark,
+                                              mean_difference, pooled_bootstrap, statistics_test)
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
@@ -215,3 +216,18 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
 def test_marks_follow_each_papers_levels(style, p, expected):
     assert mark(30.0, 29.0, p, style) == expected
     assert mark(29.0, 30.0, p, style) == ""  # a significant loss is not marked as an improvement
+
+
+def test_the_reference_distributions_and_bartletts_p_are_scipy_stats_own_numbers():
+    """Tails and quantiles come from scipy.special (scipy.stats costs a job ~1 s to import): the same
+    numbers as scipy.stats' t, norm and Bartlett's test, to the last bit."""
+    from scipy import stats
+
+    for df in (None, 1, 2.7, 14.3, 400.0):
+        ours, theirs = Reference(df), (stats.norm if df is None else stats.t(df))
+        assert [ours.sf(x) for x in (-3.1, -0.4, 0.0, 0.9, 2.5, 7.0)] == [theirs.sf(x) for x in (-3.1, -0.4, 0.0, 0.9, 2.5, 7.0)]
+        for q in (0.001, 0.05, 0.5, 0.8, 0.975):
+            assert (ours.ppf(q), ours.isf(q)) == (theirs.ppf(q), theirs.isf(q))
+    groups = [[0.3, -0.2, 1.1], [0.9, 2.4, -1.0, 0.2], [0.1, 0.15]]
+    noise = SeedNoise(tuple(Comparison(str(i), len(g), float(np.var(g, ddof=1)), 0.0) for i, g in enumerate(groups)))
+    assert noise.homogeneity() == pytest.approx(stats.bartlett(*groups).pvalue, rel=1e-12)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student_t
 
 from ..core.files import InputError, atomic_open
+from ..evaluation.significance import Reference
 from .render import PALETTE, figure
 
 PER_UPDATES = 1000  # the slope's unit: bits a target token per this many updates
@@ -81,11 +81,11 @@ def trend(table: pd.DataFrame) -> Trend | None:
         fits.append((slope, x, y - (slope * x + intercept)))
     slopes, k = [fit[0] for fit in fits], len(fits)
     if k > 1:
-        half_width = student_t.ppf(0.975, k - 1) * np.std(slopes, ddof=1) / math.sqrt(k)
+        half_width = Reference(k - 1).ppf(0.975) * np.std(slopes, ddof=1) / math.sqrt(k)
     else:                                     # one pair: the least-squares slope's own standard error
         _, x, residual = fits[0]
         error = math.sqrt((residual @ residual) / max(len(x) - 2, 1) / ((x - x.mean()) @ (x - x.mean())))
-        half_width = student_t.ppf(0.975, max(len(x) - 2, 1)) * error
+        half_width = Reference(max(len(x) - 2, 1)).ppf(0.975) * error
     last = table.groupby("step")["pair"].nunique()
     final = table[table["step"] == last[last == k].index.max()]["delta"].mean()
     mean, half_width = float(np.mean(slopes)), float(half_width)

@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm, t as student_t
 
 from ..core.files import InputError
 from ..evaluation.multiplicity import holm
@@ -114,8 +113,7 @@ def hypothesis(direction: int, threshold: float) -> str:
 def detectable(test: MeanDifference, level: float) -> float:
     """The minimal detectable effect: the distance from the threshold that a one-sided test at `level`
     detects with probability POWER, on the test's variance and reference."""
-    reference = norm if test.df is None else student_t(test.df)
-    return float((reference.isf(level) + reference.ppf(POWER)) * np.sqrt(max(test.var, 0.0)))
+    return float((test.reference.isf(level) + test.reference.ppf(POWER)) * np.sqrt(max(test.var, 0.0)))
 
 
 @dataclass(frozen=True)
