@@ -12,8 +12,9 @@ from torch import nn
 
 from nmtrepro import cli
 from nmtrepro.analyses.buckets import bucket_index, bucket_labels, bucket_scores
-from nmtrepro.analyses.contrastive import pair_args, pair_files
-from nmtrepro.analyses.heads import group_similarity, groups_args, head_cosines, similarity
+from nmtrepro.analyses.lingeval import pair_args, pair_files
+from nmtrepro.analyses import groups_args
+from nmtrepro.analyses.heads import group_similarity, head_cosines, similarity
 from nmtrepro.analyses.ngrams import precision_gaps
 from nmtrepro.analyses.probing.tasks import TASKS, classifier_args, probe_task_files, table_tasks
 from nmtrepro.analyses.speed import paper_size_args, speed_table, training_speed

@@ -25,6 +25,7 @@ from .config_checks import (buildable, check_claim_test, check_known, check_lang
 from .core.files import InputError, require_file
 from .evaluation.options import DEFAULTS as DECODE
 from .experiment import Experiment
+from .meta_models import family_options
 from .training.settings import Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
@@ -203,8 +204,6 @@ def model_options(config: dict, variant: str, key: str) -> dict:
     """A model variant's options at the scale: its `by_scale` entry for the scale over the rest (paper D
     sizes its groups in heads, and tiny models have half of Base's), `size` expanded from the scale's
     size table."""
-    from .models import REGISTRY, option_names  # torch import only when a model is actually resolved
-
     check_known(variant, config["models"], key)
     options = dict(config["models"][variant])
     by_scale = options.pop("by_scale", {})
@@ -216,9 +215,9 @@ def model_options(config: dict, variant: str, key: str) -> dict:
     if size is not None:
         check_known(size, scale["sizes"], f"models.{variant}.size")
         options = {**scale["sizes"][size], **options}
-    family = options["family"]
-    check_known(family, REGISTRY, f"models.{variant}.family")
-    accepted = option_names(family)
+    family, families = options["family"], family_options()
+    check_known(family, families, f"models.{variant}.family")
+    accepted = families[family]
     for option in options:
         if option != "family" and option not in accepted:
             raise InputError(f"config: models.{variant}.{option}: family {family!r} has no such option; "

@@ -11,12 +11,12 @@ dataset files on disk). Every error names the offending key path.
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 from .core.files import InputError
 from .experiment import Experiment
+from .meta_models import cached, meta_shapes
 
 # Analyses whose systems must translate from (source, target) = these languages; None: any.
 ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
@@ -36,23 +36,9 @@ def check_known(value, known, key):
 def buildable(variant: str, options: dict) -> None:
     """Build the model on the meta device (no memory), so that values its family refuses (a glance it
     does not know, d_model not divisible by heads) fail the dry run, not the training job."""
-    try:
-        _meta_weights(json.dumps(options, sort_keys=True))
-    except ValueError as err:
-        raise InputError(f"config: models.{variant}: {err}") from None
-
-
-@functools.lru_cache(maxsize=None)
-def _meta_weights(options: str) -> dict:
-    """The state dict of the model that these options (JSON) build, on the meta device. Cached: seed
-    replicates, shared trainings and every dry run resolve the same few dozen models over and over, and a
-    build costs ~40 ms of Python."""
-    import torch
-
-    from .models import build_model
-
-    with torch.device("meta"):
-        return build_model({**json.loads(options), "src_vocab": 8, "tgt_vocab": 8}).state_dict()
+    built = meta_shapes(json.dumps(options, sort_keys=True))
+    if "error" in built:
+        raise InputError(f"config: models.{variant}: {built['error']}")
 
 
 def check_claim_test(claim: dict, key: str) -> None:
@@ -70,10 +56,14 @@ def known_scales(config: dict, spec: dict, key: str) -> None:
 
 def contains(variant: dict, source: dict, key: str) -> None:
     """Every weight of `source` exists with the same shape in `variant` (built on the meta device)."""
-    from .models import warm_start_mismatch
+    own, theirs = (json.dumps(options, sort_keys=True) for options in (variant, source))
 
-    own, theirs = (_meta_weights(json.dumps(options, sort_keys=True)) for options in (variant, source))
-    mismatch = warm_start_mismatch(own, theirs)
+    def compare() -> str | None:
+        from .models import warm_start_mismatch
+
+        return warm_start_mismatch(meta_shapes(own)["shapes"], meta_shapes(theirs)["shapes"])
+
+    mismatch = cached(f"{own} starts from {theirs}", compare)
     if mismatch:
         raise InputError(f"config: {key}: the {variant['family']} model lacks or shapes differently a weight "
                          f"of the model it starts from: its {mismatch} (another size?)")

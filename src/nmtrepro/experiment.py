@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .data.annotations import annotation
+from .meta_models import extra_inputs
 from .training.settings import AUTO_START as AUTO_MAX_TOKENS
 
 
@@ -37,9 +38,7 @@ class Experiment:
         """The source annotations the model reads beside the source, name -> the stage making them per
         dataset part, as results/<scale>/<stage>/<dataset>/<part>.<name> (+ <part>.stats.json): those its
         family's config declares in `extra_inputs` (data.annotations); {} for a model reading the tokens alone."""
-        from .models import configure
-
-        return {name: annotation(name).stage for name in configure(self.model).extra_inputs}
+        return {name: annotation(name).stage for name in extra_inputs(self.model)}
 
     @property
     def tokens_per_batch(self) -> int:

@@ -30,15 +30,13 @@ from ..data.datasets import verified
 from ..evaluation.sources import Sources, add_arguments_sources, source_options
 from ..training import checkpoint
 from ..training.batching import pad_sequences, token_batches
-from .lingeval import DISTANCE_BINS, SUBJ_VERB, UNKNOWN, distance_bin
+from .lingeval import DISTANCE_BINS, DISTIL_FILES, SUBJ_VERB, UNKNOWN, distance_bin
 
 log = logging.getLogger("nmtrepro.analyses.contrastive")
 
 COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
     "contrastive": "LingEval97-style contrastive scoring: accuracy per category and distance",
 }
-# A DistilLingEval set's files, in its folder: the sources, the correct and the incorrect targets.
-DISTIL_FILES = ("src.en.gz", "tgt.correct.de.gz", "tgt.incorrect.de.gz")
 
 
 @dataclass(frozen=True)
@@ -194,30 +192,6 @@ def with_parsed_distances(triples: list[Triple], backend: str) -> list[Triple]:
         distance = subject_verb_distance(parse)
         out[i] = replace(triples[i], distance=UNKNOWN if distance is None else distance)
     return out
-
-
-def pair_files(pairs: dict, results) -> list[str]:
-    """What the contrastive rule reads for a scale's `contrastive` (`results`: a path under the run's
-    tree): LingEval97's download record, its json as given, or each DistilLingEval set's three files."""
-    if "download" in pairs:
-        return [results(f"downloads/{pairs['download']}.json")]
-    if "lingeval97" in pairs:
-        return [pairs["lingeval97"]]
-    return [f"{pairs['distil_dir']}/{name}/{file}" for name in pairs["sets"] for file in DISTIL_FILES]
-
-
-def pair_args(pairs: dict, results) -> list[str]:
-    """The command's arguments for the same pairs (`pair_files`), their cap per set and batch size."""
-    if "download" in pairs:
-        args = ["--lingeval97-download", results(f"downloads/{pairs['download']}.json")]
-    elif "lingeval97" in pairs:
-        args = ["--lingeval97", pairs["lingeval97"]]
-    else:
-        args = [a for name in pairs["sets"] for a in ("--distil-set", f"{pairs['distil_dir']}/{name}")]
-        args += ["--parser", pairs["parser"]]
-    if "max_per_set" in pairs:
-        args += ["--max-per-set", str(pairs["max_per_set"])]
-    return args + ["--max-tokens", str(pairs["max_tokens"])]
 
 
 def add_arguments_contrastive(parser) -> None:

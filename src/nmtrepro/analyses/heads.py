@@ -77,14 +77,6 @@ def similarity(model, batches, groups: list[str] | None = None) -> dict:
             "tokens": tokens // len(layers), "matrix": cos.tolist()}
 
 
-def groups_args(systems: list[dict], experiment: str) -> list[str]:
-    """`--groups` for an experiment of a head_similarity analysis (its system's `groups`), or nothing."""
-    for system in systems:
-        if system["experiment"] == experiment and "groups" in system:
-            return ["--groups", *system["groups"]]
-    return []
-
-
 def add_arguments_head_similarity(parser) -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--prepared", required=True, help="prepared dataset folder, for the source vocabulary")

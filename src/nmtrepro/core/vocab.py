@@ -1,16 +1,22 @@
-"""Token vocabularies: one per language side (paper A keeps source and target vocabularies apart)."""
+"""Token vocabularies: one per language side (paper A keeps source and target vocabularies apart).
+
+torch is imported where a binarized corpus is written or read, not with the module: the workflow's
+parse (the annotations' registry, data/parse.py and data/pos.py) and its light commands (tables) read
+this module without needing torch's ~1.5 s import."""
 from __future__ import annotations
 
 import array
 import collections
 import pickle
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
-import torch
 
 from .files import InputError, atomic_open, require_file
+
+if TYPE_CHECKING:
+    import torch
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -77,6 +83,8 @@ def flatten(sequences: Iterable[Sequence[int]]) -> dict[str, torch.Tensor]:
     tokens[offsets[i]:offsets[i + 1]]), built in compact arrays so a corpus can stream through. Tokens
     are uint16 where every id fits (vocabularies up to 65,536 symbols: half the bytes of int32 on disk
     and in the page cache), else int32."""
+    import torch
+
     flat, offsets = array.array("i"), array.array("q", [0])
     for seq in sequences:
         flat.extend(seq)
@@ -96,6 +104,8 @@ def save_flat(path: str | Path, blob: dict[str, torch.Tensor]) -> None:
     """Write sequences already flat ("tokens" and "offsets" as `flatten` makes them; the memory bench
     builds a 36M-pair corpus this way) as a torch.save file, whose tensors are stored uncompressed and
     aligned, so that `IndexedData` can memory-map them."""
+    import torch
+
     with atomic_open(path, "wb") as handle:
         torch.save(blob, handle)
 
@@ -111,6 +121,8 @@ class IndexedData:
     """
 
     def __init__(self, path: str | Path | None, blob: dict[str, torch.Tensor] | None = None):
+        import torch
+
         if blob is None:
             try:
                 blob = torch.load(require_file(path), mmap=True, weights_only=True)
@@ -133,12 +145,16 @@ class IndexedData:
 
     def __getitem__(self, i: int) -> torch.Tensor:
         """Sentence i, copied out of the mapped file (a fresh tensor the caller may keep or change)."""
+        import torch
+
         return torch.from_numpy(self.tokens[self.offsets[i]: self.offsets[i + 1]].astype(np.int64))
 
     def padded(self, indices: Sequence[int], pad: int) -> torch.Tensor:
         """(B, n) int64: sentences `indices`, right-padded with `pad` to the longest, n. One gather over
         the mapped tokens rather than a tensor a sentence: a training step on a GPU waits on the host's
         batches, and a 4,096-token micro-batch holds ~100 sentences."""
+        import torch
+
         indices = np.asarray(indices, dtype=np.int64)
         sizes = self.sizes[indices]
         positions = np.arange(int(sizes.max()) if len(sizes) else 0)

@@ -14,9 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Sequence
-
-import torch
+from typing import TYPE_CHECKING, Sequence
 
 from ..core.files import InputError, atomic_open, read_lines, write_json
 from ..core.text import BPE_SEPARATOR, strip_bpe
@@ -26,6 +24,9 @@ from .nlp import BACKENDS, PARSERS, constituency, resolve_backend
 from .shards import (add_gather_arguments, add_shard_arguments, chunks, gather, merge_counts,
                      shard_lines)
 from .trees import Tree
+
+if TYPE_CHECKING:  # torch where a batch is made, not with the module (core/vocab.py says why)
+    import torch
 
 log = logging.getLogger("nmtrepro.data.parse")
 
@@ -197,12 +198,16 @@ def span_width(spans: torch.Tensor, rows: int, bucket) -> dict:
     """A bucketed batch's "span_width" (rows, W): W is the `bucket` of its widest phrase, so that the
     model reads that bound from a shape rather than from the data and a compiled step has no
     data-dependent size (models/phrase.py)."""
+    import torch
+
     width = bucket(max(1, int((spans[..., 1] - spans[..., 0]).max())))                 # spans (B, P, 2)
     return {"span_width": torch.zeros(rows, width, dtype=torch.bool)}
 
 
 def stand_in(sentences: int, src_length: int, device) -> dict:
     """Phrases of three tokens, and the widest as a shape as `span_width` gives it (training.flops)."""
+    import torch
+
     spans = [[(i, min(i + 3, src_length)) for i in range(0, src_length, 3)]] * sentences
     return {"spans": torch.tensor(spans, device=device),
             "span_width": torch.zeros(sentences, 3, dtype=torch.bool, device=device)}

@@ -73,9 +73,13 @@ for _module in pkgutil.iter_modules(__path__):  # registers the families
 
 def warm_start_mismatch(own: dict, trained: dict) -> str | None:
     """Why a model with state dict `own` cannot start from the weights `trained` (a tensor it lacks or
-    shapes differently), or None: a variant may add tensors, never drop or resize its baseline's."""
+    shapes differently), or None: a variant may add tensors, never drop or resize its baseline's. Either
+    may map names to their shapes instead of tensors (the config's check knows shapes only)."""
+    def shape(value) -> tuple[int, ...]:
+        return tuple(getattr(value, "shape", value))
+
     for name, value in trained.items():
-        if name not in own or own[name].shape != value.shape:
-            found = "is missing" if name not in own else f"has shape {tuple(own[name].shape)}"
-            return f"{name} {tuple(value.shape)} {found} in the new model"
+        if name not in own or shape(own[name]) != shape(value):
+            found = "is missing" if name not in own else f"has shape {shape(own[name])}"
+            return f"{name} {shape(value)} {found} in the new model"
     return None

@@ -1,7 +1,7 @@
 # agreement: LingEval97-protocol contrastive scoring, subject-verb agreement accuracy by distance
 # (paper A Fig. 4) -- nmtrepro.analyses.contrastive (scores) and nmtrepro.analyses.agreement (figure).
 # Config `scales.<scale>.contrastive` names the pairs; at a scale without it the analysis is skipped.
-from nmtrepro.analyses.contrastive import pair_args, pair_files
+from nmtrepro.analyses.lingeval import pair_args, pair_files
 
 CONTRASTIVE = SCALE.get("contrastive")
 ANALYSIS_OUTPUTS["agreement"] = FIGURE if CONTRASTIVE else []

@@ -1,6 +1,6 @@
 # head_similarity: cosine similarity between encoder self-attention heads, within and across
 # feature groups (paper D Table IV) -- nmtrepro.analyses.heads.
-from nmtrepro.analyses.heads import groups_args
+from nmtrepro.analyses import groups_args
 
 ANALYSIS_OUTPUTS["head_similarity"] = TABLE
 
