@@ -56,10 +56,9 @@ def meta_shapes(options: str) -> dict:
 
 
 def cached(key: str, compute):
-    """`compute()` (JSON), kept in the user's cache under `key`, torch's version and this package's
-    sources, so that a change to a family (or to anything it imports) computes afresh. What is kept
-    needs torch, whose import (~1.5 s) and the meta device's first op of a Python kernel (torch._dynamo's
-    import, ~1.2 s) were half of every dry run's parse, which resolves the same few dozen models."""
+    """`compute()` (JSON), kept in the user's cache (`$XDG_CACHE_HOME`, else ~/.cache) under `key`, torch's
+    version and the sources (`_sources_digest`), so that a change to a family (or to anything it
+    imports) computes afresh."""
     digest = hashlib.sha256(f"{_sources_digest()}|{importlib.metadata.version('torch')}|{key}".encode())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     path = root / "nmtrepro" / "config-checks" / f"{digest.hexdigest()[:32]}.json"
