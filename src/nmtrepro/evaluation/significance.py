@@ -155,7 +155,7 @@ class MeanDifference:
         gap = direction * (self.delta - margin)
         if self.var <= 0:
             return 0.0 if gap > 0 else 1.0
-        return float(self.reference.sf(gap / np.sqrt(self.var)))
+        return self.reference.sf(gap / np.sqrt(self.var))
 
     def bounds(self, confidence: float) -> tuple[float, float]:
         """The two-sided `confidence` interval that the one-sided p's invert: each bound is a one-sided test
