@@ -20,6 +20,19 @@ include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
+# Jobs on this machine start as forks of one process that has imported torch (src/nmtrepro/forkserver.py).
+onstart:
+    forkserver.start(results("logs/forkserver.log"), local=workflow.local_exec and not workflow.touch)
+
+
+onsuccess:
+    forkserver.stop()
+
+
+onerror:
+    forkserver.stop()
+
+
 rule all:
     default_target: True
     input:

@@ -17,6 +17,7 @@ import yaml
 from conftest import assert_balanced_html
 from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
                              seed_pairs, tables_at_scale, validate)
+from nmtrepro import forkserver
 from nmtrepro.core.files import InputError
 from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.claims import GIVEN
@@ -780,6 +781,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert list((results / "tensorboard/pr_en_de_seed2").glob("events.out.tfevents.*"))   # every training's scalars
     planned, started = trainings(newest_log(work).read_text())   # the run's own log names every training it ran
     assert planned and len(started) == planned and set(started.values()) == {"done"}, (planned, started)
+    if forkserver.available():  # every job ran as a fork of the run's one server
+        served = (results / "logs/forkserver.log").read_text()
+        assert served.count(": exit 0 in ") > 500 and served.count("train (pid ") == planned, served[-3000:]
+        assert "declined" not in served and "is gone" not in served
     status = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "status", "--config", "scale=ci"], cwd=work,
                             capture_output=True, text=True)
     assert status.returncode == 0 and re.search(r"trainings (\d+) done, 0 running, 0 failed, 0 waiting of \1",

@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+from .core import fork_client
 from .core.files import InputError
 
 COMMANDS = {
@@ -66,12 +67,17 @@ def huge_pages() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command: `argv`, or as a program the command line, handed to the run's fork server where
+    there is one (forkserver.py)."""
+    huge_pages()
+    if argv is None:
+        argv = sys.argv[1:]
+        if (code := fork_client.run_through_server(argv)) is not None:
+            return code
     parser = argparse.ArgumentParser(prog="nmtrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    argv = sys.argv[1:] if argv is None else argv
     # Only the chosen command's module is imported: build its parser alone.
     chosen = argv[0] if argv else None
-    huge_pages()
     table = COMMANDS if chosen in COMMANDS else {**COMMANDS, **declared_commands()}
     for name, (module, help_text) in table.items():
         cmd = sub.add_parser(name, help=help_text)

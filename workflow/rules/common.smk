@@ -24,6 +24,7 @@ from nmtrepro.config import (
     with_scale_data,
 )
 from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro import forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data.annotations import check_rule_files

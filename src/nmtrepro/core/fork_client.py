@@ -1,0 +1,84 @@
+"""A job's side of the fork server (nmtrepro/forkserver.py): hand a command to the run's server, wait for
+it, forward signals to it, exit as it did. Kept apart from the server so that the command line's entry
+point loads only this."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from pathlib import Path
+
+ENV = "NMTREPRO_FORKSERVER"  # the server's socket; "off" keeps a run from starting one
+HEADER = struct.Struct("!I")  # a request's length, before its JSON
+
+
+def send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    socket.send_fds(sock, [HEADER.pack(len(data)) + data], list(fds))
+
+
+def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict | None, list[int]]:
+    """One message and the descriptors that came with it; None where the other side closed."""
+    data, fds, _, _ = socket.recv_fds(sock, 65536, max_fds)
+    if not data:
+        return None, fds
+    (length,) = HEADER.unpack_from(data)
+    data = data[HEADER.size:]
+    while len(data) < length:
+        more = sock.recv(length - len(data))
+        if not more:
+            return None, fds
+        data += more
+    return json.loads(data), fds
+
+
+def interpreter() -> list[str]:
+    """What a job must share with the server: the interpreter, its environment (a venv's or conda's
+    prefix) and this package's place."""
+    return [os.path.realpath(sys.executable), sys.prefix, str(Path(__file__).parents[1])]
+
+
+def run_through_server(argv: list[str]) -> int | None:
+    """Run `nmtrepro argv` in a fork of the server; its exit code, or None where it must run here."""
+    path = os.environ.get(ENV)
+    if not path or path == "off":
+        return None
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(path)
+        mask = os.umask(0)
+        os.umask(mask)
+        send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask,
+                    "python": interpreter()}, [0, 1, 2])
+        reply, _ = receive(sock)
+    except OSError:
+        sock.close()
+        return None
+    if not reply or "pid" not in reply:
+        sock.close()
+        return None
+    pid = reply["pid"]
+
+    def forward(signum, _frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, forward)
+    with sock:
+        reply, _ = receive(sock)
+    if reply is None:  # the server died under the job: its child dies with it (it is killed below)
+        forward(signal.SIGTERM, None)
+        print(f"nmtrepro: error: the fork server ({path}) ended during the job", file=sys.stderr)
+        return 1
+    if reply.get("signal"):  # killed, as the job's own process would have been
+        signal.signal(reply["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), reply["signal"])
+    return reply["code"]
+
+
