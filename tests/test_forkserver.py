@@ -138,7 +138,8 @@ def test_start_runs_a_server_for_local_runs_only_and_stop_ends_it(tmp_path, monk
     assert forkserver.ENV not in os.environ and not (tmp_path / "cluster.log").exists()
     monkeypatch.setenv(forkserver.ENV, "off")
     forkserver.start(tmp_path / "off.log", local=True)
-    assert not (tmp_path / "off.log").exists()
+    forkserver.stop()
+    assert not (tmp_path / "off.log").exists() and os.environ[forkserver.ENV] == "off"
     monkeypatch.delenv(forkserver.ENV)
     if not forkserver.available():
         pytest.skip("this machine runs no server (a GPU machine, or not Linux)")

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
@@ -39,6 +40,7 @@ LOAD_TIME = ("LD_", "MALLOC_", "GLIBC_", "PYTHON", "TORCH", "PYTORCH_", "KMP_", 
              "OPENBLAS_", "GOTO_", "THP_", "MPL", "LC_", "LANG")  # prefixes of variables read as a library loads
 THREADS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
            "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # what Snakemake sets to a job's threads
+STARTED = []  # the sockets of the servers that `start` started in this process
 log = logging.getLogger(__name__)
 
 
@@ -66,24 +68,22 @@ def start(log_path: str | Path, *, local: bool, wait: float = 120) -> None:
         time.sleep(0.05)
     if os.path.exists(path):
         os.environ[ENV] = path
+        STARTED.append(path)
     else:  # the jobs run as their own processes; the log says why
         server.kill()
         log.warning("the fork server did not start (%s); jobs run as their own processes", log_path)
 
 
 def stop() -> None:
-    """End this run's server (it also ends by itself once the run's process is gone)."""
-    path = os.environ.pop(ENV, None)
-    if path and path != "off":
-        try:
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.connect(path)
-                send(sock, {"stop": True})
-        except OSError:
-            pass  # not up yet, or gone: it ends with its parent
+    """End the server that `start` started in this process, if any (it also ends by itself once this
+    process is gone); one of an outer run, or "off", stays as it is."""
+    if (path := os.environ.get(ENV)) in STARTED:
+        STARTED.remove(path)
+        del os.environ[ENV]
+        with suppress(OSError), socket.socket(socket.AF_UNIX) as sock:  # (gone: nothing to stop)
+            sock.connect(path)
+            send(sock, {"stop": True})
 
-
-# --- the server's side ------------------------------------------------------------------------------
 
 def declined(request: dict, started: dict) -> str | None:
     """Why a request must run in its own process, or None. `started`: the server's environment before it
@@ -101,7 +101,10 @@ def child(request: dict, fds: list[int], servers: list) -> None:
     """Become the job: its streams, directory, environment and threads; run the command; exit as it did.
     `servers`: the server's sockets and descriptors, closed here so that no job holds another's."""
     for held in servers:
-        os.close(held) if isinstance(held, int) else held.close()
+        if isinstance(held, int):
+            os.close(held)
+        else:
+            held.close()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as Python starts a program
@@ -185,8 +188,8 @@ class Server:
             return request is None
         if why := declined(request, self.started):
             log.info("declined (%s): %s", why, " ".join(request["argv"][:1]))
-            send(connection, {"decline": why})
-            connection.close()
+            with connection, suppress(OSError):  # (a job gone already needs no answer)
+                send(connection, {"decline": why})
         else:
             self.fork(request, fds, connection)
         for fd in fds:
@@ -202,7 +205,8 @@ class Server:
         self.jobs[pid] = (connection, pidfd, time.monotonic(), (request["argv"] or ["(none)"])[0])
         self.selector.register(pidfd, selectors.EVENT_READ, partial(self.exited, pid))
         self.selector.register(connection, selectors.EVENT_READ, partial(self.gone, pid))
-        send(connection, {"pid": pid})
+        with suppress(OSError):  # a job gone already: `gone` ends its child
+            send(connection, {"pid": pid})
 
     def exited(self, pid: int, _key) -> bool:
         connection, pidfd, began, command = self.jobs.pop(pid)
@@ -213,11 +217,8 @@ class Server:
         log.info("%s (pid %d): exit %d in %.1f s", command, pid, code, time.monotonic() - began)
         if connection.fileno() >= 0:
             self.selector.unregister(connection)
-            try:
+            with connection, suppress(OSError):
                 send(connection, {"code": code, "signal": -code if code < 0 else 0})
-            except OSError:
-                pass
-            connection.close()
         return True
 
     def gone(self, pid: int, key) -> bool:

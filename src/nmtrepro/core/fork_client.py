@@ -71,8 +71,11 @@ def run_through_server(argv: list[str]) -> int | None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, forward)
     with sock:
-        reply, _ = receive(sock)
-    if reply is None:  # the server died under the job: its child dies with it (it is killed below)
+        try:
+            reply, _ = receive(sock)
+        except OSError:
+            reply = None
+    if reply is None:  # the server died during the job: the child, if still there, ends with it
         forward(signal.SIGTERM, None)
         print(f"nmtrepro: error: the fork server ({path}) ended during the job", file=sys.stderr)
         return 1
