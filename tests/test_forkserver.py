@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -95,6 +97,20 @@ def test_a_job_whose_load_time_environment_differs_or_without_a_server_runs_in_i
         out, _ = job.communicate(timeout=60)
         assert job.returncode == 0 and int(out.split()[0]) == job.pid
     assert "declined (MALLOC_ARENA_MAX differs): nap" in server[2].read_text()
+
+
+def test_a_server_that_fails_after_the_request_fails_the_job_rather_than_running_it_twice(server, tmp_path):
+    """Past its request, the job cannot know whether the server forked it: running it here as well could
+    write its outputs twice at once."""
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "socket"))
+        listener.listen(1)
+        failing = threading.Thread(target=lambda: listener.accept()[0].close())
+        failing.start()
+        job = nmtrepro(server, "nap", socket_path=tmp_path / "socket")
+        out, err = job.communicate(timeout=60)
+        failing.join()
+    assert job.returncode == 1 and out == "" and "failed to start the job" in err
 
 
 def started(job: subprocess.Popen) -> int:

@@ -71,6 +71,8 @@ def start(log_path: str | Path, *, local: bool, wait: float = 120) -> None:
         STARTED.append(path)
     else:  # the jobs run as their own processes; the log says why
         server.kill()
+        with suppress(OSError):
+            os.rmdir(folder)
         log.warning("the fork server did not start (%s); jobs run as their own processes", log_path)
 
 
@@ -165,6 +167,7 @@ class Server:
     job's process gone (killed) takes its child with it, as a killed process group would have."""
 
     def __init__(self, path: str, started: dict):
+        os.close(os.pidfd_open(os.getpid()))  # where a sandbox refuses it, fail here, before any job forks
         self.path, self.started = path, started
         self.listener = socket.socket(socket.AF_UNIX)
         self.listener.bind(path + ".new")

@@ -53,11 +53,18 @@ def run_through_server(argv: list[str]) -> int | None:
         os.umask(mask)
         send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask,
                     "python": interpreter()}, [0, 1, 2])
-        reply, _ = receive(sock)
-    except OSError:
+    except OSError:  # no server (not up yet, gone, or another machine's): run here
         sock.close()
         return None
-    if not reply or "pid" not in reply:
+    try:
+        reply, _ = receive(sock)
+    except OSError:
+        reply = None
+    if reply is None:  # the server may have forked the job before it failed: running it here too could
+        sock.close()   # write its outputs twice at once
+        print(f"nmtrepro: error: the fork server ({path}) failed to start the job", file=sys.stderr)
+        return 1
+    if "pid" not in reply:  # declined
         sock.close()
         return None
     pid = reply["pid"]
@@ -83,5 +90,3 @@ def run_through_server(argv: list[str]) -> int | None:
         signal.signal(reply["signal"], signal.SIG_DFL)
         os.kill(os.getpid(), reply["signal"])
     return reply["code"]
-
-
