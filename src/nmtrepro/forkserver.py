@@ -6,7 +6,8 @@ this 2-core machine. The workflow's `onstart` starts one server (`start`); a `nm
 finds `NMTREPRO_FORKSERVER` in its environment hands the server its arguments, working directory,
 environment and standard streams, and the server forks a child that runs the command with them, so the
 job's own process only waits, forwards signals, and exits as the child did. Where the server is absent,
-gone, or declines, the command runs in its own process as before: the server is only ever a shortcut.
+gone, or declines, the command runs in its own process as before: the server is only ever a shortcut
+(but a server that fails after taking a job's request fails that job: it may have forked it).
 
 It is used only where jobs run on the machine that started it (not under a cluster executor, whose jobs
 are SLURM's), and not on a machine with a GPU, whose jobs are few and long and whose CUDA must not be
