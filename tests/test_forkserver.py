@@ -105,7 +105,14 @@ def test_a_server_that_fails_after_the_request_fails_the_job_rather_than_running
     with socket.socket(socket.AF_UNIX) as listener:
         listener.bind(str(tmp_path / "socket"))
         listener.listen(1)
-        failing = threading.Thread(target=lambda: listener.accept()[0].close())
+
+        def take_the_request_and_fail():  # (closing before it has read the request would be a refusal)
+            with listener.accept()[0] as connection:
+                _, fds, _, _ = socket.recv_fds(connection, 65536, 3)
+                for fd in fds:
+                    os.close(fd)
+
+        failing = threading.Thread(target=take_the_request_and_fail)
         failing.start()
         job = nmtrepro(server, "nap", socket_path=tmp_path / "socket")
         out, err = job.communicate(timeout=60)
