@@ -36,6 +36,7 @@ from functools import partial
 from pathlib import Path
 
 from .core.fork_client import ENV, interpreter, receive, send
+from .core.gpus import count_visible
 
 LOAD_TIME = ("LD_", "MALLOC_", "GLIBC_", "PYTHON", "TORCH", "PYTORCH_", "KMP_", "GOMP_", "OMP_", "MKL_",
              "OPENBLAS_", "GOTO_", "THP_", "MPL", "LC_", "LANG")  # prefixes of variables read as a library loads
@@ -47,8 +48,8 @@ log = logging.getLogger(__name__)
 
 def available() -> bool:
     """Whether this machine runs jobs through a server: Linux (pidfd_open; elsewhere, as on macOS, a fork
-    of a process with torch loaded is unsafe) without a GPU."""
-    return hasattr(os, "pidfd_open") and not any(Path("/dev").glob("nvidia[0-9]*"))
+    of a process with torch loaded is unsafe) with no GPU visible (the workflow's own count)."""
+    return hasattr(os, "pidfd_open") and not count_visible()
 
 
 def start(log_path: str | Path, *, local: bool, wait: float = 120) -> None:
