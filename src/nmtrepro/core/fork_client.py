@@ -41,52 +41,50 @@ def interpreter() -> list[str]:
     return [os.path.realpath(sys.executable), sys.prefix, str(Path(__file__).parents[1])]
 
 
+def reply(sock: socket.socket) -> dict | None:
+    """The server's next message; None where it closed or reset the connection."""
+    try:
+        return receive(sock)[0]
+    except OSError:
+        return None
+
+
 def run_through_server(argv: list[str]) -> int | None:
     """Run `nmtrepro argv` in a fork of the server; its exit code, or None where it must run here."""
     path = os.environ.get(ENV)
     if not path or path == "off":
         return None
-    sock = socket.socket(socket.AF_UNIX)
-    try:
-        sock.connect(path)
-        mask = os.umask(0)
-        os.umask(mask)
-        send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask,
-                    "python": interpreter()}, [0, 1, 2])
-    except OSError:  # no server (not up yet, gone, or another machine's): run here
-        sock.close()
-        return None
-    try:
-        reply, _ = receive(sock)
-    except OSError:
-        reply = None
-    if reply is None:  # the server may have forked the job before it failed: running it here too could
-        sock.close()   # write its outputs twice at once
-        print(f"nmtrepro: error: the fork server ({path}) failed to start the job", file=sys.stderr)
-        return 1
-    if "pid" not in reply:  # declined
-        sock.close()
-        return None
-    pid = reply["pid"]
-
-    def forward(signum, _frame):
+    with socket.socket(socket.AF_UNIX) as sock:
         try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
+            sock.connect(path)
+            mask = os.umask(0)
+            os.umask(mask)
+            send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask,
+                        "python": interpreter()}, [0, 1, 2])
+        except OSError:  # no server (not up yet, gone, or another machine's): run here
+            return None
+        started = reply(sock)
+        if started is None:  # the server may have forked the job before it failed: running it here too
+            print(f"nmtrepro: error: the fork server ({path}) failed to start the job", file=sys.stderr)
+            return 1  # could write its outputs twice at once
+        if "pid" not in started:  # declined
+            return None
+        pid = started["pid"]
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(signum, forward)
-    with sock:
-        try:
-            reply, _ = receive(sock)
-        except OSError:
-            reply = None
-    if reply is None:  # the server died during the job: the child, if still there, ends with it
+        def forward(signum, _frame):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(signum, forward)
+        ended = reply(sock)
+    if ended is None:  # the server died during the job: the child, if still there, ends with it
         forward(signal.SIGTERM, None)
         print(f"nmtrepro: error: the fork server ({path}) ended during the job", file=sys.stderr)
         return 1
-    if reply.get("signal"):  # killed, as the job's own process would have been
-        signal.signal(reply["signal"], signal.SIG_DFL)
-        os.kill(os.getpid(), reply["signal"])
-    return reply["code"]
+    if ended.get("signal"):  # killed, as the job's own process would have been
+        signal.signal(ended["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), ended["signal"])
+    return ended["code"]
