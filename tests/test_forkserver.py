@@ -2,6 +2,7 @@
 and a job it must not take runs in its own process."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from nmtrepro import forkserver
+from nmtrepro.core import fork_client
 
 NAP = '''
 import os, sys, time
@@ -118,6 +120,28 @@ def test_a_server_that_fails_after_the_request_fails_the_job_rather_than_running
         out, err = job.communicate(timeout=60)
         failing.join()
     assert job.returncode == 1 and out == "" and "failed to start the job" in err
+
+
+def test_a_job_that_ends_at_once_has_its_exit_read_behind_its_start_in_one_read(server, tmp_path):
+    """The server's two replies (the child's pid, then its exit) can reach the job in one read."""
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "socket"))
+        listener.listen(1)
+
+        def start_and_end_at_once():
+            with listener.accept()[0] as connection:
+                _, fds, _, _ = socket.recv_fds(connection, 65536, 3)
+                for fd in fds:
+                    os.close(fd)
+                both = [json.dumps(message).encode() for message in ({"pid": 2**22 + 1}, {"code": 5, "signal": 0})]
+                connection.sendall(b"".join(fork_client.HEADER.pack(len(data)) + data for data in both))
+
+        answering = threading.Thread(target=start_and_end_at_once)
+        answering.start()
+        job = nmtrepro(server, "nap", socket_path=tmp_path / "socket")
+        out, err = job.communicate(timeout=60)
+        answering.join()
+    assert job.returncode == 5 and out == "", err
 
 
 def started(job: subprocess.Popen) -> int:

@@ -21,18 +21,24 @@ def send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
 
 
 def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict | None, list[int]]:
-    """One message and the descriptors that came with it; None where the other side closed."""
-    data, fds, _, _ = socket.recv_fds(sock, 65536, max_fds)
+    """One message and the descriptors that came with it; None where the other side closed. Reads the
+    message's own bytes only: a job that ends at once has its exit right behind the server's first reply."""
+    data, fds, _, _ = socket.recv_fds(sock, HEADER.size, max_fds)  # the descriptors travel with the header
     if not data:
         return None, fds
-    (length,) = HEADER.unpack_from(data)
-    data = data[HEADER.size:]
-    while len(data) < length:
-        more = sock.recv(length - len(data))
+    data = exactly(sock, HEADER.size - len(data), data)
+    body = data and exactly(sock, HEADER.unpack(data)[0])
+    return (json.loads(body) if body else None), fds
+
+
+def exactly(sock: socket.socket, size: int, data: bytes = b"") -> bytes | None:
+    """`data` and `size` more bytes from `sock`; None where it closes first."""
+    while size:
+        more = sock.recv(size)
         if not more:
-            return None, fds
-        data += more
-    return json.loads(data), fds
+            return None
+        data, size = data + more, size - len(more)
+    return data
 
 
 def interpreter() -> list[str]:
