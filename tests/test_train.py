@@ -6,6 +6,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from conftest import TINY, write_copy_corpus
 from nmtrepro.core.files import InputError
+from nmtrepro.core.vocab import Vocab
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.training import checkpoint
 from nmtrepro.training.criterion import model_loss
@@ -118,6 +119,16 @@ def test_changed_training_settings_start_afresh(copy_corpus, tmp_path, caplog, c
     assert f"{next(iter(change))}:" in caplog.text and "stale-1" in caplog.text
     assert_same_weights(fresh, rerun)
     assert [s for s, _ in checkpoint.checkpoints(tmp_path / "old" / "stale-1")] == [10, 20]
+
+
+def test_a_run_on_another_vocabulary_of_the_same_size_starts_afresh_and_its_models_record_theirs(copy_corpus, tmp_path):
+    trained = run(copy_corpus, tmp_path / "ckpt", max_updates=10)
+    trained.write_outputs(tmp_path / "final.pt", tmp_path / "curve.tsv")
+    vocab = Vocab.load(copy_corpus / "dict.src.txt")
+    assert checkpoint.load(tmp_path / "final.pt")["vocab"]["src"] == vocab.digest
+    Vocab(reversed(vocab.symbols[4:])).save(copy_corpus / "dict.src.txt")   # same symbols, other ids
+    other = Trainer(Corpus(copy_corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 10}), tmp_path / "ckpt")
+    assert not other.resume() and (tmp_path / "ckpt" / "stale-1").is_dir()
 
 
 def test_more_updates_or_other_threads_or_kernels_resume(copy_corpus, tmp_path):

@@ -229,8 +229,10 @@ def run_contrastive(args) -> None:
                          "dependency parser (not LingEval97's own distances); see nmtrepro.analyses.agreement")
     if not triples:
         raise InputError("no contrastive triples to score")
-    model = checkpoint.load_model(args.model, device)
-    right = evaluate(model, Preprocessor(args.prepared, **source_options(args)), triples, args.max_tokens, device)
+    preprocessor = Preprocessor(args.prepared, **source_options(args))
+    model = checkpoint.load_model(args.model, device, {"src": preprocessor.src_vocab, "tgt": preprocessor.tgt_vocab},
+                                  args.prepared)
+    right = evaluate(model, preprocessor, triples, args.max_tokens, device)
     result = tally(triples, right)
     log.info("accuracy %.4f over %d triples", result["total"]["accuracy"], len(triples))
     write_json(args.out, {"model": args.model, "test_set": args.lingeval97 or args.distil_set,

@@ -94,8 +94,8 @@ def run_head_similarity(args) -> None:
     from ..training import checkpoint
 
     device = runtime.setup(args.threads)
-    model = checkpoint.load_model(args.model, device)
     vocab = Vocab.load(f"{args.prepared}/dict.src.txt")
+    model = checkpoint.load_model(args.model, device, {"src": vocab}, args.prepared)
     sources = Sources.of_lines(model, read_lines(args.src_bpe), vocab, **source_options(args))
     batches = (sources.net_input(indices, device) for indices in sources.batches(args.max_tokens))
     write_json(args.out, similarity(model, batches, args.groups))

@@ -86,17 +86,18 @@ def add_arguments_warm_start(parser) -> None:
 
 def run_warm_start(args) -> None:
     device = runtime.setup(args.threads)
-    src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
+    src_vocab, tgt_vocab = Vocab.load_pair(args.prepared)
     lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]
     spec = checkpoint.load(args.variant)["model_spec"]
     if spec.get("family") != "recurrence":
         raise InputError(f"{args.variant}: a {spec.get('family')} model has no recurrence memory to shuffle "
                          "(paper B's recurrence family has)")
-    variant = checkpoint.load_model(args.variant, device)
+    vocabs = {"src": src_vocab, "tgt": tgt_vocab}
+    variant = checkpoint.load_model(args.variant, device, vocabs, args.prepared)
     sources = Sources.of_lines(variant, lines, src_vocab, **source_options(args))
     shuffled = tokenized_bleu(shuffled_memory(variant), sources, refs, tgt_vocab, device, args)
     start = started(spec, args.init, args.seed).to(device)
-    baseline = checkpoint.load_model(args.init, device)
+    baseline = checkpoint.load_model(args.init, device, vocabs, args.prepared)
     corpus = Corpus(args.prepared)
     nll = {name: valid_loss(model, corpus, args.max_tokens, 0.0, device, args.precision)[1]
            for name, model in (("variant", start), ("base", baseline))}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import array
 import collections
+import hashlib
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -43,6 +44,12 @@ class Vocab:
         kept.sort(key=lambda cs: (-cs[0], cs[1]))
         return cls([s for _, s in kept], [c for c, _ in kept])
 
+    @property
+    def digest(self) -> str:
+        """sha256 of the symbols in index order: what a model's embedding rows mean. Counts do not enter
+        it (two dict files listing the same symbols in the same order are one vocabulary to a model)."""
+        return hashlib.sha256("\n".join(self.symbols).encode("utf-8")).hexdigest()
+
     def encode(self, line: str, append_eos: bool = True) -> list[int]:
         ids = [self.index.get(tok, self.unk) for tok in line.split()]
         return ids + [self.eos] if append_eos else ids
@@ -76,6 +83,11 @@ class Vocab:
                 symbols.append(parts[0])
                 counts.append(int(parts[1]))
         return cls(symbols, counts)
+
+    @classmethod
+    def load_pair(cls, folder: str | Path) -> tuple["Vocab", "Vocab"]:
+        """The source and target vocabularies of a prepared folder or a model bundle (dict.src.txt, dict.tgt.txt)."""
+        return cls.load(Path(folder) / "dict.src.txt"), cls.load(Path(folder) / "dict.tgt.txt")
 
 
 def flatten(sequences: Iterable[Sequence[int]]) -> dict[str, torch.Tensor]:

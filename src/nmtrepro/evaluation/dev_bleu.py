@@ -45,11 +45,11 @@ def tokenized_bleu(model, sources: Sources, refs: list[list[str]], tgt_vocab: Vo
 def run_select_checkpoint(args) -> None:
     found = checkpoint.final_window(args.checkpoint_dir, args.last, args.final)
     device = runtime.setup(args.threads)
-    src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
+    src_vocab, tgt_vocab = Vocab.load_pair(args.prepared)
     lines, refs = read_lines(args.src_bpe), [read_lines(path) for path in args.ref_tok]
     scores, sources = {}, None
     for step, path in found:
-        model = checkpoint.load_model(path, device)
+        model = checkpoint.load_model(path, device, {"src": src_vocab, "tgt": tgt_vocab}, args.prepared)
         if sources is None:  # one run's checkpoints read the same inputs: encoded (and annotated) once
             sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
         scores[step] = tokenized_bleu(model, sources, refs, tgt_vocab, device, args)

@@ -29,10 +29,11 @@ log = logging.getLogger("nmtrepro.evaluation.generate")
 
 
 @torch.no_grad()
-def beam_search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
-                max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"],
-                use_cache: bool = True) -> list[list[int]]:
-    """Best hypothesis per sentence of net_input["src"] (B, S), as token ids without EOS.
+def beam_search_nbest(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
+                      max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"],
+                      use_cache: bool = True) -> list[list[tuple[float, list[int]]]]:
+    """Every finished hypothesis per sentence of net_input["src"] (B, S), best first: (score, token ids
+    without EOS), at most `beam` of them.
 
     `net_input` is what `model.encode` takes (the source and the family's extra inputs); it is read
     once, and beam rows then reorder the encoder state."""
@@ -92,7 +93,12 @@ def beam_search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: fl
         tokens = torch.cat([tokens[rows], next_tok.view(-1, 1)], dim=1)
         if cache is not None:
             model.reorder_cache(cache, rows)
-    return [max(hyps)[1] if hyps else [] for hyps in finished]
+    return [sorted(hyps, reverse=True) for hyps in finished]
+
+
+def beam_search(model, net_input: dict, **options) -> list[list[int]]:
+    """The best hypothesis per sentence (`beam_search_nbest`'s options), as token ids without EOS."""
+    return [hyps[0][1] if hyps else [] for hyps in beam_search_nbest(model, net_input, **options)]
 
 
 def searches_segments(model) -> bool:
@@ -109,21 +115,38 @@ def search(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float =
     length limits are the token search's)."""
     if searches_segments(model):
         return segment_search.translate(model, net_input["src"], beam, word_bonus, lm, lm_weight)
-    return [[hyp] for hyp in beam_search(model, net_input, beam, lenpen, max_len_a, max_len_b, use_cache)]
+    return [[hyp] for hyp in beam_search(model, net_input, beam=beam, lenpen=lenpen, max_len_a=max_len_a,
+                                         max_len_b=max_len_b, use_cache=use_cache)]
+
+
+def nbest_search(model, net_input: dict, nbest: int, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
+                 max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"],
+                 use_cache: bool = True, **segment_options) -> list[list[tuple[float, list[int]]]]:
+    """Each sentence's `nbest` best hypotheses, (score, token ids), best first: a token decoder's only
+    (a segment model's search keeps one output a sentence)."""
+    if searches_segments(model):
+        raise InputError(f"n-best lists come from the token beam search; a {model.config.__class__.__name__} "
+                         "model's segment search keeps one output a sentence")
+    if not 1 <= nbest <= beam:
+        raise InputError(f"--nbest {nbest}: between 1 and the beam ({beam})")
+    found = beam_search_nbest(model, net_input, beam, lenpen, max_len_a, max_len_b, use_cache)
+    return [hyps[:nbest] for hyps in found]
 
 
 def translate(model, sources: Sources, tgt_vocab: Vocab, device, max_tokens: int,
-              precision: str = "fp32", **options) -> list[list[str]]:
-    """Translate sources in length-sorted batches; returns each output's BPE'd segments (one segment
-    for a token-level decoder) in input order."""
+              precision: str = "fp32", nbest: int = 0, **options) -> list[list]:
+    """Translate sources in length-sorted batches; returns, in input order, each output's BPE'd segments
+    (one segment for a token-level decoder), or with `nbest` its n best (score, BPE'd line) pairs."""
     precision = runtime.resolve_precision(device, precision)
-    out: list[list[str] | None] = [None] * len(sources.ids)
+    out: list[list | None] = [None] * len(sources.ids)
     batches = sources.batches(max_tokens)
     for done, indices in enumerate(batches, 1):
         with runtime.autocast(device, precision):
-            outputs = search(model, sources.net_input(indices, device), **options)
-        for i, segments in zip(indices, outputs):
-            out[i] = [tgt_vocab.decode(seg) for seg in segments]
+            net_input = sources.net_input(indices, device)
+            outputs = nbest_search(model, net_input, nbest, **options) if nbest else search(model, net_input, **options)
+        for i, output in zip(indices, outputs):
+            out[i] = ([(score, tgt_vocab.decode(ids)) for score, ids in output] if nbest
+                      else [tgt_vocab.decode(seg) for seg in output])
         if done % 10 == 0 or done == len(batches):
             log.info("decoded %d/%d batches", done, len(batches))
     return out
@@ -188,14 +211,14 @@ def add_arguments_decode(parser) -> None:
 
 def run_decode(args) -> None:
     device = runtime.setup(args.threads)
-    model = checkpoint.load_model(args.model, device)
+    src_vocab, tgt_vocab = Vocab.load_pair(args.prepared)
+    model = checkpoint.load_model(args.model, device, {"src": src_vocab, "tgt": tgt_vocab}, args.prepared)
     segment_model = searches_segments(model)
     if not segment_model and (args.word_bonus or args.lm_order or args.lm_weight):
         raise InputError(f"--word-bonus, --lm-order and --lm-weight are options of segment models (NPMT); "
                          f"{args.model} is a {model.config.__class__.__name__} model")
     if args.lm_weight and not args.lm_order:
         raise InputError("--lm-weight needs an LM: give --lm-order (3 in paper C)")
-    src_vocab, tgt_vocab = (Vocab.load(f"{args.prepared}/dict.{side}.txt") for side in ("src", "tgt"))
     lines = read_lines(args.src_bpe)
     sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
     lm = target_lm(args.prepared, args.lm_order) if args.lm_order else None

@@ -2,7 +2,8 @@
 
 A training checkpoint holds everything a resumed run needs to continue as if never stopped (model,
 optimizer, data position, RNG state, curve so far). A model file (final, averaged) holds only the
-model spec and weights: that is all decoding and analysis need.
+model spec and weights: that is all decoding and analysis need. Both record the digests of the two
+vocabularies the model was trained with (`vocab`), so that no command runs it with another's.
 
 Scheduled checkpoints (checkpoint_<step>.pt, every save_every updates and at the end) rotate and are
 averaged. A stop signal between them saves interrupted_<step>.pt instead: it is only for resuming, and
@@ -28,7 +29,7 @@ log = logging.getLogger("nmtrepro.training.checkpoint")
 NAME = re.compile(r"checkpoint_(\d+)\.pt$")
 INTERRUPTED = re.compile(r"interrupted_(\d+)\.pt$")
 KEPT = re.compile(r"kept_(\d+)\.pt$")
-WEIGHTS = ("model_spec", "model", "step", "settings")  # what a kept checkpoint holds
+WEIGHTS = ("model_spec", "model", "step", "settings", "vocab")  # what a kept checkpoint holds
 STALE = "stale-{}"  # folder inside the checkpoint directory for checkpoints of an earlier, different run
 
 
@@ -68,7 +69,7 @@ def save_rotating(state: dict, directory: str | Path, step: int, keep_last: int,
     for old_step, old in checkpoints(directory)[:-keep_last]:
         if old_step in keep:
             blob = load(old)
-            save({key: blob[key] for key in WEIGHTS}, old.with_name(f"kept_{old_step:08d}.pt"))
+            save({key: blob[key] for key in WEIGHTS if key in blob}, old.with_name(f"kept_{old_step:08d}.pt"))
         old.unlink()
     return path
 
@@ -116,11 +117,18 @@ def newest(directory: str | Path) -> tuple[dict | None, Path | None]:
     return None, None
 
 
-def changes(blob: dict, spec: dict, init: dict | None, settings: Settings) -> list[str]:
+def vocab_digests(src_vocab, tgt_vocab) -> dict[str, str]:
+    """What a checkpoint or model file records of its vocabularies (`Vocab.digest`)."""
+    return {"src": src_vocab.digest, "tgt": tgt_vocab.digest}
+
+
+def changes(blob: dict, spec: dict, init: dict | None, settings: Settings, vocab: dict | None = None) -> list[str]:
     """What differs between the run that saved the checkpoint `blob` and the run of model `spec`,
-    warm-start weights `init` and `settings` ("key: old -> new"): a run resumes only its own
-    checkpoints, whatever settings.RERUN_FREE holds aside."""
+    warm-start weights `init`, `settings` and vocabularies `vocab` (`vocab_digests`) ("key: old -> new"):
+    a run resumes only its own checkpoints, whatever settings.RERUN_FREE holds aside."""
     found = [f"model: {blob['model_spec']} -> {spec}"] if blob["model_spec"] != spec else []
+    if vocab and blob.get("vocab") and blob["vocab"] != vocab:  # a checkpoint from before digests: unknown
+        found.append("vocabularies: another prepared dataset (their digests differ)")
     old_init, new_init = blob.get("init") or {}, init or {}
     if old_init.get("sha256") != new_init.get("sha256"):
         found.append(f"warm start: {old_init.get('path')} -> {new_init.get('path')} (other weights)")
@@ -145,9 +153,32 @@ def load(path: str | Path, mmap: bool = False) -> dict:
         raise InputError(f"{path} is not a readable checkpoint (truncated or corrupt: {err})") from None
 
 
-def load_model(path: str | Path, device: str | torch.device = "cpu"):
-    """Rebuild a model from a model file (or a training checkpoint) in eval mode."""
+def check_vocabularies(blob: dict, path: str | Path, vocabs: dict, where: str) -> None:
+    """Refuse to run the model of `blob` (read from `path`) with vocabularies (side -> Vocab, read from
+    `where`) it was not trained with: a model decoded with another dataset's vocabulary runs without error
+    and prints fluent nonsense. Sizes are checked always, the digests where the file records them (files
+    from before they were recorded: a warning)."""
+    recorded = blob.get("vocab")
+    for side, vocab in vocabs.items():
+        size = blob["model_spec"].get(f"{side}_vocab")
+        if size is not None and size != len(vocab):
+            raise InputError(f"{path} was trained with a {side} vocabulary of {size} symbols; "
+                             f"{where}/dict.{side}.txt has {len(vocab)}: not the model's vocabulary")
+        if recorded and recorded[side] != vocab.digest:
+            raise InputError(f"{path} was trained with another {side} vocabulary than {where}/dict.{side}.txt "
+                             f"(digest {recorded[side][:12]}, the file's {vocab.digest[:12]})")
+    if not recorded:
+        log.warning("%s records no vocabulary digests (written before they were): %s's vocabularies are "
+                    "checked by size only", path, where)
+
+
+def load_model(path: str | Path, device: str | torch.device = "cpu", vocabs: dict | None = None,
+               where: str | Path | None = None):
+    """Rebuild a model from a model file (or a training checkpoint) in eval mode; `vocabs` (side -> Vocab,
+    read from the folder `where`): the vocabularies it will run with, refused unless they are its own."""
     blob = load(path)
+    if vocabs:
+        check_vocabularies(blob, path, vocabs, where)
     model = build_model(blob["model_spec"])
     model.load_state_dict(blob["model"])
     return model.to(device).eval()
@@ -170,18 +201,20 @@ def warm_start(model: torch.nn.Module, path: str | Path) -> list[str]:
 
 def average(paths: list[Path]) -> dict:
     """Element-wise mean of the weights of several checkpoints of one model (Vaswani et al. 2017)."""
-    total, spec = None, None
+    total, spec, vocab = None, None, None
     for path in paths:
         blob = load(path)
         if spec is None:
             spec, total = blob["model_spec"], {k: v.double().clone() for k, v in blob["model"].items()}
+            vocab = blob.get("vocab")
             continue
-        if blob["model_spec"] != spec:
+        if blob["model_spec"] != spec or blob.get("vocab") != vocab:
             raise InputError(f"{path} holds a different model than {paths[0]}")
         for key, value in blob["model"].items():
             total[key] += value.double()
     model = {k: (v / len(paths)).to(torch.float32) for k, v in total.items()}
-    return {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths]}
+    averaged = {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths]}
+    return {**averaged, "vocab": vocab} if vocab else averaged
 
 
 def final_window(directory: str | Path, last: int, final: str | Path, at: int | None = None) -> list[tuple[int, Path]]:

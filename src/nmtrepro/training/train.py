@@ -109,6 +109,7 @@ class Trainer:
         DistributedDataParallel on several ranks), Adam and fp16's loss scaler."""
         torch.manual_seed(self.settings.seed)
         self.spec = {"src_vocab": len(self.corpus.src_vocab), "tgt_vocab": len(self.corpus.tgt_vocab), **model_options}
+        self.vocab = checkpoint.vocab_digests(self.corpus.src_vocab, self.corpus.tgt_vocab)
         self.model = build_model(self.spec)
         self.init = None
         if init is not None:
@@ -144,7 +145,7 @@ class Trainer:
     # -- state --------------------------------------------------------------------------------------
     def state(self) -> dict:
         """The checkpoint; every rank's RNG state goes in it (a collective call under torchrun)."""
-        return {"model_spec": self.spec, "init": self.init, "model": self.model.state_dict(),
+        return {"model_spec": self.spec, "vocab": self.vocab, "init": self.init, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
                 "settings": asdict(self.settings), "max_tokens": self.max_tokens,
                 "step": self.step, "epoch": self.epoch, "position": self.position, "wall_s": self.wall,
@@ -172,7 +173,7 @@ class Trainer:
         blob, path = checkpoint.newest(self.dir)
         if blob is None:
             return False
-        changes = checkpoint.changes(blob, self.spec, self.init, self.settings)
+        changes = checkpoint.changes(blob, self.spec, self.init, self.settings, self.vocab)
         if changes:
             self._set_aside(changes)
             return False
@@ -549,8 +550,8 @@ class Trainer:
         torch.distributed.destroy_process_group()
 
     def write_outputs(self, model_path: str | Path, curve_path: str | Path) -> None:
-        checkpoint.save({"model_spec": self.spec, "model": self.model.state_dict(), "step": self.step,
-                         "wall_s": self.wall}, model_path)
+        checkpoint.save({"model_spec": self.spec, "vocab": self.vocab, "model": self.model.state_dict(),
+                         "step": self.step, "wall_s": self.wall}, model_path)
         with atomic_open(curve_path) as handle:
             handle.write("\t".join(CURVE_COLUMNS) + "\n")
             for row in self.curve:

@@ -84,10 +84,10 @@ def run_probe(args) -> None:
 
     torch.manual_seed(1)
     prepared = Path(args.prepared)
-    model = load_model(args.model)
+    vocab, bpe = Vocab.load(prepared / "dict.src.txt"), BPE(prepared / "bpe.codes")
+    model = load_model(args.model, vocabs={"src": vocab}, where=prepared)
     for p in model.parameters():
         p.requires_grad_(False)
-    vocab, bpe = Vocab.load(prepared / "dict.src.txt"), BPE(prepared / "bpe.codes")
     grid = Grid(nhid=tuple(args.nhid), dropout=tuple(args.dropout), weight_decay=tuple(args.weight_decay),
                 max_epochs=args.max_epochs)
     paths = args.tasks or [read_json(record)["archive"] for record in args.task_downloads]
