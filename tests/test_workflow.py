@@ -699,6 +699,13 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
         assert bleu["n"] == 300  # ci scale keeps the first max_lines of every split
         hyps = (results / f"evaluate/{exp_name}/test_2016_flickr.hyp").read_text().splitlines()
         assert len(hyps) == 300 and not any("@@" in h for h in hyps)
+    # a model leaves the run: its bundle alone translates the raw test source on stdin as the run decoded it
+    raw = (results / "prepare/multi30k_en_de/test/test_2016_flickr.src").read_bytes()
+    translated = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "translate", "--model",
+                                 str(results / "bundle/base_en_de"), "--threads", "2"], input=raw, capture_output=True)
+    assert translated.returncode == 0, translated.stderr[-2000:]
+    assert translated.stdout.decode() == (results / "evaluate/base_en_de/test_2016_flickr.hyp").read_text()
+    assert json.loads((results / "bundle/pr_en_de_seed2/bundle.json").read_text())["provenance"]["scale"] == "ci"
     table = (results / "report/A_table1.md").read_text()
     assert "Transformer Base" in table and "27.38" in table  # the paper's En-De Base number beside ours
     assert (results / "report/A_table1.html").stat().st_size > 0

@@ -100,7 +100,8 @@ def paper_tables(names, diagnostic=False):
 
 
 def central_outputs():
-    """The central study: the central claims page, the tables and analyses its models fill, their curves."""
+    """The central study: the central claims page, the tables and analyses its models fill, their curves
+    and their model bundles."""
     if not CENTRAL["claims"]:
         return []
     return (
@@ -111,14 +112,16 @@ def central_outputs():
         )
         + report_files(CENTRAL["tables"], CENTRAL["analyses"])
         + [results("report/central_training_curves.png")]
+        + expand(results("bundle/{experiment}"), experiment=CURVES["central_training_curves"])
     )
 
 
 def all_outputs():
-    """Every table, analysis and claims page at this scale, and the central study."""
+    """Every table, analysis and claims page at this scale, the central study, and every model's bundle."""
     return (
         report_files(paper_tables(TABLES), ANALYSES, PAPERS)
         + [results("report/training_curves.png")]
+        + expand(results("bundle/{experiment}"), experiment=CURVES["training_curves"])
         + central_outputs()
     )
 

@@ -152,3 +152,28 @@ rule shared_training:
         links=link_commands,
     shell:
         "({params.links}) 2> {log}"
+
+
+# A model that leaves the run: its weights, vocabularies, BPE codes, languages, decoding settings and
+# provenance in one folder, which `nmtrepro translate --model` and `nmtrepro.load` take alone.
+rule bundle:
+    input:
+        model=results("train/{experiment}/averaged.pt"),
+        prepared=prepared,
+    output:
+        directory(results("bundle/{experiment}")),
+    log:
+        results("logs/bundle/{experiment}.log"),
+    conda:
+        CONDA_ENV
+    params:
+        data_dir=lambda w: results(f"prepare/{exp(w).dataset}"),
+        max_len=lambda w: dataset_preparation(exp(w).dataset)["max_len"],
+        dataset=lambda w: exp(w).dataset,
+        scale=config["scale"],
+        search=search_args,
+        segments=segment_args,
+    shell:
+        "nmtrepro bundle --model {input.model} --prepared {params.data_dir} --max-len {params.max_len} "
+        "{params.search} {params.segments} --experiment {wildcards.experiment} --dataset {params.dataset} "
+        "--scale {params.scale} --out {output} 2> {log}"

@@ -16,24 +16,15 @@ import functools
 import json
 import platform
 import shutil
-import subprocess
 from pathlib import Path
 
 from ..core.files import InputError, atomic_open
+from ..core.repo import commit, git
 
 MEASURED = "workflow/measured"     # one folder a scale, beside workflow/papers/
 PROVENANCE = "provenance.json"
 # What a claim's numbers depend on: a change here since the measuring commit is named on the page.
 CODE = ("src/nmtrepro/models", "src/nmtrepro/training", "src/nmtrepro/evaluation", "config.yaml")
-
-
-def git(args: list[str], cwd: str | Path = ".") -> str | None:
-    """git's output, or None where there is no git or no repository (an unpacked tarball)."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def hardware() -> str:
@@ -57,10 +48,8 @@ def export(results: Path, out: Path, scale: str, machine: str | None = None) -> 
     out.mkdir(parents=True, exist_ok=True)
     for path in found + sorted((results / "report").glob("*.gap.tsv")):  # the claims pages' gaps over training
         shutil.copyfile(path, out / path.name)
-    commit = git(["rev-parse", "--short=10", "HEAD"]) or "unknown"
-    dirty = bool(git(["status", "--porcelain", "--untracked-files=no"]))
     with atomic_open(out / PROVENANCE) as handle:
-        json.dump({"scale": scale, "commit": commit + ("-dirty" if dirty else ""),
+        json.dump({"scale": scale, "commit": commit(),
                    "date": datetime.date.today().isoformat(), "hardware": machine or hardware(),
                    "files": len(found)}, handle, indent=1)
     return len(found)
