@@ -151,3 +151,16 @@ def test_a_folder_that_is_no_bundle_is_named(tmp_path):
     (tmp_path / "half/model.pt").write_bytes(b"")
     with pytest.raises(InputError, match="dict.src.txt, dict.tgt.txt, bpe.codes, bundle.json missing"):
         nmtrepro.load(tmp_path / "half")
+
+
+def test_decode_of_raw_text_warns_that_it_was_not_prepared(trained, tmp_path, caplog):
+    def decode(source):
+        caplog.clear()
+        assert cli.main(["decode", "--model", str(trained / "final.pt"), "--prepared", str(trained / "prepared"),
+                         "--src-bpe", str(source), "--tgt-lang", "de", "--beam", "1", "--threads", "1",
+                         "--out", str(tmp_path / "h"), "--out-tok", str(tmp_path / "t")]) == 0
+        return caplog.text
+
+    with caplog.at_level("WARNING"):
+        assert "nmtrepro translate" in decode(trained / "test.src")
+        assert "nmtrepro translate" not in decode(trained / "test.src.bpe")

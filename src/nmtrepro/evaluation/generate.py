@@ -26,6 +26,9 @@ from .options import DEFAULTS
 from .sources import Sources, add_arguments_sources, source_options
 
 log = logging.getLogger("nmtrepro.evaluation.generate")
+# decode warns above this share of unknown source tokens: BPE'd test sets have next to none, and a
+# word-level dataset that maps rare words to <unk> (paper C) a few per cent.
+UNKNOWN_WARNING = 0.1
 
 
 @torch.no_grad()
@@ -221,6 +224,10 @@ def run_decode(args) -> None:
         raise InputError("--lm-weight needs an LM: give --lm-order (3 in paper C)")
     lines = read_lines(args.src_bpe)
     sources = Sources.of_lines(model, lines, src_vocab, **source_options(args))
+    if (unknown := sources.unknown_share()) > UNKNOWN_WARNING:
+        log.warning("%.0f%% of %s's tokens are not in %s/dict.src.txt: is it tokenized and BPE'd with this "
+                    "dataset's codes (prepare-test)? Raw text goes to `nmtrepro translate`", 100 * unknown,
+                    args.src_bpe, args.prepared)
     lm = target_lm(args.prepared, args.lm_order) if args.lm_order else None
     start = time.perf_counter()
     segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, **search_options(args),

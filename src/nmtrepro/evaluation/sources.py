@@ -51,6 +51,12 @@ class Sources:
     def sizes(self) -> list[int]:
         return [len(i) for i in self.ids]
 
+    def unknown_share(self) -> float:
+        """The share of source tokens (EOS aside) outside the vocabulary: near 0 for text BPE'd with the
+        model's codes, a third or more for raw text, which the model would still decode, into nonsense."""
+        tokens = sum(len(i) - 1 for i in self.ids)
+        return sum(int(i.eq(Vocab.unk).sum()) for i in self.ids) / tokens if tokens else 0.0
+
     def batches(self, max_tokens: int) -> list[list[int]]:
         """Sentence indices in length-sorted batches of at most `max_tokens` padded source tokens."""
         return token_batches(self.sizes, None, max_tokens)
