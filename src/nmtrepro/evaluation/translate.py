@@ -125,7 +125,7 @@ def load(path, device: str = "auto", threads: int = 0) -> Translator:
 def read_raw(stream: IO[bytes], name: str, buffer: int) -> Iterator[list[str]]:
     """The lines of a byte stream, `buffer` at a time, each decoded as UTF-8 (an error names the line)
     without its line ending; a last line without one counts as a line."""
-    chunk, number = [], 0
+    chunk = []
     for number, raw in enumerate(stream, 1):
         try:
             chunk.append(raw.decode("utf-8").rstrip("\n").removesuffix("\r"))
@@ -172,8 +172,11 @@ def add_arguments_translate(parser) -> None:
 @contextlib.contextmanager
 def _opened(path: str, mode: str):
     """Standard input or output for "-", else the file (an output written atomically)."""
-    if path == "-":
-        yield sys.stdin.buffer if "r" in mode else sys.stdout
+    if path == "-" and "r" in mode:
+        yield sys.stdin.buffer
+    elif path == "-":
+        sys.stdout.reconfigure(encoding="utf-8")  # whatever the locale says: the translations are UTF-8
+        yield sys.stdout
     elif "r" in mode:
         try:
             with open(path, mode) as handle:
