@@ -61,7 +61,8 @@ rule bleu:
         ref=lambda w: reference_files(exp(w).dataset, w.split, "ref"),
         ref_tok=lambda w: reference_files(exp(w).dataset, w.split, "ref.tok"),
     output:
-        results("evaluate/{experiment}/{split}.bleu.json"),
+        scores=results("evaluate/{experiment}/{split}.bleu.json"),
+        sentences=results("evaluate/{experiment}/{split}.sentences.tsv"),
     log:
         results("logs/evaluate/{experiment}.{split}.bleu.log"),
     priority: 10
@@ -72,7 +73,8 @@ rule bleu:
             a for ref, tok in zip(input.ref, input.ref_tok) for a in ("--ref", ref, "--ref-tok", tok)
         ),
     shell:
-        "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
+        "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output.scores} "
+        "--out-sentences {output.sentences} 2> {log}"
 
 
 # A claim or table cell against its baseline, pooled over the seeds both train (`seeds`).
