@@ -199,16 +199,25 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
                         "b2": degraded(REFS, 2, 1)}.items():
         files[name] = tmp_path / name
         files[name].write_text("\n".join(lines) + "\n")
+    for name in ("a1", "b1", "a2", "b2"):  # each output's statistics, as the workflow's rule bleu writes them
+        assert cli.main(["bleu", "--hyp", str(files[name]), "--hyp-tok", str(files[name]), "--ref", str(files["ref"]),
+                         "--ref-tok", str(files["ref"]), "--out", str(tmp_path / f"{name}.json"),
+                         "--out-statistics", str(tmp_path / f"{name}.npz")]) == 0
     out = tmp_path / "sig.json"
-    argv = ["significance", "--ref", str(files["ref"]), "--ref-tok", str(files["ref"]), "--out", str(out)]
+    argv = ["significance", "--out", str(out)]
     for seed in (1, 2):
-        argv += ["--hyp", str(files[f"a{seed}"]), "--hyp-tok", str(files[f"a{seed}"]), "--seed", str(seed),
-                 "--base-hyp", str(files[f"b{seed}"]), "--base-hyp-tok", str(files[f"b{seed}"])]
+        argv += ["--stats", str(tmp_path / f"a{seed}.npz"), "--seed", str(seed), "--base-stats", str(tmp_path / f"b{seed}.npz")]
     assert cli.main(argv) == 0
-    result = json.loads(out.read_text())["tok_bleu"]
+    written = json.loads(out.read_text())
+    result = written["tok_bleu"]
     assert [entry["seed"] for entry in result["seeds"]] == [1, 2]
     assert result["score"] - result["baseline"] == pytest.approx(np.mean([e["delta"] for e in result["seeds"]]))
-    assert cli.main(argv[:-2]) == 2  # a system hypothesis without its baseline's
+    # the statistics give what the hypotheses' own test gives, in every metric
+    pairs = [(degraded(REFS, 3), degraded(REFS, 2)), (degraded(REFS, 3, 1), degraded(REFS, 2, 1))]
+    for name, metric in METRICS.items():
+        assert written[name] == pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), name
+    assert cli.main(argv[:-2]) == 2  # a system's statistics without its baseline's
+    assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 
 
 @pytest.mark.parametrize("style,p,expected", [

@@ -6,7 +6,8 @@ on the tokenizer and so is not comparable across setups; sacreBLEU's metrics on 
 test set with several references (NIST's four, config `refs`) is scored against all of them, as sacreBLEU
 and multi-bleu.perl do. The sentences' scores (a TSV, one row a sentence, one column a metric) are what a
 reader sorts to find where two systems differ; each is the metric's sentence-level score (BLEU's smoothed,
-as sacrebleu.sentence_bleu's).
+as sacrebleu.sentence_bleu's). The sentences' statistics are kept too (.npz): every paired bootstrap that
+compares this output reads them instead of computing them again (TER's shifts cost most).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import numpy as np
 
 from ..core.files import InputError, atomic_open, read_lines, write_json
-from .metrics import METRICS
+from .metrics import METRICS, write_statistics
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +26,9 @@ def _as_paths(value) -> list:
     return [value] if isinstance(value, (str, os.PathLike)) else list(value)
 
 
-def score_sentences(hyp, ref, hyp_tok, ref_tok) -> tuple[dict, dict[str, np.ndarray]]:
-    """Every metric's corpus score for one test set, and each sentence's scores ([n, metrics]), from files
-    with one sentence per line ({metric: [n]} the sentences').
+def score_sentences(hyp, ref, hyp_tok, ref_tok) -> tuple[dict, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every metric's corpus score for one test set, each sentence's scores ({metric: [n]}) and its
+    statistics ({metric: [n, S]}), from files with one sentence per line.
 
     `hyp`/`ref`: detokenized hypothesis and raw reference (sacreBLEU's metrics, their own tokenization).
     `hyp_tok`/`ref_tok`: the same sentences Moses-tokenized (tokenized BLEU, split on whitespace only).
@@ -47,12 +48,12 @@ def score_sentences(hyp, ref, hyp_tok, ref_tok) -> tuple[dict, dict[str, np.ndar
         raise InputError(f"no sentences to score: {hyp} is empty")
     k = len(refs)
     texts = {"hyp": (lines[0], lines[1:1 + k]), "hyp_tok": (lines[1 + k], lines[2 + k:])}
-    result, sentences = {"n": counts[0], "references": k}, {}
+    result, sentences, statistics = {"n": counts[0], "references": k}, {}, {}
     for name, metric in METRICS.items():
-        stats = metric.statistics(*texts[metric.reads])                 # [n, S]
-        result[name] = metric.corpus(stats)                             # its signature's nrefs: the references
-        sentences[name] = metric.sentence_scores(stats)
-    return result, sentences
+        statistics[name] = metric.statistics(*texts[metric.reads])     # [n, S]
+        result[name] = metric.corpus(statistics[name])                  # its signature's nrefs: the references
+        sentences[name] = metric.sentence_scores(statistics[name])
+    return result, sentences, statistics
 
 
 def score(hyp, ref, hyp_tok, ref_tok) -> dict:
@@ -70,11 +71,15 @@ def add_arguments_bleu(parser) -> None:
     parser.add_argument("--out", required=True, help="JSON: each metric's score and signature (sacreBLEU, "
                                                      "tokenized BLEU, chrF, chrF++, TER)")
     parser.add_argument("--out-sentences", help="TSV: each sentence's score in each metric")
+    parser.add_argument("--out-statistics", help="each metric's sentence statistics (.npz), which the paired "
+                                                 "bootstrap (nmtrepro significance) reads")
 
 
 def run_bleu(args) -> None:
-    result, sentences = score_sentences(args.hyp, args.ref, args.hyp_tok, args.ref_tok)
+    result, sentences, statistics = score_sentences(args.hyp, args.ref, args.hyp_tok, args.ref_tok)
     write_json(args.out, result)
+    if args.out_statistics:
+        write_statistics(args.out_statistics, statistics, {name: result[name]["signature"] for name in statistics})
     if args.out_sentences:
         with atomic_open(args.out_sentences) as out:
             out.write("\t".join(["sentence", *sentences]) + "\n")

@@ -36,8 +36,8 @@ import numpy as np
 from sacrebleu.significance import estimate_ci
 from scipy import special
 
-from ..core.files import InputError, read_lines, write_json
-from .metrics import METRICS, Metric
+from ..core.files import InputError, write_json
+from .metrics import METRICS, Metric, read_statistics
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +175,12 @@ def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[s
     sentence_stats = np.array([[metric.statistics(h, refs) for h in pair] for pair in pairs],
                               dtype="float32")                                  # [k, 2, n, S]
     result = statistics_test(sentence_stats, metric, samples, seeds)
-    signature = metric.scorer.get_signature()
-    signature.update("bs", samples)
-    signature.update("seed", result["bootstrap_seed"])
-    return {**result, "signature": f"{signature}|seed_pairs:{len(pairs)}"}
+    return {**result, "signature": bootstrap_signature(metric.signature, result)}
+
+
+def bootstrap_signature(signature: str, result: dict) -> str:
+    """The metric's sacreBLEU signature with the test's resamples, their seed and the seed pairs."""
+    return f"{signature}|bs:{result['samples']}|seed:{result['bootstrap_seed']}|seed_pairs:{len(result['seeds'])}"
 
 
 def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = RESAMPLES,
@@ -216,43 +218,43 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
     }
 
 
-def compare(systems: list[dict[str, str]], baselines: list[dict[str, str]], refs: list[str],
-            refs_tok: list[str], samples: int, seeds: list[int] | None = None) -> dict:
+def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[int] | None = None) -> dict:
     """Every metric's test (evaluation/metrics), pooled over the seed pairs (systems[i], baselines[i]):
-    those on detokenized text read the `hyp` files against `refs`, tokenized BLEU the Moses-tokenized
-    `hyp_tok` files against `refs_tok`."""
-    if len(systems) != len(baselines):
-        raise InputError(f"{len(systems)} system hypotheses but {len(baselines)} baseline ones: one pair a seed")
-    streams = {"hyp": [read_lines(r) for r in refs], "hyp_tok": [read_lines(r) for r in refs_tok]}
-    texts = {kind: [(read_lines(s[kind]), read_lines(b[kind])) for s, b in zip(systems, baselines)] for kind in streams}
-    return {name: pooled_bootstrap(texts[metric.reads], streams[metric.reads], metric, samples, seeds)
-            for name, metric in METRICS.items()}
+    each a sentence statistics file of `nmtrepro bleu` (`read_statistics`), scored against the same
+    references (the same sentences, the same signatures)."""
+    if len(systems) != len(baselines) or not systems:
+        raise InputError(f"{len(systems)} system statistics but {len(baselines)} baseline ones: one pair a seed")
+    paths = [path for pair in zip(systems, baselines) for path in pair]
+    saved = [read_statistics(path) for path in paths]
+    out = {}
+    for name, metric in METRICS.items():
+        shapes = {stats[name].shape[0] for stats, _ in saved}
+        signatures = {signature[name] for _, signature in saved}
+        if len(shapes) != 1 or len(signatures) != 1:
+            raise InputError(f"paired bootstrap ({metric.label}) needs statistics of the same sentences scored the "
+                             f"same way: {', '.join(f'{p} ({s[name].shape[0]} sentences, {g[name]})' for p, (s, g) in zip(paths, saved))}")
+        stacked = np.array([stats[name] for stats, _ in saved], dtype="float32")         # [2k, n, S]
+        result = statistics_test(stacked.reshape(len(systems), 2, *stacked.shape[1:]), metric, samples, seeds)
+        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result)}
+    return out
 
 
 def add_arguments_significance(parser) -> None:
-    parser.add_argument("--hyp", action="append", required=True, help="system: detokenized hypothesis (one a seed)")
-    parser.add_argument("--hyp-tok", action="append", required=True, help="system: Moses-tokenized hypothesis (one a seed)")
-    parser.add_argument("--base-hyp", action="append", required=True,
-                        help="baseline: detokenized hypothesis of the same seed, in the order of --hyp")
-    parser.add_argument("--base-hyp-tok", action="append", required=True,
-                        help="baseline: Moses-tokenized hypothesis, in the order of --hyp")
+    parser.add_argument("--stats", action="append", required=True,
+                        help="system: its sentence statistics (nmtrepro bleu --out-statistics), one a seed")
+    parser.add_argument("--base-stats", action="append", required=True,
+                        help="baseline: its sentence statistics of the same seed, in the order of --stats")
     parser.add_argument("--seed", action="append", type=int, default=[], help="each pair's seed, in order (labels)")
-    parser.add_argument("--ref", action="append", required=True, help="raw reference (repeat: several references)")
-    parser.add_argument("--ref-tok", action="append", required=True, help="Moses-tokenized reference (repeat)")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
     parser.add_argument("--out", required=True,
                         help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences")
 
 
 def run_significance(args) -> None:
-    if not (len(args.hyp) == len(args.hyp_tok) == len(args.base_hyp) == len(args.base_hyp_tok)):
-        raise InputError("--hyp, --hyp-tok, --base-hyp and --base-hyp-tok need one file a seed each")
-    systems = [{"hyp": h, "hyp_tok": t} for h, t in zip(args.hyp, args.hyp_tok)]
-    baselines = [{"hyp": h, "hyp_tok": t} for h, t in zip(args.base_hyp, args.base_hyp_tok)]
-    result = compare(systems, baselines, args.ref, args.ref_tok, args.samples, args.seed or None)
+    result = compare(args.stats, args.base_stats, args.samples, args.seed or None)
     write_json(args.out, result)
     for metric, entry in result.items():
-        log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (better) / %.4f (worse), "
+        log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (higher) / %.4f (lower), "
                  "95%% CI of the difference %+.2f to %+.2f (%d resamples, seed %d)", metric, entry["score"],
                  entry["baseline"], len(entry["seeds"]), entry["p_greater"], entry["p_less"], entry["delta_low"],
                  entry["delta_high"], entry["samples"], entry["bootstrap_seed"])

@@ -12,11 +12,12 @@ calls `register`.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 
 import numpy as np
 
-from ...core.files import InputError
+from ...core.files import InputError, atomic_open, require_file
 
 
 class Metric:
@@ -71,6 +72,28 @@ METRICS: dict[str, Metric] = {}
 def register(metric: Metric) -> Metric:
     METRICS[metric.name] = metric
     return metric
+
+
+def write_statistics(path, statistics: dict[str, np.ndarray], signatures: dict[str, str]) -> None:
+    """Each metric's sentence statistics of one hypothesis file ({name: [n, S]}) with its signatures, as
+    `nmtrepro bleu` writes them once for every paired bootstrap that reads that hypothesis."""
+    with atomic_open(path, "wb") as out:
+        np.savez_compressed(out, signatures=np.array(json.dumps(signatures)),
+                            **{name: stats.astype(np.float32) for name, stats in statistics.items()})  # counts: exact
+
+
+def read_statistics(path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """`write_statistics`' file: every registered metric's statistics and signatures."""
+    try:
+        with np.load(require_file(path)) as saved:
+            signatures = json.loads(str(saved["signatures"]))
+            missing = [name for name in METRICS if name not in saved.files]
+            if missing:
+                raise InputError(f"{path}: no sentence statistics of {missing}; written before those metrics, "
+                                 f"compute it again: snakemake --forcerun bleu")
+            return {name: saved[name] for name in METRICS}, {name: signatures[name] for name in METRICS}
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(f"{path}: not a sentence statistics file of nmtrepro bleu ({err})") from None
 
 
 def get(name: str) -> Metric:
