@@ -1,8 +1,11 @@
 """The metrics every evaluation reports (evaluation/metrics): each corpus score from summed sentence
 statistics is sacreBLEU's own corpus_score, every row at once; the paired bootstrap runs in each, and
 TER's direction (lower is better) carries through the test."""
+from pathlib import Path
+
 import numpy as np
 import pytest
+import yaml
 from sacrebleu.metrics import CHRF, TER
 
 from nmtrepro.evaluation.metrics import METRICS, get
@@ -67,3 +70,11 @@ def test_the_paired_bootstrap_runs_in_every_metric_in_its_own_direction(name):
     assert better < 0.05 < 0.95 < worse  # two seed pairs: a t tail of few degrees of freedom
     assert set(metric.signature.split("|")) | {"bs:500"} <= set(result["signature"].split("|"))
     assert result["ci_low"] <= result["mean"] <= result["ci_high"]
+
+
+def test_the_config_schema_offers_a_claim_every_registered_metric():
+    """The schema's enum is a copy (the workflow's parse does not import sacreBLEU): it must follow the
+    registry, so that a new metric module is a claim's metric at once."""
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    claim = schema["properties"]["claims"]["additionalProperties"]["properties"]
+    assert set(claim["metric"]["enum"]) == set(METRICS)
