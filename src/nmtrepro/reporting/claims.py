@@ -277,7 +277,10 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
 
 
 SECOND = METRIC_LABELS[SECOND_METRIC]
-SECOND_COLUMNS = [f"{SECOND} Δ", f"{SECOND} verdict"]
+# After them, each measured claim's difference in every other registered metric, unjudged (a new metric
+# module shows here at once).
+SECOND_COLUMNS = [f"{SECOND} Δ", f"{SECOND} verdict", "Δ in other metrics"]
+NOT_JUDGED = "not judged"  # in SECOND_METRIC, a claim not judged in its own metric
 
 
 def in_second_metric(claims: list[Claim], table: pd.DataFrame, pool: dict[str, str]
@@ -286,9 +289,9 @@ def in_second_metric(claims: list[Claim], table: pd.DataFrame, pool: dict[str, s
     and procedure, the page's claims in that metric their own family, its seed noise pooled over the same
     comparisons, the claim's side without the paper's Δ (`seen_in`). Only claims judged in their own
     metric are judged in it (a model below the floor is one in any metric); a claim of no gain is not (its
-    margin is in its own metric). The columns SECOND_COLUMNS, a verdict whose word differs from its own
-    metric's flagged; and that metric's pooled seed noise ({SECOND_METRIC: noise}, {} where no claim is
-    judged in it), for the note."""
+    margin is in its own metric). The columns SECOND_COLUMNS (each measured claim's Δ in SECOND_METRIC and
+    the other metrics, judged or not), a verdict whose word differs from its own metric's flagged; and that
+    metric's pooled seed noise ({SECOND_METRIC: noise}, {} where no claim is judged in it), for the note."""
     own = table["verdict"].map(verdict_word)
     views = [seen_in(claim, SECOND_METRIC) if claim.comparable and not word.startswith(UNJUDGED) else None
              for claim, word in zip(claims, own)]
@@ -297,31 +300,37 @@ def in_second_metric(claims: list[Claim], table: pd.DataFrame, pool: dict[str, s
     sigs = load(here)
     noise = seed_noises(pool, [SECOND_METRIC] if sigs else [])
     seen = assess(here, sigs, noise)
-    verdicts = []
+    verdicts, deltas, others = [], [], []
     for claim, view, word, verdict in zip(claims, views, own, seen["verdict"]):
         if view is None:
-            verdicts.append(f"not tested (a claim of no gain: its margin is in {METRIC_LABELS[claim.metric]})"
-                            if claim.margin is not None and not word.startswith(UNJUDGED) else "")
+            verdicts.append(NOT_JUDGED if word.startswith(UNJUDGED) else
+                            f"not tested (a claim of no gain: its margin is in {METRIC_LABELS[claim.metric]})")
         elif verdict_word(verdict) != word:
             verdicts.append(f"{verdict}; differs from {METRIC_LABELS[claim.metric]} ({word})")
         else:
             verdicts.append(verdict)
-    deltas = [delta if view is not None else float("nan") for delta, view in zip(seen["ours Δ"], views)]
-    return pd.DataFrame({SECOND_COLUMNS[0]: deltas, SECOND_COLUMNS[1]: verdicts}), noise
+        measured = {name: read_entry(claim.significance, name)["delta"] for name in METRICS} if claim.comparable else {}
+        deltas.append(measured.get(SECOND_METRIC, float("nan")))
+        others.append(" · ".join(f"{METRIC_LABELS[name]} {delta:+.2f}" for name, delta in measured.items()
+                                 if name not in (claim.metric, SECOND_METRIC)))
+    return pd.DataFrame(dict(zip(SECOND_COLUMNS, (deltas, verdicts, others)))), noise
 
 
 SECOND_NOTE = (f"{SECOND} Δ and verdict: each claim judged in {SECOND} as well (sacreBLEU's chrF2 on detokenized "
                f"output: character n-grams, recall weighted twice), by the same test and procedure, the page's claims "
                f"in it a family of their own and its seed noise pooled over the same comparisons; tested on the "
-               f"claim's side without a paper Δ (the papers print BLEU), so no 'paper's Δ excluded'. Where its verdict "
-               f"is another word than the claim's own metric's, the cell says so.")
+               f"claim's side without a paper Δ (the papers print BLEU), so no 'paper's Δ excluded'; a claim not "
+               f"judged in its own metric is not judged in it either. Where its verdict is another word than the "
+               f"claim's own metric's, the cell says so. Δ in other metrics: the same difference in each other metric "
+               f"of the significance JSON (sacreBLEU's, with their signatures there; TER is lower-is-better, a gain "
+               f"shows as a fall), not tested.")
 
 
 def disagreements(claims: list[Claim], table: pd.DataFrame) -> str:
     """The reading's clause on the claims whose verdict in SECOND_METRIC is another word than in their own
     (`in_second_metric`'s flag), or that none is."""
     second = table[SECOND_COLUMNS[1]]
-    both = int(((second != "") & ~second.str.startswith("not tested")).sum())
+    both = int((~second.str.startswith(("not tested", NOT_JUDGED))).sum())
     if not both:
         return ""
     differing = [f"{claim.text} ({verdict_word(own)} in {METRIC_LABELS[claim.metric]}, {verdict_word(other)} in {SECOND})"
@@ -400,7 +409,7 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
 
 # A verdict's label class (render.STYLE) by its first words.
 LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "paper's Δ excluded": "warn", "inconclusive": "open",
-               "not comparable": "none", "seed noise unmeasured": "none", "not tested": "none"}
+               "not comparable": "none", "seed noise unmeasured": "none", "not tested": "none", NOT_JUDGED: "none"}
 UNJUDGED = ("not comparable", "seed noise unmeasured")
 # The causes of an inconclusive verdict, by its words after "inconclusive: ", as the reading counts them.
 CAUSES = {"the seed pairs split": "the seed pairs split", "significant before": "significant before the page's "
@@ -591,8 +600,7 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     table = table.drop(columns=[column for column in table if column.startswith("_")])
     signed = {column: table[column].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}")
               for column in ("paper Δ", "ours Δ", SECOND_COLUMNS[0]) if column in table}
-    labels = {column: table[column].map(lambda v: verdict_label(v) if v else "")
-              for column in ("verdict", SECOND_COLUMNS[1]) if column in table}
+    labels = {column: table[column].map(verdict_label) for column in ("verdict", SECOND_COLUMNS[1]) if column in table}
     return table.assign(**signed, **{column: table[column].map(format_p) for column in ("p", "page p")},
                         **{MDE: table[MDE].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")}, **labels)
 
