@@ -24,7 +24,7 @@ COMMANDS = {
     "average": ("nmtrepro.training.checkpoint", "average the last K checkpoints"),
     "select-checkpoint": ("nmtrepro.evaluation.dev_bleu", "of the last K checkpoints, the one with the best dev BLEU"),
     "decode": ("nmtrepro.evaluation.generate", "beam-search a test set with incremental decoding"),
-    "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
+    "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis in every metric: sacreBLEU, tokenized BLEU, chrF, chrF++, TER"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),

@@ -24,6 +24,10 @@ Tests are one-sided (`MeanDifference.p`): a claim has a direction, and a p towar
 to be observed (sacreBLEU's |difference| rule) rejects a true null twice as often as it says. The
 intervals (`MeanDifference.bounds`) are the ones these p's invert, one rule for both. The JSON keeps the
 estimate's parts, so a claims page tests any direction or margin without resampling again.
+
+Every metric of evaluation/metrics is tested so, each resample's score its corpus score of the summed
+sentence statistics that `nmtrepro bleu` kept for each output; its entry is in the metric's own units and
+sign (TER: lower is better, a system that beats its baseline has Δ < 0 and a small p_less).
 """
 from __future__ import annotations
 
