@@ -225,7 +225,8 @@ def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.
 
 def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoise | None]) -> pd.DataFrame:
     """`build_claims` on loaded entries and pooled noises."""
-    unjudged = {i: collapsed(sig if claims[i].metric in BLEUS else read_entry(claims[i].significance, "sacrebleu"))
+    unjudged = {i: collapsed(sig if claims[i].metric in BLEUS else read_entry(claims[i].significance,
+                                                                             floor_metric(claims[i].metric)))
                 for i, sig in sigs.items()}
     for i, sig in sigs.items():
         noise = noises[claims[i].metric]

@@ -354,7 +354,7 @@ def run_table(args) -> None:
         note += " " + annotation_note(name, stats[name])
     note = " ".join([note, *args.note])
     shown = _display(table)
-    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p (one-sided)"}
+    numeric = {"paper BLEU", "ours", f"ours {SECOND}", "Δ", "vs baseline", f"{SECOND} vs baseline", "p (one-sided)"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
                 colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False,
                 reading=table_reading(table))
