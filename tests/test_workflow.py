@@ -711,7 +711,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "Protocol (scale `ci`): every row trained from scratch, 30 updates" in table
     assert "Seeds: base_en_de 1, 2" in table and "per seed" in table
-    assert "| ours chrF " in table and "| chrF vs baseline " in table
+    assert " ours chrF |" in table and " chrF vs baseline |" in table  # right-aligned, as numbers
     # every claim of paper A; ci's models do not translate, so each shows its numbers and no verdict
     claims, _, by_budget = (results / "report/A_claims.md").read_text().partition("The claims at each training budget")
     assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
