@@ -44,10 +44,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 os.environ.setdefault("SACREBLEU_SEED", "12345")
 
-from nmtrepro.evaluation.bleu import make_metric  # noqa: E402
+from nmtrepro.evaluation.metrics import METRICS  # noqa: E402
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope  # noqa: E402
-from nmtrepro.evaluation.significance import (MeanDifference, bleu_from_statistics, sentence_counts,  # noqa: E402
-                                               statistics_test)
+from nmtrepro.evaluation.significance import MeanDifference, sentence_counts, statistics_test  # noqa: E402
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
@@ -71,7 +70,7 @@ def old_p(stats: np.ndarray, metric, samples: int, rng) -> tuple[float, float]:
     the resampled mean differences."""
     k, n = stats.shape[0], stats.shape[2]
     counts = sentence_counts(rng.choice(n, size=(samples, n)), n)
-    resampled = bleu_from_statistics(np.matmul(counts, stats), metric)               # [k, 2, B]
+    resampled = metric.score(np.matmul(counts, stats))               # [k, 2, B]
     deltas = resampled[:, 0] - resampled[:, 1]
     if k > 1:
         centre = deltas.mean(0)
@@ -79,14 +78,14 @@ def old_p(stats: np.ndarray, metric, samples: int, rng) -> tuple[float, float]:
         deltas = deltas[rng.integers(0, k, (samples, k)).T, np.arange(samples)].mean(0)
     else:
         deltas = deltas[0]
-    observed = bleu_from_statistics(stats.sum(2), metric)
+    observed = metric.score(stats.sum(2))
     observed = float((observed[:, 0] - observed[:, 1]).mean())
     null = deltas - deltas.mean()
     return (np.sum(null >= observed) + 1) / (samples + 1), float(deltas.var())
 
 
 def run(mix: Mix, runs: int, n: int, samples: int, seed: int) -> dict:
-    rng, metric = np.random.default_rng(seed), make_metric("tok_bleu")
+    rng, metric = np.random.default_rng(seed), METRICS["tok_bleu"]
     lengths, difficulty = corpus(rng, n)
     per_logit = slope(lengths, difficulty, metric)
     means, rejected, var = [], {"new": 0, "old": 0}, {"new": [], "old": []}
@@ -158,7 +157,7 @@ def page_claims(n: int) -> list[Claim]:
 
 def run_pages(job) -> dict:
     mix, runs, n, samples, seed, commands = job
-    rng, metric = np.random.default_rng(seed), make_metric("tok_bleu")
+    rng, metric = np.random.default_rng(seed), METRICS["tok_bleu"]
     lengths, difficulty = corpus(rng, n)
     parts = (lengths, difficulty, slope(lengths, difficulty, metric))
     claims = page_claims(len(PAGE_K))

@@ -149,12 +149,12 @@ def test_table_command_marks_significant_cells(tmp_path):
     paper.write_text("row\tcolumn\tvalue\tnote\nBase\tEn-De\t27.38\t\n+PR\tEn-De\t28.67\t† p < 0.01\n")
     entry = {"score": 30.0, "signature": "sig", "precisions": [0] * 4, "bp": 1.0, "sys_len": 1, "ref_len": 1}
     bleu = tmp_path / "b.json"
-    bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry}))
+    bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry, "chrf": entry}))
     sig = tmp_path / "s.json"
-    sig.write_text(json.dumps({"tok_bleu": {"score": 30.0, "baseline": 29.0, "delta": 1.0, "var": 0.1, "df": None,
-                                            "p_greater": 0.004, "mean": 30.0, "ci": 0.5, "ci_low": 29.5,
-                                            "ci_high": 30.5, "samples": 10000, "bootstrap_seed": 12345,
-                                            "seeds": [{"seed": 1, "score": 30.0, "baseline": 29.0, "delta": 1.0}]}}))
+    entry = {"score": 30.0, "baseline": 29.0, "delta": 1.0, "var": 0.1, "df": None, "p_greater": 0.004, "mean": 30.0,
+             "ci": 0.5, "ci_low": 29.5, "ci_high": 30.5, "samples": 10000, "bootstrap_seed": 12345,
+             "seeds": [{"seed": 1, "score": 30.0, "baseline": 29.0, "delta": 1.0}]}
+    sig.write_text(json.dumps({"tok_bleu": entry, "chrf": entry}))
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
     assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
                      "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",

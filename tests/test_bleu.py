@@ -98,7 +98,8 @@ def test_cli_writes_json_with_both_scores(tmp_path):
     assert cli.main(argv) == 0
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(score(**paths)))
-    assert set(written["tok_bleu"]) == {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}
+    assert set(written["tok_bleu"]) == {"name", "score", "signature", "precisions", "bp", "sys_len", "ref_len"}
+    assert {written[key]["name"] for key in ("chrf", "chrf_pp", "ter")} == {"chrF2", "chrF2++", "TER"}
 
 
 def write_refs(tmp_path, refs):

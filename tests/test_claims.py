@@ -8,6 +8,7 @@ from scipy.stats import norm, t as student_t
 
 from conftest import assert_balanced_html, claim
 from nmtrepro import cli
+from nmtrepro.evaluation.metrics import METRICS
 from nmtrepro.evaluation.multiplicity import holm
 from nmtrepro.evaluation.seed_noise import SeedNoise
 from nmtrepro.evaluation.significance import MeanDifference
@@ -15,10 +16,11 @@ from nmtrepro.reporting import report as report_module
 from nmtrepro.reporting.claims import reading
 
 
-def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None):
+def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, **metrics):
     """A significance JSON of seed pairs with these differences (default: one, `score - baseline`) whose
     bootstrap puts `sd`² on the mean difference (the test-set part) and `own` on each pair's own
-    test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter."""
+    test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter. Every metric
+    holds the same entry, unless `metrics` gives one ({"chrf": entry}: `entry_of`'s)."""
     deltas = seed_deltas or [score - baseline]
     k = len(deltas)
     scores = seed_scores or [(baseline + d, baseline) for d in deltas]
@@ -29,8 +31,13 @@ def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0
              "p_greater": test.p(+1), "p_less": test.p(-1), "samples": 10000, "bootstrap_seed": 12345,
              "seeds": [{"seed": i + 1, "score": s, "baseline": b, "delta": d}
                        for i, (d, (s, b)) in enumerate(zip(deltas, scores))]}
-    path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+    path.write_text(json.dumps({**{name: entry for name in METRICS}, **metrics}))
     return str(path)
+
+
+def entry_of(path, metric="tok_bleu"):
+    """A `write_significance` file's entry, to give another metric of another file."""
+    return json.loads(open(path).read())[metric]
 
 
 @pytest.fixture
@@ -229,7 +236,7 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
     (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
     (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
     (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
-    (["--claim", claim("a text", 1, "x.json", metric="chrf")], "metric must be one of ['sacrebleu', 'tok_bleu']"),
+    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'sacrebleu', 'ter', 'tok_bleu']"),
     (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
     (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
     (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),
@@ -348,3 +355,38 @@ def test_a_page_reads_each_significance_json_once(tmp_path, monkeypatch):
     again = rows(page(tmp_path, claim("+PR helps", 1.29, sig), pool=[f"central={sig}"]))["+PR helps"]
     assert again["ours Δ"] == "+2.00"
     assert reads == [sig, sig]
+
+
+def test_each_claim_is_judged_in_chrf_beside_its_bleu_and_a_disagreement_is_flagged(tmp_path):
+    """The same claims under chrF: one whose chrF difference is as clear as its BLEU one agrees; one whose
+    chrF difference is nil reads inconclusive there, flagged in its cell and in the reading; a claim of
+    no gain is not tested in chrF (its margin is in BLEU); a claim in TER (lower is better: the paper's
+    Δ -2) is judged on the side of a fall, and in chrF on the side of a rise."""
+    flat = entry_of(write_significance(tmp_path / "flat.json", 60.0, 60.0, 0.3, [0.0, 0.2, -0.2]))
+    ter = entry_of(write_significance(tmp_path / "ter.json", 40.0, 43.0, 0.3, [-3.0, -2.8, -3.2]))
+    agree = write_significance(tmp_path / "agree.json", 32.0, 29.0, 0.3, [3.0, 2.8, 3.2])
+    differ = write_significance(tmp_path / "differ.json", 32.0, 29.0, 0.3, [3.0, 2.8, 3.2], chrf=flat)
+    nogain = write_significance(tmp_path / "nogain.json", 29.0, 29.0, 0.2, [0.0, 0.1, -0.1])
+    in_ter = write_significance(tmp_path / "in_ter.json", 32.0, 29.0, 0.3, [3.0, 2.8, 3.2], ter=ter)
+    low = write_significance(tmp_path / "low.json", 3.0, 1.0, 0.3, [2.0, 2.0, 2.0])  # below the floor: not judged
+    still = entry_of(write_significance(tmp_path / "still.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0]))
+    quiet = [f"quiet={write_significance(tmp_path / 'quiet.json', 30.0, 29.0, 0.2, [1.0, 1.0, 1.0], ter=still)}"]
+    text = page(tmp_path, claim("A helps", 2.0, agree), claim("B helps", 2.0, differ),
+                claim("C does not help", 0.0, nogain, margin=0.5), claim("D cuts TER", -2.0, in_ter, metric="ter"),
+                claim("E helps", 1.0, low), pool=quiet)
+    table = rows(text)
+    assert table["A helps"]["verdict"].startswith("reproduced") and table["A helps"]["chrF verdict"] == "reproduced"
+    assert table["A helps"]["chrF Δ"] == "+3.00"
+    assert table["A helps"]["Δ in other metrics"] == "sacreBLEU +3.00 · chrF++ +3.00 · TER +3.00"
+    assert table["B helps"]["verdict"].startswith("reproduced")
+    assert table["B helps"]["chrF verdict"].startswith("inconclusive")
+    assert "differs from tokenized BLEU (reproduced)" in table["B helps"]["chrF verdict"]
+    assert table["C does not help"]["chrF verdict"].startswith("not tested")
+    assert table["D cuts TER"]["metric"] == "TER" and table["D cuts TER"]["tested"] == "Δ < 0"
+    assert table["D cuts TER"]["verdict"].startswith("reproduced") and table["D cuts TER"]["chrF verdict"] == "reproduced"
+    assert table["D cuts TER"]["Δ in other metrics"] == "sacreBLEU +3.00 · tokenized BLEU +3.00 · chrF++ +3.00"
+    assert table["E helps"]["verdict"].startswith("not comparable") and table["E helps"]["chrF verdict"] == "not judged"
+    assert table["E helps"]["chrF Δ"] == "+2.00"
+    assert ("In chrF, 1 of the 3 claims judged in both get another verdict: B helps (reproduced in tokenized "
+            "BLEU, inconclusive in chrF)") in text
+    assert "Seed noise (chrF)" in text

@@ -30,7 +30,7 @@ def bleu_json(tmp_path, name, tok_bleu, sacrebleu=None):
     path = tmp_path / f"{name}.bleu.json"
     entry = {"score": tok_bleu, "signature": SIGNATURE, "precisions": [0, 0, 0, 0], "bp": 1.0,
              "sys_len": 1, "ref_len": 1}
-    scores = {"n": 1, "tok_bleu": entry}
+    scores = {"n": 1, "tok_bleu": entry, "chrf": dict(entry, score=tok_bleu + 20)}
     if sacrebleu is not None:
         scores["sacrebleu"] = dict(entry, score=sacrebleu)
     path.write_text(json.dumps(scores), encoding="utf-8")
@@ -252,7 +252,7 @@ def write_significance(path, score, baseline, sd=0.25):
     entry = {"score": score, "baseline": baseline, "delta": score - baseline, "var": sd ** 2, "df": None,
              "var_bootstrap_mean": sd ** 2, "var_bootstrap_each": sd ** 2, "p_greater": test.p(+1), "p_less": test.p(-1),
              "seeds": [{"seed": 1, "score": score, "baseline": baseline, "delta": score - baseline}]}
-    path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+    path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry, "chrf": dict(entry, delta=2 * entry["delta"])}))
     return str(path)
 
 
@@ -264,3 +264,5 @@ def test_a_tables_comparison_over_fewer_seeds_than_its_cell_names_them(tmp_path,
                         significance={"pr_en_de": sig}, baselines={"pr_en_de": "base_en_de"})
     row = table[table["row"] == "+PR"].iloc[0]
     assert row["baseline"] == "base_en_de (seed 1)" and row["vs baseline"] == 1.0 and row["ours"] == pytest.approx(31.17)
+    assert row["ours chrF"] == pytest.approx(51.17) and row["chrF vs baseline"] == 2.0  # the chrF JSON entries'
+

@@ -12,11 +12,12 @@ from sacrebleu.significance import PairedTest
 
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
-from nmtrepro.evaluation.bleu import make_metric
+from nmtrepro.evaluation.metrics import METRICS
+from nmtrepro.evaluation.metrics.bleu import Bleu, bleu_from_statistics, make_metric
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope
 from nmtrepro.evaluation.seed_noise import Comparison, SeedNoise
-from nmtrepro.evaluation.significance import (MeanDifference, Reference, bleu_from_statistics, mark,
-                                              mean_difference, pooled_bootstrap, statistics_test)
+from nmtrepro.evaluation.significance import (MeanDifference, Reference, mark, mean_difference, pooled_bootstrap,
+                                              statistics_test)
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
@@ -28,7 +29,7 @@ def degraded(refs, every, seed=0):
 
 
 def test_identical_systems_are_not_significantly_different():
-    result = pooled_bootstrap([(REFS[:20] + ["x"] * 20, REFS[:20] + ["x"] * 20)], [REFS], "tok_bleu")
+    result = pooled_bootstrap([(REFS[:20] + ["x"] * 20, REFS[:20] + ["x"] * 20)], [REFS], METRICS["tok_bleu"])
     assert result["p_greater"] == result["p_less"] == 1.0
     assert result["score"] == result["baseline"]
     assert mark(result["score"], result["baseline"], result["p_greater"], "dagger") == ""
@@ -36,13 +37,13 @@ def test_identical_systems_are_not_significantly_different():
 
 def test_two_different_systems_with_the_same_score_are_not_significantly_different():
     """Two different outputs that both score BLEU 0 on every resample (as two untrained models can)."""
-    result = pooled_bootstrap([(["x y"] * 40, ["z"] * 40)], [REFS], "tok_bleu")
+    result = pooled_bootstrap([(["x y"] * 40, ["z"] * 40)], [REFS], METRICS["tok_bleu"])
     assert result["score"] == result["baseline"] == 0.0 and result["p_greater"] == result["p_less"] == 1.0
 
 
 def test_reference_beats_garbage_at_p_below_001_with_its_ci():
     garbage = [" ".join(reversed(r.split()))[:20] for r in REFS]
-    result = pooled_bootstrap([(REFS, garbage)], [REFS], "tok_bleu")
+    result = pooled_bootstrap([(REFS, garbage)], [REFS], METRICS["tok_bleu"])
     assert result["score"] == pytest.approx(100.0)
     assert result["p_greater"] < 0.01 and result["p_less"] == 1.0  # one-sided: only the observed way is significant
     assert result["ci_low"] <= result["mean"] <= result["ci_high"] and result["delta_low"] > 0
@@ -57,7 +58,7 @@ def test_one_seed_pair_is_sacrebleus_own_paired_bootstrap(metric):
     test = PairedTest([("baseline", baseline), ("system", system)], {"BLEU": make_metric(metric)}, [REFS],
                       test_type="bs", n_samples=1000)
     theirs = test()[1]["BLEU"][1]
-    ours = pooled_bootstrap([(system, baseline)], [REFS], metric, samples=1000)
+    ours = pooled_bootstrap([(system, baseline)], [REFS], METRICS[metric], samples=1000)
     assert (ours["score"], ours["mean"], ours["ci"]) == pytest.approx((theirs.score, theirs.mean, theirs.ci), abs=1e-4)
     # with one pair the seed variance is unmeasured: the test's variance is that of sacreBLEU's resamples
     assert ours["var_seeds"] is None and ours["var"] == pytest.approx(np.var(theirs_deltas(system, baseline, metric)),
@@ -107,7 +108,7 @@ def test_the_shared_part_of_the_test_set_noise_agrees_with_every_resample_enumer
     deltas = np.array([metric.corpus_score(s, [refs]).score - metric.corpus_score(b, [refs]).score for s, b in pairs])
     exact, parts = mean_difference(deltas, every)
     monkeypatch.setenv("SACREBLEU_SEED", "7")
-    result = pooled_bootstrap(pairs, [refs], "sentence_tok_bleu", samples=20000)
+    result = pooled_bootstrap(pairs, [refs], Bleu("sentence_tok_bleu", "", metric, metric, "hyp_tok"), samples=20000)
     assert result["delta"] == pytest.approx(deltas.mean(), abs=1e-9)
     assert result["var"] == pytest.approx(exact.var, rel=0.05)
     assert result["var_seeds"] == pytest.approx(np.var(deltas, ddof=1) / 2)
@@ -118,9 +119,9 @@ def test_seed_variance_widens_the_test():
     """Three seed pairs of which one flips the sign: the pooled p sees the disagreement that one pair's
     sentence resampling alone cannot."""
     better, worse = degraded(REFS, 4), degraded(REFS, 2)
-    alone = pooled_bootstrap([(better, worse)], [REFS], "sacrebleu")
+    alone = pooled_bootstrap([(better, worse)], [REFS], METRICS["sacrebleu"])
     split = pooled_bootstrap([(better, worse), (degraded(REFS, 4, 1), degraded(REFS, 2, 1)), (worse, better)],
-                             [REFS], "sacrebleu")
+                             [REFS], METRICS["sacrebleu"])
     assert alone["p_greater"] < 0.01 < split["p_greater"]
     assert [entry["delta"] > 0 for entry in split["seeds"]] == [True, True, False]
 
@@ -129,7 +130,7 @@ def test_a_loss_is_significant_only_in_its_own_direction():
     """The tails: a system clearly worse than its baseline has a small p for 'trails' and none for 'beats',
     and its CI lies below zero."""
     worse = [a if i % 3 else b for i, (a, b) in enumerate(zip(degraded(REFS, 7), degraded(REFS, 2)))]
-    result = pooled_bootstrap([(worse, degraded(REFS, 7))], [REFS], "tok_bleu", samples=2000)
+    result = pooled_bootstrap([(worse, degraded(REFS, 7))], [REFS], METRICS["tok_bleu"], samples=2000)
     assert result["delta"] < 0 and result["p_less"] < 0.01 and result["p_greater"] > 0.99
     assert result["delta_low"] < result["delta"] < result["delta_high"] < 0
 
@@ -150,7 +151,7 @@ def test_the_test_rejects_about_five_percent_of_null_comparisons_whatever_the_no
     """A bounded, seeded version of bench/verdict_calibration.py: 300 null comparisons of 3 seed pairs on
     200 sentences a mix; the one-sided p < 0.05 in 5% of them within the simulation's error (the
     seed-only mix drew 16.8% under the rule before, the heavy one 1-2%)."""
-    rng, metric = np.random.default_rng(2026), make_metric("tok_bleu")
+    rng, metric = np.random.default_rng(2026), METRICS["tok_bleu"]
     lengths, difficulty = corpus(rng, 200)
     per_logit = slope(lengths, difficulty, metric)
     rejected = sum(statistics_test(sentence_stats(rng, mix, lengths, difficulty, per_logit), metric, 500)["p_greater"]
@@ -171,25 +172,25 @@ def test_the_bounds_are_the_ones_the_one_sided_p_inverts(df):
 def test_sacrebleu_seed_none_draws_a_seed_and_records_it(monkeypatch):
     pairs = [(degraded(REFS, 3), degraded(REFS, 2))]
     monkeypatch.setenv("SACREBLEU_SEED", "none")
-    fresh = pooled_bootstrap(pairs, [REFS], "tok_bleu", samples=200)
+    fresh = pooled_bootstrap(pairs, [REFS], METRICS["tok_bleu"], samples=200)
     monkeypatch.setenv("SACREBLEU_SEED", str(fresh["bootstrap_seed"]))
-    again = pooled_bootstrap(pairs, [REFS], "tok_bleu", samples=200)
+    again = pooled_bootstrap(pairs, [REFS], METRICS["tok_bleu"], samples=200)
     assert again["var"] == fresh["var"] and again["bootstrap_seed"] == fresh["bootstrap_seed"]
     assert f"seed:{fresh['bootstrap_seed']}" in fresh["signature"]
     monkeypatch.setenv("SACREBLEU_SEED", "twelve")
     with pytest.raises(InputError, match="SACREBLEU_SEED='twelve'"):
-        pooled_bootstrap(pairs, [REFS], "tok_bleu", samples=200)
+        pooled_bootstrap(pairs, [REFS], METRICS["tok_bleu"], samples=200)
 
 
 def test_several_references_are_scored_together():
-    one = pooled_bootstrap([(degraded(REFS, 3), degraded(REFS, 2))], [REFS], "sacrebleu")
-    two = pooled_bootstrap([(degraded(REFS, 3), degraded(REFS, 2))], [REFS, degraded(REFS, 3)], "sacrebleu")
+    one = pooled_bootstrap([(degraded(REFS, 3), degraded(REFS, 2))], [REFS], METRICS["sacrebleu"])
+    two = pooled_bootstrap([(degraded(REFS, 3), degraded(REFS, 2))], [REFS, degraded(REFS, 3)], METRICS["sacrebleu"])
     assert two["score"] == pytest.approx(100.0) and one["score"] < 100.0 and "nrefs:2" in two["signature"]
 
 
 def test_unequal_inputs_are_refused():
     with pytest.raises(InputError, match="equally long"):
-        pooled_bootstrap([(REFS, REFS[:-1])], [REFS], "tok_bleu")
+        pooled_bootstrap([(REFS, REFS[:-1])], [REFS], METRICS["tok_bleu"])
 
 
 def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
@@ -198,16 +199,25 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
                         "b2": degraded(REFS, 2, 1)}.items():
         files[name] = tmp_path / name
         files[name].write_text("\n".join(lines) + "\n")
+    for name in ("a1", "b1", "a2", "b2"):  # each output's statistics, as the workflow's rule bleu writes them
+        assert cli.main(["bleu", "--hyp", str(files[name]), "--hyp-tok", str(files[name]), "--ref", str(files["ref"]),
+                         "--ref-tok", str(files["ref"]), "--out", str(tmp_path / f"{name}.json"),
+                         "--out-statistics", str(tmp_path / f"{name}.npz")]) == 0
     out = tmp_path / "sig.json"
-    argv = ["significance", "--ref", str(files["ref"]), "--ref-tok", str(files["ref"]), "--out", str(out)]
+    argv = ["significance", "--out", str(out)]
     for seed in (1, 2):
-        argv += ["--hyp", str(files[f"a{seed}"]), "--hyp-tok", str(files[f"a{seed}"]), "--seed", str(seed),
-                 "--base-hyp", str(files[f"b{seed}"]), "--base-hyp-tok", str(files[f"b{seed}"])]
+        argv += ["--stats", str(tmp_path / f"a{seed}.npz"), "--seed", str(seed), "--base-stats", str(tmp_path / f"b{seed}.npz")]
     assert cli.main(argv) == 0
-    result = json.loads(out.read_text())["tok_bleu"]
+    written = json.loads(out.read_text())
+    result = written["tok_bleu"]
     assert [entry["seed"] for entry in result["seeds"]] == [1, 2]
     assert result["score"] - result["baseline"] == pytest.approx(np.mean([e["delta"] for e in result["seeds"]]))
-    assert cli.main(argv[:-2]) == 2  # a system hypothesis without its baseline's
+    # the statistics give what the hypotheses' own test gives, in every metric
+    pairs = [(degraded(REFS, 3), degraded(REFS, 2)), (degraded(REFS, 3, 1), degraded(REFS, 2, 1))]
+    for name, metric in METRICS.items():
+        assert written[name] == pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), name
+    assert cli.main(argv[:-2]) == 2  # a system's statistics without its baseline's
+    assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 
 
 @pytest.mark.parametrize("style,p,expected", [

@@ -696,6 +696,12 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
         bleu = json.loads((results / f"evaluate/{exp_name}/test_2016_flickr.bleu.json").read_text())
         assert bleu["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
         assert bleu["tok_bleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:none")
+        for key, name, signature in (("chrf", "chrF2", "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no"),
+                                     ("chrf_pp", "chrF2++", "nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no"),
+                                     ("ter", "TER", "nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no")):
+            assert bleu[key]["name"] == name and bleu[key]["signature"].startswith(signature)  # sacreBLEU's own
+        sentences = (results / f"evaluate/{exp_name}/test_2016_flickr.sentences.tsv").read_text().splitlines()
+        assert sentences[0] == "sentence\tsacrebleu\ttok_bleu\tchrf\tchrf_pp\tter" and len(sentences) == 301
         assert bleu["n"] == 300  # ci scale keeps the first max_lines of every split
         hyps = (results / f"evaluate/{exp_name}/test_2016_flickr.hyp").read_text().splitlines()
         assert len(hyps) == 300 and not any("@@" in h for h in hyps)
@@ -712,6 +718,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "report/training_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "Protocol (scale `ci`): every row trained from scratch, 30 updates" in table
     assert "Seeds: base_en_de 1, 2" in table and "per seed" in table
+    assert " ours chrF |" in table and " chrF vs baseline |" in table  # right-aligned, as numbers
     # every claim of paper A; ci's models do not translate, so each shows its numbers and no verdict
     claims, _, by_budget = (results / "report/A_claims.md").read_text().partition("The claims at each training budget")
     assert claims.count("| +PR improves") == 4 and "+Max+Attn beats +Max" in claims
@@ -720,8 +727,18 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "|      67% |        20 |" in by_budget  # 0.5 of 30 updates ends on the checkpoint at 20
     assert (results / "train/pr_en_de_seed2/curve.tsv").exists() and (results / "train/base_en_de_seed2/averaged.pt").exists()
     assert not (results / "analyse/significance/base_en_de.vs.base_en_de.json").exists()  # the baseline's own row
-    sig = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())["tok_bleu"]
+    tested = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())
+    sig = tested["tok_bleu"]
     assert [entry["seed"] for entry in sig["seeds"]] == [1, 2] and "bs:1000|" in sig["signature"]  # 2 seeds; ci: 1,000
+    assert list(tested) == ["sacrebleu", "tok_bleu", "chrf", "chrf_pp", "ter"]  # each metric, its own test
+    assert tested["ter"]["signature"].startswith("nrefs:1|case:lc|tok:tercom") and "|bs:1000|" in tested["ter"]["signature"]
+    # each claim in chrF beside its BLEU, and its Δ in the other metrics; ci's models, below the BLEU
+    # floor, are judged in neither
+    header = next(line for line in claims.splitlines() if line.startswith("| claim "))
+    assert " chrF Δ | chrF verdict " in header and "| Δ in other metrics " in header
+    assert all("| not judged " in line and " · TER " in line and "chrF++ " in line
+               for line in claims.splitlines() if line.startswith("| +PR"))
+    assert "chrF Δ and verdict: each claim judged in chrF as well" in claims
     ours = [line for line in table.splitlines() if line.startswith("| base_en_")]
     assert "the 98% interval of the difference" in table and len(ours) == 2 and not any("†" in line for line in ours)
     for figure in ("A_figure3", "D_figure4", "D_figure5"):

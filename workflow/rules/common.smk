@@ -369,11 +369,5 @@ def seed_pair_args(wildcards, input, flags):
 
 
 def significance_args(wildcards, input):
-    """--hyp/--hyp-tok/--base-hyp/--base-hyp-tok/--seed once a seed pair, --ref/--ref-tok once a reference."""
-    args = seed_pair_args(
-        wildcards,
-        input,
-        [("--hyp", "hyp"), ("--hyp-tok", "hyp_tok"), ("--base-hyp", "base_hyp"), ("--base-hyp-tok", "base_hyp_tok")],
-    )
-    args += [a for path in input.ref for a in ("--ref", path)]
-    return shlex.join(args + [a for path in input.ref_tok for a in ("--ref-tok", path)])
+    """--stats/--base-stats/--seed once a seed pair."""
+    return shlex.join(seed_pair_args(wildcards, input, [("--stats", "stats"), ("--base-stats", "base_stats")]))

@@ -61,7 +61,9 @@ rule bleu:
         ref=lambda w: reference_files(exp(w).dataset, w.split, "ref"),
         ref_tok=lambda w: reference_files(exp(w).dataset, w.split, "ref.tok"),
     output:
-        results("evaluate/{experiment}/{split}.bleu.json"),
+        scores=results("evaluate/{experiment}/{split}.bleu.json"),
+        sentences=results("evaluate/{experiment}/{split}.sentences.tsv"),
+        statistics=results("evaluate/{experiment}/{split}.statistics.npz"),
     log:
         results("logs/evaluate/{experiment}.{split}.bleu.log"),
     priority: 10
@@ -72,18 +74,15 @@ rule bleu:
             a for ref, tok in zip(input.ref, input.ref_tok) for a in ("--ref", ref, "--ref-tok", tok)
         ),
     shell:
-        "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output} 2> {log}"
+        "nmtrepro bleu --hyp {input.hyp} --hyp-tok {input.tok} {params.refs} --out {output.scores} "
+        "--out-sentences {output.sentences} --out-statistics {output.statistics} 2> {log}"
 
 
 # A claim or table cell against its baseline, pooled over the seeds both train (`seeds`).
 rule significance:
     input:
-        hyp=seed_pair_files("hyp", 0),
-        hyp_tok=seed_pair_files("hyp.tok", 0),
-        base_hyp=seed_pair_files("hyp", 1),
-        base_hyp_tok=seed_pair_files("hyp.tok", 1),
-        ref=lambda w: test_refs(w.experiment, "ref"),  # every reference (NIST: four)
-        ref_tok=lambda w: test_refs(w.experiment, "ref.tok"),
+        stats=seed_pair_files("statistics.npz", 0),  # each metric's sentence statistics (rule bleu)
+        base_stats=seed_pair_files("statistics.npz", 1),
     output:
         results(SIGNIFICANCE),
     log:

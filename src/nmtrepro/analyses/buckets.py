@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..core.text import strip_bpe
-from ..evaluation.bleu import make_metric
+from ..evaluation.metrics import METRICS
 from ..evaluation.significance import pooled_bootstrap
 from ..reporting.papers import beside, read_paper_numbers
 from ..reporting.render import figure, save_figure, text_cells, write_table
@@ -57,7 +57,7 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
         raise InputError(f"length buckets need aligned inputs: {len(src_lengths)} sources, (system, baseline) "
                          f"lines {[(len(h), b and len(b)) for h, b in pairs]} and {len(refs)} reference lines")
     paired = all(base is not None for _, base in pairs)
-    metric = make_metric("tok_bleu")
+    metric = METRICS["tok_bleu"]
     groups: list[list[int]] = [[] for _ in range(len(edges) + 1)]
     for i, length in enumerate(src_lengths):
         groups[bucket_index(length, edges)].append(i)
@@ -68,14 +68,15 @@ def bucket_scores(src_lengths: list[int], pairs: list[tuple[list[str], list[str]
         def pick(lines):
             return [lines[i] for i in members]
         if members and paired:
-            result = pooled_bootstrap([(pick(hyps), pick(base)) for hyps, base in pairs], [pick(refs)], "tok_bleu",
+            result = pooled_bootstrap([(pick(hyps), pick(base)) for hyps, base in pairs], [pick(refs)], metric,
                                       samples, seeds)
             entry.update(bleu=result["score"], baseline_bleu=result["baseline"],
                          delta=result["score"] - result["baseline"], delta_low=result["delta_low"],
                          delta_high=result["delta_high"], p_greater=result["p_greater"],
                          seeds=[{"seed": s["seed"], "delta": s["delta"]} for s in result["seeds"]])
         elif members:
-            entry["bleu"] = float(np.mean([metric.corpus_score(pick(hyps), [pick(refs)]).score for hyps, _ in pairs]))
+            entry["bleu"] = float(np.mean([metric.corpus(metric.statistics(pick(hyps), [pick(refs)]))["score"]
+                                          for hyps, _ in pairs]))
         out.append(entry)
     return out
 

@@ -17,7 +17,7 @@ from sacrebleu.metrics.bleu import BLEU, MAX_NGRAM_ORDER, BLEUScore
 
 from ..core.files import InputError, read_lines
 from ..core.text import strip_bpe
-from ..evaluation.bleu import make_metric
+from ..evaluation.metrics.bleu import make_metric
 from ..reporting.render import REFERENCE_COLOURS, Marked, add_table_arguments, write_table
 from ..reporting.report import parse_system_pairs
 

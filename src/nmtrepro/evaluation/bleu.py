@@ -1,60 +1,36 @@
-"""`nmtrepro bleu`: corpus BLEU of one decoded test set, two ways, written as JSON.
+"""`nmtrepro bleu`: every metric of one decoded test set (evaluation/metrics: both BLEUs, chrF, chrF++,
+TER), written as JSON with each one's sacreBLEU signature, and each sentence's scores beside it.
 
 The papers report tokenized case-sensitive BLEU (multi-bleu.perl on Moses-tokenized text), which depends
-on the tokenizer and so is not comparable across setups; sacreBLEU on detokenized text is. We record both,
-each with the sacreBLEU signature that says exactly how it was computed. A test set with several references
-(NIST's four, config `refs`) is scored against all of them, as sacreBLEU and multi-bleu.perl do: an n-gram
-counts up to its largest count in any reference, and the brevity penalty takes the closest reference length.
+on the tokenizer and so is not comparable across setups; sacreBLEU's metrics on detokenized text are. A
+test set with several references (NIST's four, config `refs`) is scored against all of them, as sacreBLEU
+and multi-bleu.perl do. The sentences' scores (a TSV, one row a sentence, one column a metric) are what a
+reader sorts to find where two systems differ; each is the metric's sentence-level score (BLEU's smoothed,
+as sacrebleu.sentence_bleu's). The sentences' statistics are kept too (.npz): every paired bootstrap that
+compares this output reads them instead of computing them again (TER's shifts cost most).
 """
 from __future__ import annotations
 
 import logging
 import os
 
-from sacrebleu.metrics import BLEU
+import numpy as np
 
-from ..core.files import InputError, read_lines, write_json
+from ..core.files import InputError, atomic_open, read_lines, write_json
+from .metrics import METRICS, write_statistics
 
 log = logging.getLogger(__name__)
-
-
-def make_metric(name: str) -> BLEU:
-    """The sacreBLEU metric behind each BLEU we report, so every analysis scores the same way."""
-    if name == "tok_bleu":
-        # multi-bleu.perl scores 0 when any n-gram order has no match, hence no smoothing.
-        return BLEU(tokenize="none", smooth_method="none")
-    if name == "sacrebleu":
-        return BLEU()
-    if name == "sentence_tok_bleu":
-        # sacrebleu.sentence_bleu's settings (exp smoothing, effective order) on Moses tokens: one
-        # sentence rarely has a 4-gram match, and unsmoothed it would score 0.
-        return BLEU(tokenize="none", effective_order=True)
-    raise InputError(f"unknown BLEU metric {name!r}; known: sacrebleu, tok_bleu, sentence_tok_bleu")
-
-
-def corpus_bleu(hyps: list[str], refs: list[str] | list[list[str]], metric: BLEU) -> dict:
-    """Score aligned lines with one sacreBLEU metric; plain data for JSON. `refs`: the reference lines, or
-    one list of lines per reference (several references, each aligned with `hyps`)."""
-    streams = [refs] if not refs or isinstance(refs[0], str) else list(refs)
-    result = metric.corpus_score(hyps, streams)
-    return {
-        "score": result.score,
-        "signature": str(metric.get_signature()),  # its nrefs says how many references
-        "precisions": list(result.precisions),  # n = 1..4, in percent as sacreBLEU prints them
-        "bp": result.bp,
-        "sys_len": result.sys_len,
-        "ref_len": result.ref_len,
-    }
 
 
 def _as_paths(value) -> list:
     return [value] if isinstance(value, (str, os.PathLike)) else list(value)
 
 
-def score(hyp, ref, hyp_tok, ref_tok) -> dict:
-    """Both BLEUs for one test set, from files with one sentence per line.
+def score_sentences(hyp, ref, hyp_tok, ref_tok) -> tuple[dict, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every metric's corpus score for one test set, each sentence's scores ({metric: [n]}) and its
+    statistics ({metric: [n, S]}), from files with one sentence per line.
 
-    `hyp`/`ref`: detokenized hypothesis and raw reference (sacreBLEU, its default 13a tokenization).
+    `hyp`/`ref`: detokenized hypothesis and raw reference (sacreBLEU's metrics, their own tokenization).
     `hyp_tok`/`ref_tok`: the same sentences Moses-tokenized (tokenized BLEU, split on whitespace only).
     `ref` and `ref_tok` may each be a list of files, one per reference, in the same order.
     """
@@ -71,12 +47,18 @@ def score(hyp, ref, hyp_tok, ref_tok) -> dict:
     if counts[0] == 0:
         raise InputError(f"no sentences to score: {hyp} is empty")
     k = len(refs)
-    return {
-        "n": counts[0],
-        "references": k,
-        "sacrebleu": corpus_bleu(lines[0], lines[1:1 + k], make_metric("sacrebleu")),
-        "tok_bleu": corpus_bleu(lines[1 + k], lines[2 + k:], make_metric("tok_bleu")),
-    }
+    texts = {"hyp": (lines[0], lines[1:1 + k]), "hyp_tok": (lines[1 + k], lines[2 + k:])}
+    result, sentences, statistics = {"n": counts[0], "references": k}, {}, {}
+    for name, metric in METRICS.items():
+        statistics[name] = metric.statistics(*texts[metric.reads])     # [n, S]
+        result[name] = metric.corpus(statistics[name])                  # its signature's nrefs: the references
+        sentences[name] = metric.sentence_scores(statistics[name])
+    return result, sentences, statistics
+
+
+def score(hyp, ref, hyp_tok, ref_tok) -> dict:
+    """Every metric's corpus score for one test set (`score_sentences`)."""
+    return score_sentences(hyp, ref, hyp_tok, ref_tok)[0]
 
 
 def add_arguments_bleu(parser) -> None:
@@ -86,11 +68,22 @@ def add_arguments_bleu(parser) -> None:
     parser.add_argument("--hyp-tok", required=True, help="Moses-tokenized hypothesis")
     parser.add_argument("--ref-tok", action="append", required=True,
                         help="Moses-tokenized reference (repeat, in --ref's order)")
-    parser.add_argument("--out", required=True, help="JSON with sacreBLEU and tokenized BLEU")
+    parser.add_argument("--out", required=True, help="JSON: each metric's score and signature (sacreBLEU, "
+                                                     "tokenized BLEU, chrF, chrF++, TER)")
+    parser.add_argument("--out-sentences", help="TSV: each sentence's score in each metric")
+    parser.add_argument("--out-statistics", help="each metric's sentence statistics (.npz), which the paired "
+                                                 "bootstrap (nmtrepro significance) reads")
 
 
 def run_bleu(args) -> None:
-    result = score(args.hyp, args.ref, args.hyp_tok, args.ref_tok)
+    result, sentences, statistics = score_sentences(args.hyp, args.ref, args.hyp_tok, args.ref_tok)
     write_json(args.out, result)
-    log.info("%d sentences, %d reference(s) | sacreBLEU %.2f | tokenized BLEU %.2f", result["n"],
-             result["references"], result["sacrebleu"]["score"], result["tok_bleu"]["score"])
+    if args.out_statistics:
+        write_statistics(args.out_statistics, statistics, {name: result[name]["signature"] for name in statistics})
+    if args.out_sentences:
+        with atomic_open(args.out_sentences) as out:
+            out.write("\t".join(["sentence", *sentences]) + "\n")
+            for i, row in enumerate(zip(*sentences.values()), 1):
+                out.write("\t".join([str(i), *(f"{value:.4f}" for value in row)]) + "\n")
+    log.info("%d sentences, %d reference(s) | %s", result["n"], result["references"],
+             " | ".join(f"{metric.label} {result[name]['score']:.2f}" for name, metric in METRICS.items()))

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .significance import bleu_from_statistics
 
 LOGITS = np.log(np.array([0.70, 0.47, 0.32, 0.22]) / (1 - np.array([0.70, 0.47, 0.32, 0.22])))  # BLEU ~38
 
@@ -46,7 +45,7 @@ def slope(lengths: np.ndarray, difficulty: np.ndarray, metric) -> float:
         p = 1 / (1 + np.exp(-(LOGITS[None] + difficulty[:, None] + shift)))
         totals = np.maximum(lengths[:, None] - np.arange(4)[None], 0)
         stats = np.concatenate([np.stack([lengths, lengths], 1), p * totals, totals], 1).sum(0)
-        return bleu_from_statistics(stats, metric)
+        return metric.score(stats)
     return float((expected(0.05) - expected(-0.05)) / 0.1)
 
 

@@ -17,7 +17,7 @@ from ..core.files import read_lines, write_json
 from ..core.text import strip_bpe
 from ..core.vocab import Vocab
 from ..training import checkpoint
-from .bleu import corpus_bleu, make_metric
+from .metrics import METRICS
 from .generate import add_arguments_search, joined, search_options, translate
 from .sources import Sources, source_options
 
@@ -39,7 +39,8 @@ def tokenized_bleu(model, sources: Sources, refs: list[list[str]], tgt_vocab: Vo
     """The model's tokenized BLEU on `sources` against the tokenized references, decoded as `args`'
     search flags say (`add_arguments_search`)."""
     segmented = translate(model, sources, tgt_vocab, device, args.max_tokens, args.precision, **search_options(args))
-    return corpus_bleu([strip_bpe(line) for line in joined(segmented)], refs, make_metric("tok_bleu"))["score"]
+    metric = METRICS["tok_bleu"]
+    return metric.corpus(metric.statistics([strip_bpe(line) for line in joined(segmented)], refs))["score"]
 
 
 def run_select_checkpoint(args) -> None:

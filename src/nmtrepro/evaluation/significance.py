@@ -24,6 +24,10 @@ Tests are one-sided (`MeanDifference.p`): a claim has a direction, and a p towar
 to be observed (sacreBLEU's |difference| rule) rejects a true null twice as often as it says. The
 intervals (`MeanDifference.bounds`) are the ones these p's invert, one rule for both. The JSON keeps the
 estimate's parts, so a claims page tests any direction or margin without resampling again.
+
+Every metric of evaluation/metrics is tested so, each resample's score its corpus score of the summed
+sentence statistics that `nmtrepro bleu` kept for each output; its entry is in the metric's own units and
+sign (TER: lower is better, a system that beats its baseline has Δ < 0 and a small p_less).
 """
 from __future__ import annotations
 
@@ -34,11 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from sacrebleu.significance import estimate_ci
-from sacrebleu.metrics import BLEU
 from scipy import special
 
-from ..core.files import InputError, read_lines, write_json
-from .bleu import make_metric
+from ..core.files import InputError, write_json
+from .metrics import METRICS, Metric, read_statistics
 
 log = logging.getLogger(__name__)
 
@@ -89,29 +92,6 @@ def sentence_counts(idxs: np.ndarray, n: int) -> np.ndarray:
     are small integers, so the float32 sums are exact and equal sacreBLEU's."""
     cells = idxs + n * np.arange(len(idxs))[:, None]          # (resample, sentence) as one index
     return np.bincount(cells.ravel(), minlength=idxs.size).reshape(idxs.shape).astype("float32")
-
-
-def bleu_from_statistics(sums: np.ndarray, metric: BLEU) -> np.ndarray:
-    """`metric`'s corpus BLEU of each row of summed sentence statistics ([..., 2 + 2N]: system length,
-    reference length, correct and total n-grams for n = 1..N), as sacreBLEU's `compute_bleu` gives it
-    (its "exp" smoothing, effective order) one row at a time, here all rows at once."""
-    if metric.smooth_method not in ("none", "exp"):
-        raise InputError(f"BLEU smoothing {metric.smooth_method!r}: only 'none' and 'exp' are computed here")
-    sums, order = np.asarray(sums, dtype=np.float64), metric.max_ngram_order
-    sys_len, ref_len = sums[..., 0], sums[..., 1]
-    correct, total = sums[..., 2:2 + order], sums[..., 2 + order:2 + 2 * order]
-    counted = np.cumprod(total > 0, axis=-1).astype(bool)           # the orders before sacreBLEU's break
-    used = counted.sum(-1) if metric.effective_order else np.full(sys_len.shape, order)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if metric.smooth_method == "exp":  # mteval's: the j-th order without a match counts 1 / (2^j total)
-            misses = np.cumsum((correct == 0) & counted, axis=-1)
-            precision = np.where(correct > 0, correct / total, 1.0 / (2.0 ** misses * total))
-        else:
-            precision = correct / total
-        logs = np.where(np.arange(order) < used[..., None], np.log(np.where(counted, precision, 0.0)), 0.0)
-        bp = np.where(sys_len < ref_len, np.exp(1 - ref_len / sys_len), 1.0)
-        score = 100 * bp * np.exp(logs.sum(-1) / np.maximum(used, 1))
-    return np.where((correct.sum(-1) == 0) | (used == 0) | ~np.isfinite(score), 0.0, score)
 
 
 @dataclass(frozen=True)
@@ -182,10 +162,10 @@ def mean_difference(deltas: np.ndarray, resampled: np.ndarray) -> tuple[MeanDiff
     return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared, **bootstrap}
 
 
-def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[str]], metric_name: str,
+def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[str]], metric: Metric,
                      samples: int = RESAMPLES, seeds: list[int] | None = None) -> dict:
     """The test of `pairs` (system hypotheses, baseline hypotheses), one pair a seed, against the
-    reference streams `refs` (one list of lines a reference): the sentences' statistics, then
+    reference streams `refs` (one list of lines a reference) in `metric`: the sentences' statistics, then
     `statistics_test`."""
     n = len(refs[0]) if refs else 0
     if not pairs or not n or any(len(r) != n for r in refs) or any(
@@ -196,29 +176,31 @@ def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[s
     seeds = seeds or list(range(1, len(pairs) + 1))
     if len(seeds) != len(pairs):
         raise InputError(f"{len(seeds)} seeds named for {len(pairs)} seed pairs")
-    metric = make_metric(metric_name)
-    sentence_stats = np.array([[metric._extract_corpus_statistics(h, refs) for h in pair] for pair in pairs],
-                              dtype="float32")                                  # [k, 2, n, 2 + 2N]
+    sentence_stats = np.array([[metric.statistics(h, refs) for h in pair] for pair in pairs],
+                              dtype="float32")                                  # [k, 2, n, S]
     result = statistics_test(sentence_stats, metric, samples, seeds)
-    signature = metric.get_signature()
-    signature.update("bs", samples)
-    signature.update("seed", result["bootstrap_seed"])
-    return {**result, "signature": f"{signature}|seed_pairs:{len(pairs)}"}
+    return {**result, "signature": bootstrap_signature(metric.signature, result)}
 
 
-def statistics_test(sentence_stats: np.ndarray, metric: BLEU, samples: int = RESAMPLES,
+def bootstrap_signature(signature: str, result: dict) -> str:
+    """The metric's sacreBLEU signature with the test's resamples, their seed and the seed pairs."""
+    return f"{signature}|bs:{result['samples']}|seed:{result['bootstrap_seed']}|seed_pairs:{len(result['seeds'])}"
+
+
+def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = RESAMPLES,
                     seeds: list[int] | None = None) -> dict:
-    """The test from each seed pair's system and baseline sentence statistics ([k, 2, n, 2 + 2N]): the
+    """The test from each seed pair's system and baseline sentence statistics in `metric` ([k, 2, n, S]): the
     mean system and baseline scores and their difference, the one-sided p's of the system beating and
-    of it trailing the baseline, the 95% CIs of the system's score and of the difference, the parts of
+    of it trailing the baseline (in the metric's units and sign: for TER, lower is better, p_less is
+    the p of the system beating its baseline), the 95% CIs of the system's score and of the difference, the parts of
     the difference's variance and each pair's own scores. The sentence resamples are sacreBLEU's draws
     (`SACREBLEU_SEED`), shared by every pair."""
     k, n = sentence_stats.shape[0], sentence_stats.shape[2]
     seeds = seeds or list(range(1, k + 1))
     seed = bootstrap_seed()
     counts = sentence_counts(np.random.default_rng(seed).choice(n, size=(samples, n), replace=True), n)
-    observed = bleu_from_statistics(sentence_stats.sum(2), metric)                         # [k, 2]
-    resampled = bleu_from_statistics(np.matmul(counts, sentence_stats), metric)            # [k, 2, B]
+    observed = metric.score(sentence_stats.sum(2))                                         # [k, 2]
+    resampled = metric.score(np.matmul(counts, sentence_stats))                            # [k, 2, B]
     test, parts = mean_difference(observed[:, 0] - observed[:, 1], resampled[:, 0] - resampled[:, 1])
     score, baseline = observed.mean(0)
     mean, ci = estimate_ci(resampled[:, 0].mean(0))
@@ -226,8 +208,8 @@ def statistics_test(sentence_stats: np.ndarray, metric: BLEU, samples: int = RES
     low, high = test.bounds(0.95)
     return {
         "score": float(score), "baseline": float(baseline), "delta": test.delta,  # the seeds' mean scores
-        "p_greater": test.p(+1),                                 # one-sided: the system beats the baseline
-        "p_less": test.p(-1),                                    # one-sided: the system trails it
+        "p_greater": test.p(+1),                                 # one-sided: the system scores above the baseline
+        "p_less": test.p(-1),                                    # one-sided: it scores below
         # Over the sentence resamples, as sacreBLEU's paired bootstrap names them: the system's score,
         # mean ± ci its 95% CI, and the baseline's, baseline_mean ± baseline_ci
         "mean": float(mean), "ci": float(ci), "ci_low": float(mean - ci), "ci_high": float(mean + ci),
@@ -240,43 +222,43 @@ def statistics_test(sentence_stats: np.ndarray, metric: BLEU, samples: int = RES
     }
 
 
-def compare(systems: list[dict[str, str]], baselines: list[dict[str, str]], refs: list[str],
-            refs_tok: list[str], samples: int, seeds: list[int] | None = None) -> dict:
-    """Both BLEUs, pooled over the seed pairs (systems[i], baselines[i]): sacreBLEU on the detokenized
-    `hyp` files against `refs`, tokenized BLEU on the Moses-tokenized `hyp_tok` files against `refs_tok`."""
-    if len(systems) != len(baselines):
-        raise InputError(f"{len(systems)} system hypotheses but {len(baselines)} baseline ones: one pair a seed")
-    streams = {"sacrebleu": [read_lines(r) for r in refs], "tok_bleu": [read_lines(r) for r in refs_tok]}
-    files = {"sacrebleu": "hyp", "tok_bleu": "hyp_tok"}
-    return {metric: pooled_bootstrap([(read_lines(s[kind]), read_lines(b[kind])) for s, b in zip(systems, baselines)],
-                                     streams[metric], metric, samples, seeds)
-            for metric, kind in files.items()}
+def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[int] | None = None) -> dict:
+    """Every metric's test (evaluation/metrics), pooled over the seed pairs (systems[i], baselines[i]):
+    each a sentence statistics file of `nmtrepro bleu` (`read_statistics`), scored against the same
+    references (the same sentences, the same signatures)."""
+    if len(systems) != len(baselines) or not systems:
+        raise InputError(f"{len(systems)} system statistics but {len(baselines)} baseline ones: one pair a seed")
+    paths = [path for pair in zip(systems, baselines) for path in pair]
+    saved = [read_statistics(path) for path in paths]
+    out = {}
+    for name, metric in METRICS.items():
+        shapes = {stats[name].shape[0] for stats, _ in saved}
+        signatures = {signature[name] for _, signature in saved}
+        if len(shapes) != 1 or len(signatures) != 1:
+            raise InputError(f"paired bootstrap ({metric.label}) needs statistics of the same sentences scored the "
+                             f"same way: {', '.join(f'{p} ({s[name].shape[0]} sentences, {g[name]})' for p, (s, g) in zip(paths, saved))}")
+        stacked = np.array([stats[name] for stats, _ in saved], dtype="float32")         # [2k, n, S]
+        result = statistics_test(stacked.reshape(len(systems), 2, *stacked.shape[1:]), metric, samples, seeds)
+        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result)}
+    return out
 
 
 def add_arguments_significance(parser) -> None:
-    parser.add_argument("--hyp", action="append", required=True, help="system: detokenized hypothesis (one a seed)")
-    parser.add_argument("--hyp-tok", action="append", required=True, help="system: Moses-tokenized hypothesis (one a seed)")
-    parser.add_argument("--base-hyp", action="append", required=True,
-                        help="baseline: detokenized hypothesis of the same seed, in the order of --hyp")
-    parser.add_argument("--base-hyp-tok", action="append", required=True,
-                        help="baseline: Moses-tokenized hypothesis, in the order of --hyp")
+    parser.add_argument("--stats", action="append", required=True,
+                        help="system: its sentence statistics (nmtrepro bleu --out-statistics), one a seed")
+    parser.add_argument("--base-stats", action="append", required=True,
+                        help="baseline: its sentence statistics of the same seed, in the order of --stats")
     parser.add_argument("--seed", action="append", type=int, default=[], help="each pair's seed, in order (labels)")
-    parser.add_argument("--ref", action="append", required=True, help="raw reference (repeat: several references)")
-    parser.add_argument("--ref-tok", action="append", required=True, help="Moses-tokenized reference (repeat)")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
     parser.add_argument("--out", required=True,
                         help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences")
 
 
 def run_significance(args) -> None:
-    if not (len(args.hyp) == len(args.hyp_tok) == len(args.base_hyp) == len(args.base_hyp_tok)):
-        raise InputError("--hyp, --hyp-tok, --base-hyp and --base-hyp-tok need one file a seed each")
-    systems = [{"hyp": h, "hyp_tok": t} for h, t in zip(args.hyp, args.hyp_tok)]
-    baselines = [{"hyp": h, "hyp_tok": t} for h, t in zip(args.base_hyp, args.base_hyp_tok)]
-    result = compare(systems, baselines, args.ref, args.ref_tok, args.samples, args.seed or None)
+    result = compare(args.stats, args.base_stats, args.samples, args.seed or None)
     write_json(args.out, result)
     for metric, entry in result.items():
-        log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (better) / %.4f (worse), "
+        log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (higher) / %.4f (lower), "
                  "95%% CI of the difference %+.2f to %+.2f (%d resamples, seed %d)", metric, entry["score"],
                  entry["baseline"], len(entry["seeds"]), entry["p_greater"], entry["p_less"], entry["delta_low"],
                  entry["delta_high"], entry["samples"], entry["bootstrap_seed"])

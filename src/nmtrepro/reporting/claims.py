@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.files import InputError
+from ..evaluation.metrics import METRICS, SECOND_METRIC
 from ..evaluation.multiplicity import holm
 from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
@@ -58,7 +59,10 @@ POWER = 0.8  # the power at which a row's minimal detectable effect is computed
 PRIMARY_WEIGHT = 0.8
 CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
-METRIC_LABELS = {"tok_bleu": "tokenized BLEU", "sacrebleu": "sacreBLEU"}
+METRIC_LABELS = {name: metric.label for name, metric in METRICS.items()}
+# The BLEUs a model's floor (MIN_BASELINE_BLEU) is read in; a claim in another metric reads sacreBLEU's,
+# of the same detokenized text.
+BLEUS = ("tok_bleu", "sacrebleu")
 COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, MDE, "p", "page p", "verdict", "size"]
 # The numbers behind a row that the page does not print: the interval's bounds and each seed pair's Δ (the
 # forest plot draws them), the baseline's BLEU as the test wrote it (the page across scales prints it).
@@ -74,19 +78,22 @@ MIN_BASELINE_BLEU = 5.0
 @dataclass(frozen=True)
 class Claim:
     text: str
-    paper_delta: float
-    metric: str                # the BLEU of the significance JSON it reads: tok_bleu or sacrebleu
+    paper_delta: float | None  # None: the paper printed no difference in this metric (`seen_in`)
+    metric: str                # the metric of the significance JSON it reads (evaluation/metrics)
     significance: str          # pooled paired-bootstrap JSON of the claim's experiment vs its baseline
     comparable: bool = True
     paper_says: str = ""       # the word the paper qualifies the claim by ("marginally"), if any
     margin: float | None = None  # a claim of no gain: tested as Δ < margin (non-superiority)
     primary: bool = False      # its paper's central claim: the larger share of the page's ALPHA
+    expects: int = 0           # the claimed sign of the difference where paper_delta is None
 
     @property
     def direction(self) -> int:
-        """+1 where the claim is that the experiment beats the baseline, -1 where it trails it or (a claim
-        of no gain) falls short of the margin."""
-        return -1 if self.margin is not None else int(np.sign(self.paper_delta))
+        """+1 where the claim is that the experiment scores above the baseline, -1 where it scores below
+        or (a claim of no gain) falls short of the margin."""
+        if self.margin is not None:
+            return -1
+        return self.expects if self.paper_delta is None else int(np.sign(self.paper_delta))
 
     @property
     def threshold(self) -> float:
@@ -96,6 +103,23 @@ class Claim:
     def paper_distance(self) -> float:
         """How far the paper's Δ lies from the threshold on the claim's side: the size a run must detect."""
         return self.direction * (self.paper_delta - self.threshold)
+
+
+def seen_in(claim: Claim, metric: str) -> Claim | None:
+    """The claim as a test in another metric: the same two experiments, the side it claims (a gain is a
+    higher BLEU and a lower TER), no paper Δ (the paper printed its own metric's). None for a claim of no
+    gain, whose margin is in its own metric's points."""
+    if claim.metric == metric:
+        return claim
+    if claim.margin is not None:
+        return None
+    sign = claim.direction * METRICS[claim.metric].orientation * METRICS[metric].orientation
+    return replace(claim, metric=metric, paper_delta=None, expects=sign)
+
+
+def floor_metric(metric: str) -> str:
+    """The BLEU a model's floor is read in beside a test in `metric`."""
+    return metric if metric in BLEUS else "sacrebleu"
 
 
 def collapsed(sig: dict) -> list[str]:
@@ -150,11 +174,13 @@ def decide(claim: Claim, judged: Judged, page_p: float, low: float, high: float,
         return (f"inconclusive: the seed pairs split ({seeds.count(side)} of {len(seeds)} on the side of our "
                 f"mean)")
     far = high if claim.direction > 0 else low                  # our bound on the paper's side
-    if claim.direction * (claim.paper_delta - far) > 0:
+    if claim.paper_delta is not None and claim.direction * (claim.paper_delta - far) > 0:
         return f"paper's Δ excluded (our interval ends at {far:+.2f}, short of the paper's {claim.paper_delta:+.2f})"
     if judged.two_sided < ALPHA:
         return (f"inconclusive: significant before the page's correction only (p {format_p(judged.two_sided)} "
                 f"two-sided, {format_p(page_p)} on the page)")
+    if claim.paper_delta is None:
+        return "inconclusive: our interval holds the threshold (no paper Δ in this metric)"
     if mde > claim.paper_distance:
         return (f"inconclusive: this run detects only {mde:.2f} or more from {claim.threshold:g}, the paper's "
                 f"Δ lies {claim.paper_distance:.2f} from it")
@@ -168,7 +194,8 @@ def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
     noises = {}
     for metric in sorted(set(metrics)):
         entries = {name: read_entry(path, metric) for name, path in pool.items()}
-        translating = {name: entry for name, entry in entries.items() if not collapsed(entry)}
+        translating = {name: entry for name, entry in entries.items()
+                       if not collapsed(read_entry(pool[name], floor_metric(metric)))}
         noises[metric] = SeedNoise.of(translating) if pool else None
     return noises
 
@@ -198,7 +225,9 @@ def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.
 
 def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoise | None]) -> pd.DataFrame:
     """`build_claims` on loaded entries and pooled noises."""
-    unjudged = {i: collapsed(sig) for i, sig in sigs.items()}
+    unjudged = {i: collapsed(sig if claims[i].metric in BLEUS else read_entry(claims[i].significance,
+                                                                             floor_metric(claims[i].metric)))
+                for i, sig in sigs.items()}
     for i, sig in sigs.items():
         noise = noises[claims[i].metric]
         if not unjudged[i] and len(sig["seeds"]) == 1 and not (noise and noise.df):
@@ -241,10 +270,76 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
         mde = detectable(test, levels[i])
         row.update({"ours Δ": test.delta, CI: f"{low:+.2f} to {high:+.2f}", MDE: mde, "p": judged[i].p_for,
                     "_low": low, "_high": high,
-                    "size": "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
+                    "size": "" if claim.paper_delta is None else
+                    "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
         found = decide(claim, judged[i], page_p[i], low, high, mde)
         rows.append({**row, "page p": page_p[i], "verdict": found + says})
     return pd.DataFrame(rows, columns=COLUMNS + HIDDEN)
+
+
+SECOND = METRIC_LABELS[SECOND_METRIC]
+# After them, each measured claim's difference in every other registered metric, unjudged (a new metric
+# module shows here at once).
+SECOND_COLUMNS = [f"{SECOND} Δ", f"{SECOND} verdict", "Δ in other metrics"]
+NOT_JUDGED = "not judged"  # in SECOND_METRIC, a claim not judged in its own metric
+
+
+def in_second_metric(claims: list[Claim], table: pd.DataFrame, pool: dict[str, str]
+                     ) -> tuple[pd.DataFrame, dict[str, SeedNoise | None]]:
+    """Each claim judged in SECOND_METRIC beside its verdict in its own (`table`, `assess`'s): the same test
+    and procedure, the page's claims in that metric their own family, its seed noise pooled over the same
+    comparisons, the claim's side without the paper's Δ (`seen_in`). Only claims judged in their own
+    metric are judged in it (a model below the floor is one in any metric); a claim of no gain is not (its
+    margin is in its own metric). The columns SECOND_COLUMNS (each measured claim's Δ in SECOND_METRIC and
+    the other metrics, judged or not), a verdict whose word differs from its own metric's flagged; and that
+    metric's pooled seed noise ({SECOND_METRIC: noise}, {} where no claim is judged in it), for the note."""
+    own = table["verdict"].map(verdict_word)
+    views = [seen_in(claim, SECOND_METRIC) if claim.comparable and not word.startswith(UNJUDGED) else None
+             for claim, word in zip(claims, own)]
+    here = [view or replace(claim, metric=SECOND_METRIC, comparable=False, significance=NOT_MEASURED)
+            for claim, view in zip(claims, views)]
+    sigs = load(here)
+    noise = seed_noises(pool, [SECOND_METRIC] if sigs else [])
+    seen = assess(here, sigs, noise)
+    verdicts, deltas, others = [], [], []
+    for claim, view, word, verdict in zip(claims, views, own, seen["verdict"]):
+        if view is None:
+            verdicts.append(NOT_JUDGED if word.startswith(UNJUDGED) else
+                            f"not tested (a claim of no gain: its margin is in {METRIC_LABELS[claim.metric]})")
+        elif verdict_word(verdict) != word:
+            verdicts.append(f"{verdict}; differs from {METRIC_LABELS[claim.metric]} ({word})")
+        else:
+            verdicts.append(verdict)
+        measured = {name: read_entry(claim.significance, name)["delta"] for name in METRICS} if claim.comparable else {}
+        deltas.append(measured.get(SECOND_METRIC, float("nan")))
+        others.append(" · ".join(f"{METRIC_LABELS[name]} {delta:+.2f}" for name, delta in measured.items()
+                                 if name not in (claim.metric, SECOND_METRIC)))
+    return pd.DataFrame(dict(zip(SECOND_COLUMNS, (deltas, verdicts, others)))), noise
+
+
+SECOND_NOTE = (f"{SECOND} Δ and verdict: each claim judged in {SECOND} as well (sacreBLEU's chrF2 on detokenized "
+               f"output: character n-grams, recall weighted twice), by the same test and procedure, the page's claims "
+               f"in it a family of their own and its seed noise pooled over the same comparisons; tested on the "
+               f"claim's side without a paper Δ (the papers print BLEU), so no 'paper's Δ excluded'; a claim not "
+               f"judged in its own metric is not judged in it either. Where its verdict is another word than the "
+               f"claim's own metric's, the cell says so. Δ in other metrics: the same difference in each other metric "
+               f"of the significance JSON (sacreBLEU's, with their signatures there; TER is lower-is-better, a gain "
+               f"shows as a fall), not tested.")
+
+
+def disagreements(claims: list[Claim], table: pd.DataFrame) -> str:
+    """The reading's clause on the claims whose verdict in SECOND_METRIC is another word than in their own
+    (`in_second_metric`'s flag), or that none is."""
+    second = table[SECOND_COLUMNS[1]]
+    both = int((~second.str.startswith(("not tested", NOT_JUDGED))).sum())
+    if not both:
+        return ""
+    differing = [f"{claim.text} ({verdict_word(own)} in {METRIC_LABELS[claim.metric]}, {verdict_word(other)} in {SECOND})"
+                 for claim, own, other in zip(claims, table["verdict"], second) if "; differs from " in other]
+    if not differing:
+        return f" In {SECOND}, each of the {both} claims judged in both gets the same verdict."
+    return (f" In {SECOND}, {len(differing)} of the {both} claims judged in both get another verdict: "
+            f"{'; '.join(differing)}.")
 
 
 def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
@@ -259,7 +354,7 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
     same = ("" if homogeneity is None else f"; Bartlett's test that the spreads share one variance: p "
             f"{format_p(homogeneity)}" + (" (they differ: the pooled value averages recipes whose seed noise "
                                           "differs)" if homogeneity < ALPHA else ""))
-    return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} BLEU, "
+    return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} points, "
             f"pooled on {noise.df} degrees of freedom from the spreads (SD) of the seed pairs' differences of {each}, "
             f"less each one's own test-set part{same}.")
 
@@ -315,12 +410,13 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
 
 # A verdict's label class (render.STYLE) by its first words.
 LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "paper's Δ excluded": "warn", "inconclusive": "open",
-               "not comparable": "none", "seed noise unmeasured": "none"}
+               "not comparable": "none", "seed noise unmeasured": "none", "not tested": "none", NOT_JUDGED: "none"}
 UNJUDGED = ("not comparable", "seed noise unmeasured")
 # The causes of an inconclusive verdict, by its words after "inconclusive: ", as the reading counts them.
 CAUSES = {"the seed pairs split": "the seed pairs split", "significant before": "significant before the page's "
           "correction only", "this run detects only": "the run could not detect a difference of the paper's size",
-          "our interval holds both": "our interval holds both the threshold and the paper's Δ"}
+          "our interval holds both": "our interval holds both the threshold and the paper's Δ",
+          "our interval holds the threshold": "our interval holds the threshold"}
 
 
 def verdict_label(text: str) -> Label:
@@ -400,10 +496,10 @@ def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = No
 # A claim as the workflow passes it (claims_inputs.smk `claim_args`): one JSON object, its fields named
 # as Claim's; `significance` null where it is not comparable at this scale. A new claim field is a Claim
 # field with its default and the schema's key of the same name (`GIVEN`), read where the page uses it.
-FORMAT = ('{"text": SENTENCE, "paper_delta": D, "metric": "tok_bleu"|"sacrebleu", "significance": JSON|null'
-          '[, "margin": M][, "paper_says": WORD]}')
+FORMAT = ('{"text": SENTENCE, "paper_delta": D, "metric": ' + "|".join(f'"{name}"' for name in METRICS)
+          + ', "significance": JSON|null[, "margin": M][, "paper_says": WORD]}')
 REQUIRED = ("text", "paper_delta", "metric", "significance")
-OPTIONAL = {field.name for field in fields(Claim)} - set(REQUIRED) - {"comparable", "primary"}
+OPTIONAL = {field.name for field in fields(Claim)} - set(REQUIRED) - {"comparable", "primary", "expects"}
 # What a paper's claim entry gives as it is (the config schema's keys of the same names); a claim of no
 # gain's margin is the workflow's (one rule: half the smallest gain its paper calls a help).
 GIVEN = sorted(OPTIONAL - {"margin"})
@@ -503,13 +599,14 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The page's cells as text: signed differences, p's with three decimals, the MDE with two, the
     verdicts as labels; the plot's columns dropped."""
     table = table.drop(columns=[column for column in table if column.startswith("_")])
-    signed = {column: table[column].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}") for column in ("paper Δ", "ours Δ")}
+    signed = {column: table[column].map(lambda v: "" if pd.isna(v) else f"{v:+.2f}")
+              for column in ("paper Δ", "ours Δ", SECOND_COLUMNS[0]) if column in table}
+    labels = {column: table[column].map(verdict_label) for column in ("verdict", SECOND_COLUMNS[1]) if column in table}
     return table.assign(**signed, **{column: table[column].map(format_p) for column in ("p", "page p")},
-                        **{MDE: table[MDE].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
-                           "verdict": table["verdict"].map(verdict_label)})
+                        **{MDE: table[MDE].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")}, **labels)
 
 
-NUMERIC = ("baseline BLEU", "paper Δ", "ours Δ", CI, MDE, "p", "page p")
+NUMERIC = ("baseline BLEU", "paper Δ", "ours Δ", CI, MDE, "p", "page p", SECOND_COLUMNS[0])
 
 
 def read_json_arg(flag: str, text: str, claims: list[Claim], sentences) -> dict:
@@ -631,12 +728,15 @@ def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale:
 def run_claims(args) -> None:
     claims = mark_primaries([parse_claim(spec)[0] for spec in args.claim], args.primary)
     curves, budgets = parse_curves(args.curves, claims), parse_budgets(args.budgets, claims)
-    sigs = load(claims)
-    noises = seed_noises(parse_pool(args.pool), [claims[i].metric for i in sigs])
-    table, closing, panels = over_training(claims, curves, assess(claims, sigs, noises), args.scale)
+    sigs, pool = load(claims), parse_pool(args.pool)
+    noises = seed_noises(pool, [claims[i].metric for i in sigs])
+    judged = assess(claims, sigs, noises)
+    second, second_noise = in_second_metric(claims, judged, pool)
+    table, closing, panels = over_training(claims, curves, judged, args.scale)
+    table = pd.concat([table, second], axis=1)
     by_budget, points, changing = at_budgets(claims, budgets, sigs, table)
     changing += elsewhere(claims, table, parse_others(args.others, claims), args.scale)
-    note = " ".join([claims_note(claims, list(sigs.values()), noises), *args.note])
+    note = " ".join([claims_note(claims, list(sigs.values()), {**noises, **second_noise}), SECOND_NOTE, *args.note])
     plot = forest_plot(claims, table, args.scale)
     save_figure(plot, None, args.out_svg)
     figures = [(figure_svg(plot), Path(args.out_svg).name)]
@@ -654,4 +754,5 @@ def run_claims(args) -> None:
                          ["right" if column in NUMERIC + ("budget", "updates") else "left" for column in BUDGET_COLUMNS]))
     write_table(shown, args.title, note, args.out_md, args.out_html,
                 colalign=["right" if column in NUMERIC else "left" for column in shown.columns],
-                reading=reading(table) + closing + changing, figures=figures, sections=sections)
+                reading=reading(table) + disagreements(claims, table) + closing + changing, figures=figures,
+                sections=sections)

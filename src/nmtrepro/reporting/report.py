@@ -17,14 +17,18 @@ import pandas as pd
 
 from ..core.files import InputError, read_json, require_file
 from ..data.annotations import annotation, registry
+from ..evaluation.metrics import METRICS, SECOND_METRIC
 from .papers import read_paper_numbers
 from .render import figure, save_figure, write_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", "Δ",
-                 "our test set", "signature", "baseline", "vs baseline", "p (one-sided)", "CI", "mark"]
+SECOND = METRICS[SECOND_METRIC].label
+# Beside ours and its difference from the baseline, the same in SECOND_METRIC (the papers print BLEU only).
+TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", f"ours {SECOND}", "Δ",
+                 "our test set", "signature", "baseline", "vs baseline", f"{SECOND} vs baseline", "p (one-sided)",
+                 "CI", "mark"]
 # How a table's note says each BLEU of the JSON was scored.
 SCORED = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
@@ -89,7 +93,8 @@ def read_score(path, metric: str) -> dict:
     except json.JSONDecodeError as err:
         raise InputError(f"{path}: not valid JSON ({err})") from err
     if metric not in scores:
-        raise InputError(f"{path} has no {metric!r} score (it has: {', '.join(scores)})")
+        raise InputError(f"{path} has no {metric!r} score (it has: {', '.join(scores)}); if it was written before "
+                         f"that metric, compute it again: snakemake --forcerun bleu")
     entry = scores[metric]
     if not isinstance(entry, dict) or not {"score", "signature"} <= entry.keys():
         raise InputError(f"{path}: {metric!r} lacks its score or signature")
@@ -173,8 +178,10 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
         cell = by_cell.get((entry.row, entry.column))
         measured = [read_score(path, metric) for path in cell.paths] if cell else []
         ours = round(sum(m["score"] for m in measured) / len(measured), 2) if measured else float("nan")
+        second = [read_score(path, SECOND_METRIC)["score"] for path in cell.paths] if cell else []
         sig = read_significance(significance[cell.experiment], metric) \
             if cell and cell.experiment in significance else None
+        second_sig = read_significance(significance[cell.experiment], SECOND_METRIC) if sig else None
         rows.append({
             "experiment": cell.experiment if cell else "",
             "row": entry.row,
@@ -183,11 +190,13 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "paper note": entry.note,
             "ours": ours,
             "per seed": " / ".join(f"{m['score']:.2f}" for m in measured) if len(measured) > 1 else "",
+            f"ours {SECOND}": round(sum(second) / len(second), 2) if second else float("nan"),
             "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
             "our test set": test_sets.get(cell.experiment, "") if cell else "",
             "signature": measured[0]["signature"] if measured else "",
             "baseline": baselines.get(cell.experiment, "") + shared_seeds(sig, len(cell.paths)) if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
+            f"{SECOND} vs baseline": round(second_sig["delta"], 2) if sig else float("nan"),
             "p (one-sided)": sig["p_greater"] if sig else float("nan"),
             "CI": "{:+.2f} to {:+.2f}".format(*MeanDifference.of(sig).bounds(mark_confidence(marks))) if sig else "",
             "mark": mark(sig["score"], sig["baseline"], sig["p_greater"], marks) if sig else "",
@@ -238,7 +247,9 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.assign(**{"paper BLEU": table["paper BLEU"].map(fmt(".2f")),
                             "ours": table["ours"].map(fmt(".2f")) + table["mark"],
                             "Δ": table["Δ"].map(fmt("+.2f")),
+                            f"ours {SECOND}": table[f"ours {SECOND}"].map(fmt(".2f")),
                             "vs baseline": table["vs baseline"].map(fmt("+.2f")),
+                            f"{SECOND} vs baseline": table[f"{SECOND} vs baseline"].map(fmt("+.2f")),
                             "p (one-sided)": table["p (one-sided)"].map(format_p)})
     return shown.drop(columns="mark")
 
@@ -318,6 +329,9 @@ def run_table(args) -> None:
     table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
                         significance, baselines, args.marks, args.paper_column)
     note = comparability_note(args.metric, args.scale, args.lowercased)
+    note += (f" Ours {SECOND}: sacreBLEU's {SECOND} on the same detokenized output (character n-grams, "
+             f"its signature in the JSON), the mean over the same seeds" + (f"; '{SECOND} vs baseline' its "
+             f"difference from the baseline over the same seed pairs (marks and p are BLEU's)." if significance else "."))
     if significance:
         from ..evaluation.significance import MARK_STYLES, mark_confidence
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
@@ -340,7 +354,7 @@ def run_table(args) -> None:
         note += " " + annotation_note(name, stats[name])
     note = " ".join([note, *args.note])
     shown = _display(table)
-    numeric = {"paper BLEU", "ours", "Δ", "vs baseline", "p (one-sided)"}
+    numeric = {"paper BLEU", "ours", f"ours {SECOND}", "Δ", "vs baseline", f"{SECOND} vs baseline", "p (one-sided)"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
                 colalign=["right" if c in numeric else "left" for c in shown.columns], escape_tex=False,
                 reading=table_reading(table))
