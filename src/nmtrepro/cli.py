@@ -24,6 +24,7 @@ COMMANDS = {
     "average": ("nmtrepro.training.checkpoint", "average the last K checkpoints"),
     "select-checkpoint": ("nmtrepro.evaluation.dev_bleu", "of the last K checkpoints, the one with the best dev BLEU"),
     "decode": ("nmtrepro.evaluation.generate", "beam-search a test set with incremental decoding"),
+    "export-ct2": ("nmtrepro.evaluation.ct2", "a standard Transformer as a CTranslate2 model folder"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
