@@ -7,7 +7,7 @@ CTranslate2 under the same rules (`evaluation.ct2.translate`: our length limit p
 CTranslate2 takes one per call, so its batches hold the sentences of one limit, at most --max-tokens
 tokens). Each decoder gets one thread (torch's intra-op threads, CTranslate2's intra_threads and one
 translator); rounds are interleaved and each decoder's fastest round counts, as a shared machine slows
-some rounds. Printed, and written to OUT/ct2_speed.json: sentences/s of each at --beam, CTranslate2
+some rounds (the ratio of each round's two times is printed too: a round's decoders share its load). Printed, and written to OUT/ct2_speed.json: sentences/s of each at --beam, CTranslate2
 float32's speed over ours, and of the outputs the share identical to ours, at --beam and greedy.
 Run from the repository root:
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -91,6 +92,7 @@ def main() -> None:
               "sentences_per_s": speed, "seconds": seconds,
               "ct2_float32_over_ours": speed["ct2_float32"] / speed["ours"],
               "ct2_int8_over_ours": speed["ct2_int8"] / speed["ours"],
+              "ct2_float32_over_ours_by_round": [a / b for a, b in zip(seconds["ours"], seconds["ct2_float32"])],
               "identical_at_beam": {name: share(outputs, name) for name in decoders if name != "ours"},
               "identical_greedy": {name: share(greedy, name) for name in decoders if name != "ours"}}
     (out / "ct2_speed.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -99,6 +101,9 @@ def main() -> None:
         print(f"{name:>12}: {speed[name]:6.1f} sentences/s" + ("" if name == "ours" else
               f"  {speed[name] / speed['ours']:.2f}x ours; identical to ours: {result['identical_at_beam'][name]:.1%}"
               f" at beam {args.beam}, {result['identical_greedy'][name]:.1%} greedy"))
+    print(f"CTranslate2 float32 over ours round by round (the same load): median "
+          f"{statistics.median(result['ct2_float32_over_ours_by_round']):.2f}x, "
+          + ", ".join(f"{r:.2f}" for r in result["ct2_float32_over_ours_by_round"]))
 
 
 if __name__ == "__main__":
