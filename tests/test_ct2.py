@@ -44,9 +44,10 @@ def ours(folder, lines: list[list[str]], beam: int) -> list[list[str]]:
                                          beam=beam)[0]).split() for words in lines]
 
 
-@pytest.mark.parametrize("pre_norm", [True, False], ids=["pre-norm", "post-norm"])
-def test_ct2_greedy_equals_ours_and_beam_nearly(tmp_path, pre_norm):
-    folder = bundle(tmp_path, pre_norm=pre_norm)
+@pytest.mark.parametrize("options", [{"pre_norm": True}, {"pre_norm": False, "output_bias": True}],
+                         ids=["pre-norm", "post-norm-output-bias"])
+def test_ct2_greedy_equals_ours_and_beam_nearly(tmp_path, options):
+    folder = bundle(tmp_path, **options)
     assert cli.main(["export-ct2", "--model", str(folder), "--out", str(tmp_path / "ct2")]) == 0
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), intra_threads=1)
     lines = sources(Vocab.load(folder / "dict.src.txt"))
@@ -55,11 +56,11 @@ def test_ct2_greedy_equals_ours_and_beam_nearly(tmp_path, pre_norm):
     assert ct2.translate(translator, lines, beam=1) == greedy
     beam = ours(folder, lines, beam=5)
     same = sum(a == b for a, b in zip(ct2.translate(translator, lines, beam=5), beam)) / len(lines)
-    assert same >= 0.9, same                                       # measured: 60 of 60 pre-norm, 58 post-norm
+    assert same >= 0.9, same                                       # measured: 60 of 60 in either
 
 
 def test_a_model_file_exports_with_its_prepared_folder_and_int8_weights(tmp_path):
-    folder = bundle(tmp_path, updates=20, output_bias=True)
+    folder = bundle(tmp_path, updates=20)
     out = tmp_path / "ct2-int8"
     args = ["export-ct2", "--model", str(folder / "model.pt"), "--prepared", str(folder), "--out", str(out),
             "--quantization", "int8"]
