@@ -26,6 +26,7 @@ COMMANDS = {
     "decode": ("nmtrepro.evaluation.generate", "beam-search a test set with incremental decoding"),
     "translate": ("nmtrepro.evaluation.translate", "translate raw text with a model bundle, a line for a line"),
     "bundle": ("nmtrepro.evaluation.bundle", "a model's folder that translates alone: weights, vocabularies, BPE, settings"),
+    "export-ct2": ("nmtrepro.evaluation.ct2", "a standard Transformer as a CTranslate2 model folder"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis in every metric: sacreBLEU, tokenized BLEU, chrF, chrF++, TER"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),

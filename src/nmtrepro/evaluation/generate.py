@@ -31,6 +31,13 @@ log = logging.getLogger("nmtrepro.evaluation.generate")
 UNKNOWN_WARNING = 0.1
 
 
+def max_lengths(src_len: torch.Tensor, max_len_a: float, max_len_b: int) -> torch.Tensor:
+    """(B,) most tokens before the EOS that ends an output, of sources of `src_len` (B,) tokens (their
+    EOS included): a * len + b, rounded down, in float32. CTranslate2's decoding
+    (ct2.py) takes the same limits."""
+    return (src_len.float() * max_len_a + max_len_b).long()
+
+
 @torch.no_grad()
 def beam_search_nbest(model, net_input: dict, beam: int = DEFAULTS["beam"], lenpen: float = DEFAULTS["lenpen"],
                       max_len_a: float = DEFAULTS["max_len_a"], max_len_b: int = DEFAULTS["max_len_b"],
@@ -42,8 +49,7 @@ def beam_search_nbest(model, net_input: dict, beam: int = DEFAULTS["beam"], lenp
     once, and beam rows then reorder the encoder state."""
     src = net_input["src"]
     bsz, k, device = src.size(0), beam, src.device
-    src_len = src.ne(Vocab.pad).sum(1)
-    max_len = (src_len.float() * max_len_a + max_len_b).long()          # (B,)
+    max_len = max_lengths(src.ne(Vocab.pad).sum(1), max_len_a, max_len_b)  # (B,)
     enc = model.encode(**net_input)
     order = torch.arange(bsz, device=device).repeat_interleave(k)
     enc = model.reorder_encoder(enc, order)
