@@ -27,7 +27,8 @@ def bundle(tmp_path, updates: int = 150, **options):
     trainer = Trainer(Corpus(folder), {**MODEL, **options}, Settings.from_dict({**SETTINGS, "max_updates": updates}),
                       tmp_path / "ckpt")
     trainer.train()
-    checkpoint.save({"model_spec": trainer.spec, "model": trainer.model.state_dict()}, folder / "model.pt")
+    checkpoint.save({"model_spec": trainer.spec, "model": trainer.model.state_dict(),
+                     "vocab": checkpoint.vocab_digests(*Vocab.load_pair(folder))}, folder / "model.pt")
     return folder
 
 
@@ -82,3 +83,15 @@ def test_other_families_and_options_are_refused_by_name(tmp_path, capsys, spec, 
     assert cli.main(["export-ct2", "--model", str(tmp_path), "--out", str(tmp_path / "ct2")]) == 2
     assert named in capsys.readouterr().err
     assert not (tmp_path / "ct2").exists()
+
+
+def test_dictionaries_that_are_not_the_models_are_refused(tmp_path, capsys):
+    folder = bundle(tmp_path, updates=1)
+    other = tmp_path / "other"
+    other.mkdir()
+    src, tgt = ((folder / f"dict.{side}.txt").read_text().splitlines() for side in ("src", "tgt"))
+    (other / "dict.src.txt").write_text("\n".join(src[:4] + src[4:][::-1]) + "\n")   # same size, other order
+    (other / "dict.tgt.txt").write_text("\n".join(tgt) + "\n")
+    args = ["export-ct2", "--model", str(folder / "model.pt"), "--prepared", str(other), "--out", str(tmp_path / "ct2")]
+    assert cli.main(args) == 2
+    assert "another src vocabulary" in capsys.readouterr().err and not (tmp_path / "ct2").exists()

@@ -126,14 +126,11 @@ def _set(obj, path: str, value) -> None:
 
 def transformer_spec(spec: dict, weights: dict[str, torch.Tensor], src_vocab: Vocab, tgt_vocab: Vocab):
     """CTranslate2's TransformerSpec holding our weights: every weight of ours has its place there, and
-    `validate` finds every place filled. `spec` is a model file's "model_spec" that `refusal` passes."""
+    `validate` finds every place filled. `spec` is a model file's "model_spec" that `refusal` passes, and
+    the vocabularies the ones `checkpoint.check_vocabularies` found to be the model's."""
     import ctranslate2
 
     config = configure({key: value for key, value in spec.items() if key not in ("src_vocab", "tgt_vocab")})
-    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
-        if spec[f"{side}_vocab"] != len(vocab):
-            raise InputError(f"the model's {side} vocabulary has {spec[f'{side}_vocab']} symbols, "
-                             f"its dict.{side}.txt {len(vocab)}: not the model's dictionaries")
     out = ctranslate2.specs.TransformerSpec.from_config(
         (config.encoder_layers, config.decoder_layers), config.heads, pre_norm=config.pre_norm,
         activation=ctranslate2.specs.Activation.RELU)
@@ -158,12 +155,14 @@ def transformer_spec(spec: dict, weights: dict[str, torch.Tensor], src_vocab: Vo
 
 def export(model_path: str | Path, vocab_dir: str | Path, out: str | Path, quantization: str | None = None) -> Path:
     """Write the CTranslate2 model of a model file and its dictionaries to the folder `out`, atomically
-    (built beside it, renamed onto it); `quantization` as CTranslate2's converters take it."""
+    (built beside it, renamed onto it); `quantization` as CTranslate2's converters take it. Dictionaries
+    that are not the model's (their sizes, or the digests the model file records) are refused."""
     blob = checkpoint.load(model_path)
     spec = blob["model_spec"]
     if (reason := refusal(spec)) is not None:
         raise InputError(f"{model_path}: {reason}")
-    src_vocab, tgt_vocab = (Vocab.load(require_file(Path(vocab_dir) / f"dict.{side}.txt")) for side in ("src", "tgt"))
+    src_vocab, tgt_vocab = Vocab.load_pair(vocab_dir)
+    checkpoint.check_vocabularies(blob, model_path, {"src": src_vocab, "tgt": tgt_vocab}, vocab_dir)
     model = transformer_spec(spec, blob["model"], src_vocab, tgt_vocab)
     model.validate()
     model.optimize(quantization=quantization)
