@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import assert_balanced_html
 from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
@@ -779,6 +780,9 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
     assert "central_claims.gap.svg" in central and (results / "report/central_claims.gap.svg").exists()
     assert list((results / "tensorboard/pr_en_de_seed2").glob("events.out.tfevents.*"))   # every training's scalars
+    continued = EventAccumulator(str(results / "tensorboard/biarn_en_de"))   # paper B's, from the trained Base:
+    continued.Reload()                                                         # its curve goes on after its 30 updates
+    assert [event.step for event in continued.Scalars("train/loss")] == [35, 40, 45, 50]
     planned, started = trainings(newest_log(work).read_text())   # the run's own log names every training it ran
     assert planned and len(started) == planned and set(started.values()) == {"done"}, (planned, started)
     if forkserver.available():  # every job ran as a fork of the run's one server
@@ -798,6 +802,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
     assert "A_figure4.png" in html and "A_claims.html" in html and "central_claims.html" in html
+    # the first screen: the title, then what the run found (workflow.rst, each claims page's brief), top-aligned
+    assert "+PR improves Transformer Base En-De (paper +1.29, ours +0.00): <strong>not comparable at this scale" in html
+    assert "<strong>paper C</strong>: No claim judged at this scale: 8 not comparable at this scale." in html
+    assert "align-items: safe center" in html
     # The Claims category lists its pages by label (the report sorts them as text): with the finished tiny
     # run beside this one, the central claims across both scales first, then the central page.
     labels = sorted(set(re.findall(r'"claims": ?"([^"]+)"', html)), key=str.lower)
