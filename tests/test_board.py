@@ -2,6 +2,7 @@
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from nmtrepro.training import checkpoint
 from nmtrepro.training.train import Corpus, Settings, Trainer
 from test_train import FAST, MODEL
 
@@ -10,9 +11,9 @@ class Killed(Exception):
     """A SIGKILL: the process ends where it is, nothing saved."""
 
 
-def trainer(corpus, tmp_path, **settings):
+def trainer(corpus, tmp_path, init=None, name="", **settings):
     return Trainer(Corpus(corpus), MODEL, Settings.from_dict({**FAST, "max_updates": 30, **settings}),
-                   tmp_path / "ckpt", tensorboard=tmp_path / "board")
+                   tmp_path / f"ckpt{name}", init=init, tensorboard=tmp_path / f"board{name}")
 
 
 def killed_at(trainer, step):
@@ -76,3 +77,18 @@ def test_a_retrained_run_sets_its_old_curve_aside_and_writes_its_settings_as_hpa
     hparams.Reload()
     start = hparams.summary_metadata["_hparams_/session_start_info"].plugin_data.content
     assert b"settings.lr" in start and b"model.d_model" in start
+
+
+def test_a_training_started_from_a_trained_model_logs_its_steps_after_that_models(copy_corpus, tmp_path):
+    """Paper B's continued trainings start from their baseline's averaged model: in TensorBoard their
+    curve goes on from the baseline's last step (20 here), not from step 0 beside it."""
+    baseline = trainer(copy_corpus, tmp_path, max_updates=20)
+    baseline.train()
+    baseline.write_outputs(tmp_path / "final.pt", tmp_path / "curve.tsv")
+    window = checkpoint.final_window(tmp_path / "ckpt", 2, tmp_path / "final.pt")   # steps 10 and 20, as `average`
+    checkpoint.save(checkpoint.average([path for _, path in window]), tmp_path / "averaged.pt")
+    continued = trainer(copy_corpus, tmp_path, init=tmp_path / "averaged.pt", name="-continued", max_updates=10)
+    continued.train()
+    assert [step for step, _ in scalars(tmp_path / "board")["train/loss"]] == [5, 10, 15, 20]
+    assert [step for step, _ in scalars(tmp_path / "board-continued")["train/loss"]] == [25, 30]
+    assert [row["step"] for row in continued.curve if row.get("train_loss") is not None] == [5, 10]  # its own count

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import assert_balanced_html
 from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
@@ -642,6 +643,39 @@ def test_what_only_a_user_provides_fails_the_dry_run_of_the_target_that_needs_it
     assert dry("paper_A", "--config", "scale=paper")[0] == 0, "paper A reads neither"
 
 
+def test_the_own_corpus_overlay_of_the_docs_dry_runs_and_a_file_without_its_checksum_fails_it(tmp_path):
+    """docs/own-corpus.md's worked example as a reader follows it: the files and their SHA256SUMS (its
+    command), its overlay, its dry run. A file missing from SHA256SUMS, or no SHA256SUMS at all, fails the
+    dry run naming the file and the key that reads it, not the fetch job once the run has started."""
+    doc = (REPO / "docs/own-corpus.md").read_text()
+    work = repo_copy(tmp_path)
+    corpus = work / "corpus/en-es"
+    corpus.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        for side in ("en", "es"):
+            (corpus / f"{split}.{side}").write_text("".join(f"{split} sentence {i} ({side})\n" for i in range(20)))
+    subprocess.run(re.search(r"^cd corpus/en-es && (.*)$", doc, re.M)[1], shell=True, cwd=corpus, check=True)
+    (work / "my.yaml").write_text(re.search(r"```yaml\n(.*?)```", doc, re.S)[1])
+
+    def dry() -> subprocess.CompletedProcess:
+        args = re.search(r"^snakemake -n (.*)$", doc, re.M)[1].split()
+        return subprocess.run([sys.executable, "-m", "snakemake", "-n", *args], cwd=work, capture_output=True, text=True)
+
+    run = dry()
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert re.search(r"^fetch\s+1$", run.stdout, re.M) and re.search(r"^train\s+6$", run.stdout, re.M)
+    assert "--tgt-lang es" in run.stdout
+    sums = corpus / "SHA256SUMS"
+    sums.write_text("".join(line + "\n" for line in sums.read_text().splitlines() if not line.endswith("valid.es")))
+    run = dry()
+    assert run.returncode != 0
+    assert f"datasets.my_en_es.splits.valid.tgt: {corpus.resolve()}/valid.es is not listed in {sums.resolve()}" in run.stdout + run.stderr
+    sums.unlink()
+    run = dry()
+    assert run.returncode != 0
+    assert f"datasets.my_en_es.splits.train.src: no SHA256SUMS file above {corpus.resolve()}/train.en" in run.stdout + run.stderr
+
+
 def finished_run_of(work: Path, scale: str) -> dict[Path, bytes]:
     """Stand-ins for a finished run of `scale` in `work`: a file (its own path as its bytes; a gap table
     empty) at every output the scale's default target lists (`snakemake --summary`), by path."""
@@ -803,6 +837,9 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert (results / "prepare/multi30k_de_en/test/test_2016_flickr.ref.tok").read_text().islower()
     assert "central_claims.gap.svg" in central and (results / "report/central_claims.gap.svg").exists()
     assert list((results / "tensorboard/pr_en_de_seed2").glob("events.out.tfevents.*"))   # every training's scalars
+    continued = EventAccumulator(str(results / "tensorboard/biarn_en_de"))   # paper B's, from the trained Base:
+    continued.Reload()                                                         # its curve goes on after its 30 updates
+    assert [event.step for event in continued.Scalars("train/loss")] == [35, 40, 45, 50]
     planned, started = trainings(newest_log(work).read_text())   # the run's own log names every training it ran
     assert planned and len(started) == planned and set(started.values()) == {"done"}, (planned, started)
     if forkserver.available():  # every job ran as a fork of the run's one server
@@ -822,6 +859,10 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     for name in ("A_figure3.png", "D_figure5.png", "A_table2.html", "A_table2_cost.html", "D_table4.html"):
         assert name in html
     assert "A_figure4.png" in html and "A_claims.html" in html and "central_claims.html" in html
+    # the first screen: the title, then what the run found (workflow.rst, each claims page's brief), top-aligned
+    assert "+PR improves Transformer Base En-De (paper +1.29, ours +0.00): <strong>not comparable at this scale" in html
+    assert "<strong>paper C</strong>: No claim judged at this scale: 8 not comparable at this scale." in html
+    assert "align-items: safe center" in html
     # The Claims category lists its pages by label (the report sorts them as text): with the finished tiny
     # run beside this one, the central claims across both scales first, then the central page.
     labels = sorted(set(re.findall(r'"claims": ?"([^"]+)"', html)), key=str.lower)

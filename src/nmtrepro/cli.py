@@ -34,6 +34,7 @@ COMMANDS = {
     "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),
     "export-claims": ("nmtrepro.reporting.measured", "copy a run's paired bootstraps, with their provenance, to the workflow's data"),
     "status": ("nmtrepro.reporting.status", "where a run stands: trainings done, running, waiting; claims judged"),
+    "landing": ("nmtrepro.reporting.landing", "a claims page in brief (its reading, its verdicts) for the report's first screen"),
     "across-scales": ("nmtrepro.reporting.across_scales", "claims beside the same claims measured at other scales"),
     "significance": ("nmtrepro.evaluation.significance", "paired bootstrap resampling of a system against its baseline"),
     "param-count": ("nmtrepro.param_count", "parameter counts of the configured models at a scale (meta device)"),

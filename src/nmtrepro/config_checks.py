@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from .core.files import InputError
+from .data.datasets import expected_checksum
 from .experiment import Experiment
 from .meta_models import cached, meta_shapes
 
@@ -93,11 +94,13 @@ def dataset_files(config: dict, dataset: str, root: str | Path) -> list[Path]:
     """The files in the repository (embedded data) or in a `local_data` folder (licensed corpora) that
     a dataset's splits read, in split order; downloads and recipe outputs are not among them, nor a
     local corpus whose folder is not set (fetch then says how to set it)."""
-    return [path for _, path in _dataset_refs(config, dataset, root)]
+    return [path for _, path, _ in _dataset_refs(config, dataset, root)]
 
 
-def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[str, Path]]:
-    """(key path, file) of each repository or local file a dataset's splits name."""
+def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[str, Path, bool]]:
+    """(key path, file, whether fetch checks it against a SHA256SUMS) of each repository or local file a
+    dataset's splits name: a plain path is checked (an embedded corpus, shipped or your own), a file of a
+    licensed `local_data` folder is not."""
     spec, out = config["datasets"][dataset], []
     for split, sides in spec["splits"].items():
         for side in ("src", "tgt", "refs"):  # refs: a test split's further references
@@ -108,18 +111,27 @@ def _dataset_refs(config: dict, dataset: str, root: str | Path) -> list[tuple[st
                 source, sep, inner = ref.partition(":")
                 key = f"datasets.{dataset}.splits.{split}.{side}"
                 if not sep:
-                    out.append((key, Path(root) / ref))
+                    out.append((key, Path(root) / ref, True))
                 elif source in spec.get("local", []) and source in config.get("local_data", {}):
-                    out.append((key, Path(config["local_data"][source]).expanduser() / inner))
+                    out.append((key, Path(config["local_data"][source]).expanduser() / inner, False))
     return out
 
 
 def check_dataset_files(config: dict, resolved: dict[str, Experiment], root: str | Path) -> None:
-    """Every repository or local file that the experiments' datasets read exists (paths relative to `root`)."""
+    """Every repository or local file that the experiments' datasets read exists (paths relative to `root`),
+    and each that fetch checks is listed in a SHA256SUMS file above it: without one the fetch job would
+    fail after the dry run passed (the sums are read, not the files: a dry run hashes nothing)."""
     for dataset in sorted({e.dataset for e in resolved.values()}):
-        for key, path in _dataset_refs(config, dataset, root):
+        for key, path, checked in _dataset_refs(config, dataset, root):
             if not path.is_file():
                 raise InputError(f"config: {key}: {path} does not exist")
+            if checked:
+                try:
+                    expected_checksum(path)
+                except InputError as err:
+                    raise InputError(f"config: {key}: {err}; fetch checks each file of a dataset against it: "
+                                     f"run `sha256sum FILES >> SHA256SUMS` in the files' folder "
+                                     f"(docs/own-corpus.md)") from None
 
 
 def comparable(experiments: dict[str, Experiment], experiment: str, baseline: str, key: str) -> None:

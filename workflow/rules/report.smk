@@ -170,6 +170,26 @@ rule claims:
         "--out-svg {output.svg} --out-gap-svg {output.gap_svg} --out-gap-tsv {output.gap_tsv} 2> {log}"
 
 
+# A claims page in brief (its reading; the central page's verdicts too), which the report's first screen
+# includes (workflow/report/workflow.rst): what the run found, without a click.
+rule landing:
+    input:
+        results("report/{page}.md"),
+    output:
+        results("report/{page}.brief.rst"),
+    log:
+        results("logs/report/{page}.brief.log"),
+    wildcard_constraints:
+        page="|".join(CLAIMS_PAGES) or "^$",
+    conda:
+        CONDA_ENV
+    params:
+        label=lambda w: claims_label(w.page),
+        verdicts=lambda w: "--verdicts" if w.page == "central_claims" else "",
+    shell:
+        "nmtrepro landing --page {input} --label {params.label:q} {params.verdicts} --out {output} 2> {log}"
+
+
 rule central:
     input:
         central_outputs(),
@@ -185,7 +205,7 @@ rule tables:
 # 1x, 2x and 4x; at budget 1 it is the central claims page with the scale's own `budgets`.
 rule budget_sweep:
     input:
-        expand(results("report/central_claims.{ext}"), ext=("md", "html")),
+        expand(results("report/central_claims.{ext}"), ext=("md", "html", "brief.rst")),
         results("report/central_training_curves.png"),
 
 

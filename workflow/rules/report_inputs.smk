@@ -85,10 +85,11 @@ CURVES = {
 
 def report_files(tables, analyses, papers=()):
     """The report files of these tables and analyses (an analysis' kind says which it renders) and the
-    claims pages of these papers (those with claims)."""
+    claims pages of these papers (those with claims), each with its brief."""
     files = expand(results("report/{table}.{ext}"), table=tables, ext=TABLE)
     pages = [f"{paper}_claims" for paper in papers if PAPERS[paper]["claims"]]
     files += [results(f"report/{page}.{ext}") for page in pages + across_scales_pages(pages) for ext in ("md", "html")]
+    files += [results(f"report/{page}.brief.rst") for page in pages]  # the report's first screen
     return files + [
         results(f"report/{name}.{ext}") for name in analyses for ext in ANALYSIS_OUTPUTS[ANALYSES[name]["kind"]]
     ]
@@ -100,8 +101,8 @@ def paper_tables(names, diagnostic=False):
 
 
 def central_outputs():
-    """The central study: the central claims page, the tables and analyses its models fill, their curves
-    and their model bundles."""
+    """The central study: the central claims page and its brief, the tables and analyses its models fill,
+    their curves and their model bundles."""
     if not CENTRAL["claims"]:
         return []
     return (
@@ -111,7 +112,7 @@ def central_outputs():
             ext=("md", "html"),
         )
         + report_files(CENTRAL["tables"], CENTRAL["analyses"])
-        + [results("report/central_training_curves.png")]
+        + [results("report/central_claims.brief.rst"), results("report/central_training_curves.png")]
         + expand(results("bundle/{experiment}"), experiment=CURVES["central_training_curves"])
     )
 

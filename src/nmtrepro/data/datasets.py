@@ -1,10 +1,11 @@
 """The dataset registry: materialise a named dataset's splits as plain aligned text files.
 
-Two kinds of entry share one slot shape (config `datasets:`). `embedded` sets ship in the repo's
-data/ folder and are checked against the SHA256SUMS file beside them; `download` sets name entries of
-the download manifest (workflow/downloads.yaml), fetched and verified by download.py. Both end the
-same way: {split}.src/.tgt files and a manifest.json, so the later stages never see the difference. A
-test split with several references (NIST's four: config `refs`) also gets {split}.tgt1, .tgt2, ...
+Two kinds of entry share one slot shape (config `datasets:`). `embedded` sets are plain files, the
+repository's data/ or a corpus of one's own (docs/own-corpus.md), checked against the SHA256SUMS file
+above them; `download` sets name entries of the download manifest (workflow/downloads.yaml), fetched
+and verified by download.py. Both end the same way: {split}.src/.tgt files and a manifest.json, so the
+later stages never see the difference. A test split with several references (NIST's four: config
+`refs`) also gets {split}.tgt1, .tgt2, ...
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def expected_checksum(path: Path) -> str:
             rel = path.relative_to(folder).as_posix()
             for line in sums.read_text(encoding="utf-8").splitlines():
                 parts = line.split(maxsplit=1)
-                if len(parts) == 2 and not line.startswith("#") and parts[1].removeprefix("./") == rel:
+                name = parts[1].removeprefix("*").removeprefix("./") if len(parts) == 2 else None  # '*': `sha256sum -b`
+                if name == rel and not line.startswith("#"):
                     return parts[0]
             raise InputError(f"{path} is not listed in {sums}")
     raise InputError(f"no SHA256SUMS file above {path}")

@@ -8,6 +8,8 @@ bits a target token, the learning rate, target tokens/s, validation), the update
 skipped updates, a GPU's peak memory and the family's own diagnostics, and once, at a fresh start, the
 model options and train settings as hparams (TensorBoard's HParams tab filters runs by them).
 
+A training started from a trained model (paper B's, `init`) logs its steps after that model's, so that
+in TensorBoard it continues its baseline's curve rather than starting again at step 0 beside it.
 A resumed training continues its curve: the writer purges whatever the killed run wrote past the step of
 the checkpoint it resumes from, so every step appears once. A retrained one (its checkpoints set aside as
 another run's, checkpoint.set_aside) moves its old events into a stale-<n> folder of the run folder, as
@@ -48,11 +50,13 @@ def flat(options: dict, prefix: str = "") -> dict:
 class Board:
     """The run folder's writer: `scalars(step, {name: value})`; `close()` at the end."""
 
-    def __init__(self, folder: str | Path, step: int, options: dict):
+    def __init__(self, folder: str | Path, step: int, options: dict, after: int = 0):
         """`step`: the checkpoint's step a resumed run starts from, 0 for a fresh start; events past it
         are purged (a run killed before its first checkpoint leaves some too). A fresh start writes
-        `options`, the model's and the settings', as hparams."""
-        self.writer = SummaryWriter(str(folder), purge_step=step + 1)
+        `options`, the model's and the settings', as hparams. `after`: the steps of the model the
+        training started from, which its own steps are logged after (step s at `after` + s)."""
+        self.after = after
+        self.writer = SummaryWriter(str(folder), purge_step=after + step + 1)
         if step == 0:
             for summary in hparams(flat(options), {"valid/nll": 0.0}):
                 self.writer.file_writer.add_summary(summary)
@@ -60,7 +64,7 @@ class Board:
     def scalars(self, step: int, values: dict) -> None:
         for name, value in values.items():
             if value is not None:
-                self.writer.add_scalar(name, value, step)
+                self.writer.add_scalar(name, value, self.after + step)
         self.writer.flush()
 
     def close(self) -> None:

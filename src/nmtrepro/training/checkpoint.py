@@ -200,10 +200,13 @@ def warm_start(model: torch.nn.Module, path: str | Path) -> list[str]:
 
 
 def average(paths: list[Path]) -> dict:
-    """Element-wise mean of the weights of several checkpoints of one model (Vaswani et al. 2017)."""
-    total, spec, vocab = None, None, None
+    """Element-wise mean of the weights of several checkpoints of one model (Vaswani et al. 2017), oldest
+    first. Its `step` is the newest one's: a training started from it (paper B's) logs its steps after
+    it in TensorBoard."""
+    total, spec, vocab, step = None, None, None, None
     for path in paths:
         blob = load(path)
+        step = blob.get("step", step)
         if spec is None:
             spec, total = blob["model_spec"], {k: v.double().clone() for k, v in blob["model"].items()}
             vocab = blob.get("vocab")
@@ -213,8 +216,14 @@ def average(paths: list[Path]) -> dict:
         for key, value in blob["model"].items():
             total[key] += value.double()
     model = {k: (v / len(paths)).to(torch.float32) for k, v in total.items()}
-    averaged = {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths]}
-    return {**averaged, "vocab": vocab} if vocab else averaged
+    return {"model_spec": spec, "model": model, "averaged": [str(p) for p in paths],
+            **({"vocab": vocab} if vocab else {}), **({"step": step} if step is not None else {})}
+
+
+def trained_steps(path: str | Path) -> int:
+    """The updates that trained the model file `path` (a final or averaged model's `step`; 0 where it
+    does not say)."""
+    return load(path, mmap=True).get("step", 0)
 
 
 def final_window(directory: str | Path, last: int, final: str | Path, at: int | None = None) -> list[tuple[int, Path]]:

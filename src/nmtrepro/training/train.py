@@ -111,10 +111,11 @@ class Trainer:
         self.spec = {"src_vocab": len(self.corpus.src_vocab), "tgt_vocab": len(self.corpus.tgt_vocab), **model_options}
         self.vocab = checkpoint.vocab_digests(self.corpus.src_vocab, self.corpus.tgt_vocab)
         self.model = build_model(self.spec)
-        self.init = None
+        self.init, self.init_steps = None, 0
         if init is not None:
             fresh = checkpoint.warm_start(self.model, init)
             self.init = {"path": str(init), "sha256": file_digest(init)}
+            self.init_steps = checkpoint.trained_steps(init)  # TensorBoard logs this training's steps after them
             log.info("warm start from %s: %d tensors keep the family's initialisation%s", init, len(fresh),
                      f" ({', '.join(fresh[:4])}{', ...' if len(fresh) > 4 else ''})" if fresh else "")
         self.model = self.model.to(self.device)
@@ -235,7 +236,8 @@ class Trainer:
         if self.max_tokens is None:
             self.max_tokens = self._fit_max_tokens()
         if self.board_dir is not None and self.rank == 0:
-            self.board = board.Board(self.board_dir, self.step, {"model": self.spec, "settings": asdict(self.settings)})
+            self.board = board.Board(self.board_dir, self.step, {"model": self.spec, "settings": asdict(self.settings)},
+                                     after=self.init_steps)
         handlers = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             self._loop()
