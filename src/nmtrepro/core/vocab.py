@@ -126,7 +126,7 @@ def save_chunks(path: str | Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]
     """Binarize sequences that come as chunks (`flat_chunk`: tokens, sizes; made by worker processes
     where that helps) into the file `flatten` + `save_flat` write, byte for byte, without holding them:
     the chunks go to int32 token and int64 offset spool files beside `path`, which are narrowed
-    (`narrow`, a block at a time) and written by torch.save from their memory maps. A corpus of any
+    (`narrow`, read a block at a time) and written by torch.save from their memory maps. A corpus of any
     size costs a chunk's memory of the process's own (the mapped spool pages are the page cache's);
     the file loads in milliseconds, memory-mapped (`IndexedData`)."""
     import torch
@@ -143,12 +143,13 @@ def save_chunks(path: str | Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]
                 tokens_out.write(flat.tobytes())
                 offsets_out.write((end + np.cumsum(sizes)).tobytes())
                 end += int(sizes.sum())
-        tokens = _spooled(wide, np.int32)
         if low >= 0 and high < 2 ** 16:   # as `narrow` decides, from the whole corpus's ids
-            with open(narrowed, "wb") as out:
-                for start in range(0, len(tokens), _SPOOL * 32):
-                    out.write(tokens[start: start + _SPOOL * 32].astype(np.uint16).tobytes())
+            with open(wide, "rb") as spooled, open(narrowed, "wb") as out:
+                while len(block := np.fromfile(spooled, dtype=np.int32, count=1 << 20)):
+                    out.write(block.astype(np.uint16).tobytes())
             tokens = _spooled(narrowed, np.uint16)
+        else:
+            tokens = _spooled(wide, np.int32)
         save_flat(path, {"tokens": torch.from_numpy(tokens), "offsets": torch.from_numpy(_spooled(offsets, np.int64))})
 
 
