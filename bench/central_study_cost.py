@@ -41,7 +41,7 @@ def inputs(resolved: dict[str, Experiment], names) -> list[str]:
     for name in names:
         e = resolved[name]
         files.add(f"results/tiny/prepare/{e.dataset}/stats.json")
-        files |= {f"results/tiny/{stage}/{e.dataset}/{part}.{kind}" for kind, stage in e.annotations.items()
+        files |= {f"results/tiny/{stage}/{e.dataset}/{part}.{kind}.bin" for kind, stage in e.annotations.items()
                   for part in ("train", "valid")}
     return sorted(files)
 

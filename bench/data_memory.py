@@ -3,15 +3,16 @@
 Writes a synthetic prepared dataset of --pairs training pairs in the real binarized format (bench/
 synthetic.py: lengths drawn like WMT14 En-Fr after BPE, ~30 tokens a side on average, at most 256 + EOS,
 target/source ratio within 1.5) into a temporary folder under --tmp, then starts --ranks processes at
-once, as torchrun would. Each builds the `Corpus`, plans one epoch's batches (`Corpus.batches`, seed 1),
-walks its share of them (every --ranks-th batch, counting target tokens as `Trainer.groups` does) and
-collates the first --collate of those. Per rank it prints peak RSS, the anonymous (private) and
+once, as torchrun would. Each builds the `Corpus` (with --annotations, mapping their binarized files
+too), plans one epoch's batches (`Corpus.batches`, seed 1), walks its share of them (every --ranks-th
+batch, counting target tokens as `Trainer.groups` does) and collates the first --collate of those. Per rank it prints peak RSS, the anonymous (private) and
 file-backed (the mapped corpus, shared between ranks through the page cache) peaks, PSS at the end
 (shared pages divided between the processes mapping them), and the seconds each phase took. Run from
 the repository root:
 
     python bench/data_memory.py                                  # 36M pairs, 4 ranks; ~5 GB of disk
     python bench/data_memory.py --pairs 2000000 --ranks 2        # quick check
+    python bench/data_memory.py --pairs 4500000 --annotations spans pos   # WMT14 En-De with paper A's and D's inputs
 """
 from __future__ import annotations
 
@@ -65,11 +66,12 @@ def worker(args) -> None:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    from nmtrepro.data.annotations import annotation_paths
     from nmtrepro.training.train import Corpus
     sync = Path(args.data).parent / "sync"
     barrier(sync, "start", args.rank, args.world, args.timeout)
     times, start = {}, time.perf_counter()
-    corpus = Corpus(args.data)
+    corpus = Corpus(args.data, annotation_paths(args.annotation))
     times["load_s"], start = time.perf_counter() - start, time.perf_counter()
     batches = corpus.batches("train", args.max_tokens, 1, 0)
     times["plan_s"], start = time.perf_counter() - start, time.perf_counter()
@@ -100,9 +102,11 @@ def run_ranks(data: Path, world: int, args) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
     shutil.rmtree(data.parent / "sync", ignore_errors=True)
     (data.parent / "sync").mkdir()
+    annotations = [a for name in args.annotations for a in ("--annotation", f"{name}={data}")]
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--data", str(data), "--rank", str(rank),
                                "--world", str(world), "--max-tokens", str(args.max_tokens),
-                               "--collate", str(args.collate)], env=env, stdout=subprocess.PIPE, text=True)
+                               "--collate", str(args.collate), *annotations], env=env, stdout=subprocess.PIPE,
+                              text=True)
              for rank in range(world)]
     try:
         outs = [proc.communicate(timeout=args.timeout)[0] for proc in procs]
@@ -136,7 +140,10 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=32_000, help="symbols per side (ids up to this)")
     ap.add_argument("--tmp", default=tempfile.gettempdir(), help="where the temporary folder goes")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds a rank may take")
+    ap.add_argument("--annotations", nargs="*", default=[], choices=["spans", "pos"],
+                    help="source annotations each rank's Corpus maps too (synthetic, binarized as the workflow does)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--annotation", action="append", default=[], help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--world", type=int, default=1, help=argparse.SUPPRESS)
@@ -146,10 +153,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="data_memory_", dir=args.tmp))
     try:
         start = time.perf_counter()
-        write_dataset(work / "corpus", args.pairs, args.vocab, annotations=False)
+        write_dataset(work / "corpus", args.pairs, args.vocab, annotations=bool(args.annotations))
         size = sum(f.stat().st_size for f in (work / "corpus").iterdir()) / 2 ** 30
         print(f"{args.pairs:,} pairs, {size:.2f} GiB on disk, written in {time.perf_counter() - start:.0f} s; "
-              f"max_tokens {args.max_tokens}, {args.ranks} ranks at once")
+              f"max_tokens {args.max_tokens}, {args.ranks} ranks at once; annotations: "
+              f"{', '.join(args.annotations) or 'none'}")
         print("MiB: peak RSS; peak and final anonymous (private) and file-backed (mapped: the corpus and the\n"
               "libraries, shared between processes) RSS; PSS at the end, all ranks alive (shared pages split\n"
               "between their users). Seconds: building the Corpus, planning the epoch, walking the rank's batches.")

@@ -13,6 +13,7 @@ import torch
 from nmtrepro.core.files import read_lines
 from nmtrepro.core.pos import UPOS
 from nmtrepro.core.vocab import IndexedData, Vocab, save_flat, save_indexed
+from nmtrepro.data.annotations import binarize
 
 # The standard deviation of log(target / source words) on newstest2012+2013 En-De (6,003 pairs).
 RATIO_LOG_SD = 0.19
@@ -66,7 +67,7 @@ def batch(rows: int, length: int, vocab: int, gen: torch.Generator) -> tuple[tor
 
 def write_dataset(folder: Path, pairs: int, vocab: int, short: bool = False, annotations: bool = True) -> None:
     """A prepared dataset (dictionaries, train and valid .bin) of `pairs` WMT-like sentence pairs and, with
-    `annotations`, .spans and .pos beside it: phrases of three pieces (the last one shorter) and random
+    `annotations`, .spans and .pos beside it, and binarized (.spans.bin, .pos.bin): phrases of three pieces (the last one shorter) and random
     tags, one per BPE piece. `short`: paper C's IWSLT14 preparation, words of talks (two thirds of WMT's
     lengths), at most 50 a sentence."""
     folder.mkdir(parents=True)
@@ -86,6 +87,8 @@ def write_dataset(folder: Path, pairs: int, vocab: int, short: bool = False, ann
             for n in lengths.tolist():  # n counts EOS: spans tile 0..n, tags cover the n - 1 pieces
                 spans.write(" ".join(f"{a}-{min(a + 3, n)}" for a in range(0, n, 3)) + "\n")
                 pos.write(" ".join(UPOS[i] for i in rng.integers(0, len(UPOS), n - 1)) + "\n")
+        for name in ("spans", "pos"):  # what a training reads (rule binarize_annotation)
+            binarize(name, folder / f"{split}.{name}", folder / f"{split}.src.bin", folder / f"{split}.{name}.bin")
 
 
 def write_datasets(out: Path, pairs: int, vocab: int, iwslt_vocab: int) -> dict[bool, Path]:

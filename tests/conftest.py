@@ -46,6 +46,18 @@ def write_copy_corpus(directory, n_train=64, n_valid=8, vocab=12, seed=0, length
     return directory
 
 
+def binarize_annotations(folder, prepared, name):
+    """The train and valid files of annotation `name` in `folder` binarized for a training corpus, as the
+    workflow's rule binarize_annotation does (`nmtrepro binarize-annotation`): the folder `Corpus` reads."""
+    from nmtrepro import cli
+
+    for split in ("train", "valid"):
+        code = cli.main(["binarize-annotation", "--name", name, "--text", str(folder / f"{split}.{name}"),
+                         "--source", str(prepared / f"{split}.src.bin"), "--out", str(folder / f"{split}.{name}.bin")])
+        assert code == 0, (split, name)
+    return folder
+
+
 @pytest.fixture
 def copy_corpus(tmp_path):
     return write_copy_corpus(tmp_path / "data")

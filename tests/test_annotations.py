@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import TINY, write_copy_corpus
+from conftest import TINY, binarize_annotations, write_copy_corpus
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.data import annotations
@@ -58,7 +58,8 @@ def run_marks(args):
 
 
 ANNOTATION = Annotation(
-    name="marks", stage="marks", read=read_marks, make=lambda lines, lang, backend, stanza_dir: marks_of(lines),
+    name="marks", stage="marks", read=read_marks, ids=lambda path, lengths: (m.tolist() for m in read_marks(path, lengths)),
+    make=lambda lines, lang, backend, stanza_dir: marks_of(lines),
     stand_in=lambda n, length, device: {"marks": torch.full((n, length), 4, dtype=torch.long, device=device)},
     note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"})
 COMMANDS = {"marks": "mark the capitalised source pieces"}
@@ -117,6 +118,40 @@ def toy(tmp_path, monkeypatch):
     REGISTRY.pop("marks_test", None)
 
 
+def test_a_training_corpus_maps_the_binarized_annotations_that_read_the_stages_files_as_before(tmp_path):
+    """Spans and POS tags binarized once (`binarize-annotation`) and memory-mapped by `Corpus` hold what
+    a rank built before from the text files: `read` (spans as tuples), then `flat_spans` for spans."""
+    from nmtrepro.core.pos import UPOS
+    from nmtrepro.data.parse import flat_spans, format_spans, read_spans
+    from nmtrepro.data.pos import read_pos
+    from nmtrepro.training.train import Corpus
+
+    corpus_dir = write_copy_corpus(tmp_path / "data", lengths=(1, 9))
+    folder = tmp_path / "annotated"
+    folder.mkdir()
+    for split, (src, _) in Corpus(corpus_dir).splits.items():
+        (folder / f"{split}.spans").write_text("".join(
+            format_spans([(a, min(a + 1 + k % 3, n - 1)) for a in range(0, n - 1, 1 + k % 3)] + [(n - 1, n)]) + "\n"
+            for k, n in enumerate(src.sizes.tolist())))
+        tags = [[UPOS[(k + j) % len(UPOS)] for j in range(n - 1)] for k, n in enumerate(src.sizes.tolist())]
+        tags[0][-1] = "NOT-A-TAG"                                              # read as <unk>
+        (folder / f"{split}.pos").write_text("".join(" ".join(line) + "\n" for line in tags))
+    for name in ("spans", "pos"):
+        binarize_annotations(folder, corpus_dir, name)
+    corpus = Corpus(corpus_dir, {"spans": folder, "pos": folder})
+    maps = open("/proc/self/maps").read() if os.path.exists("/proc/self/maps") else ""
+    for split, (src, _) in corpus.splits.items():
+        spans, tags = corpus.extras[split]["spans"], corpus.extras[split]["pos"]
+        old_spans = read_spans(folder / f"{split}.spans", src.sizes)
+        assert [[tuple(pair) for pair in spans[i].view(-1, 2).tolist()] for i in range(len(spans))] == old_spans
+        assert spans.tokens.tolist() == flat_spans(old_spans).tokens.tolist()
+        assert spans.offsets.tolist() == flat_spans(old_spans).offsets.tolist()
+        old_tags = read_pos(folder / f"{split}.pos", src.sizes)
+        assert tags.tokens.tolist() == old_tags.tokens.tolist() and tags.offsets.tolist() == old_tags.offsets.tolist()
+        assert tags.tokens.dtype == old_tags.tokens.dtype and spans.tokens.dtype == flat_spans(old_spans).tokens.dtype
+        assert not maps or str(folder / f"{split}.spans.bin") in maps  # mapped, not read
+
+
 def test_the_known_annotations_are_the_data_modules_own():
     assert {name: a.stage for name, a in annotations.registry().items()} == {"spans": "parse", "pos": "pos"}
     assert {"parse", "gather-parse", "pos", "gather-pos", "prepare", "probe"} <= set(cli.declared_commands())
@@ -143,7 +178,8 @@ def test_a_toy_annotation_flows_through_the_package_named_nowhere_else(toy, tmp_
     spec = {**TINY, "family": "marks_test"}
     settings = Settings.from_dict({"max_tokens": 64, "update_tokens": 1, "max_updates": 2, "warmup": 2,
                                    "save_every": 2, "log_every": 1, "threads": 1})
-    trainer = Trainer(Corpus(corpus_dir, {"marks": marks_dir}), spec, settings, tmp_path / "ckpt")
+    trainer = Trainer(Corpus(corpus_dir, {"marks": binarize_annotations(marks_dir, corpus_dir, "marks")}), spec, settings,
+                      tmp_path / "ckpt")
     trainer.train()                                                  # the family's encode checks the alignment
     assert trainer.step == 2
 
@@ -182,6 +218,8 @@ def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_si
     run = snakemake(work, "-n", "-p", target, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nmtrepro marks --src-bpe results/ci/prepare/multi30k_en_de/train.src.bpe" in run.stdout
+    assert ("nmtrepro binarize-annotation --name marks --text results/ci/marks/multi30k_en_de/train.marks "
+            "--source results/ci/prepare/multi30k_en_de/train.src.bin") in run.stdout
     train = next(line for line in run.stdout.splitlines() if "nmtrepro train" in line)
     assert "--annotation marks=results/ci/marks/multi30k_en_de " in train
     decode = next(line for line in run.stdout.splitlines() if "nmtrepro decode" in line and "toy_en_de" in line)

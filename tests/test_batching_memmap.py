@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from nmtrepro.core.files import InputError
+from nmtrepro.core import vocab
 from nmtrepro.core.vocab import IndexedData, save_indexed
 from nmtrepro.training.batching import token_batches
 
@@ -52,6 +53,17 @@ def test_tokens_take_uint16_where_every_id_fits_else_int32(tmp_path):
     assert IndexedData(tmp_path / "small.bin").tokens.dtype == np.uint16
     assert IndexedData(tmp_path / "large.bin").tokens.dtype == np.int32
     assert IndexedData(tmp_path / "large.bin")[0].tolist() == [65536, 2]
+
+
+@pytest.mark.parametrize("corpus", [[], [[]], SENTENCES * 3, SENTENCES + [[70000, 2]] + SENTENCES, [[-1, 2]]])
+def test_a_streamed_file_is_byte_for_byte_the_one_built_in_memory(tmp_path, monkeypatch, corpus):
+    """save_indexed spools chunks to disk (here of two sequences) and narrows them at the end; the file
+    is the one torch.save wrote of the whole corpus flattened in memory, as before it streamed."""
+    monkeypatch.setattr(vocab, "_SPOOL", 2)
+    save_indexed(tmp_path / "streamed.bin", corpus)
+    vocab.save_flat(tmp_path / "whole.bin", vocab.flatten(corpus))
+    assert (tmp_path / "streamed.bin").read_bytes() == (tmp_path / "whole.bin").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streamed.bin", "whole.bin"]  # no spool left
 
 
 def test_files_with_int32_tokens_still_read(tmp_path):

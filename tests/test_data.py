@@ -11,6 +11,7 @@ import pytest
 
 from nmtrepro.core.files import InputError, read_json, read_lines, write_lines
 from nmtrepro.core.text import BPE, detokenize, learn_bpe, strip_bpe, tokenize
+from nmtrepro.core import vocab
 from nmtrepro.core.vocab import IndexedData, Vocab
 from nmtrepro.data import datasets, prepare
 
@@ -196,8 +197,8 @@ def in_memory_preparation(data, merges, max_len, max_ratio, codes):
     src, tgt = [s for s, _ in words], [t for _, t in words]
     learn_bpe(src, tgt, merges, codes)
     bpe = BPE(codes)
-    pairs = zip(bpe(src), bpe(tgt))
-    return [s for s, t in pairs if prepare.keep_pair(s, t, max_len, max_ratio) is None]
+    pairs = [(s, t) for s, t in zip(bpe(src), bpe(tgt)) if prepare.keep_pair(s, t, max_len, max_ratio) is None]
+    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -211,10 +212,40 @@ def test_streamed_preparation_in_chunks_and_processes_matches_the_in_memory_one(
     write_lines(data / "valid.src", EN)
     write_lines(data / "valid.tgt", DE)
     prepare.prepare(data, tmp_path / "prep", "en", "de", bpe_merges=60, max_len=30, max_ratio=3.0, workers=workers)
-    expected = in_memory_preparation(data, 60, 30, 3.0, tmp_path / "codes")
+    expected, _ = in_memory_preparation(data, 60, 30, 3.0, tmp_path / "codes")
     assert (tmp_path / "prep/bpe.codes").read_text() == (tmp_path / "codes").read_text()
     assert read_lines(tmp_path / "prep/train.src.bpe") == expected and len(expected) == 18
     assert not [p for p in (tmp_path / "prep").iterdir() if p.name.startswith(".")]  # the tokenized text is gone
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_streamed_binarization_writes_the_vocabularies_and_files_of_the_in_memory_one_byte_for_byte(
+        tmp_path, monkeypatch, workers):
+    """prepare before it streamed: every split's ids as lists (`Vocab.encode`), then `flatten` and
+    torch.save. The streamed files must be the same bytes, so that a trainer reads the same ids."""
+    monkeypatch.setattr(prepare, "_CHUNK", 4)  # several chunks a split, in several processes
+    data = tmp_path / "fetched"
+    write_lines(data / "train.src", [f"{s} ({i})" for i in range(6) for s in EN])
+    write_lines(data / "train.tgt", [f"{t} ({i})" for i in range(6) for t in DE])
+    write_lines(data / "valid.src", EN)
+    write_lines(data / "valid.tgt", DE)
+    stats = prepare.prepare(data, tmp_path / "prep", "en", "de", bpe_merges=60, max_len=30, max_ratio=3.0,
+                            workers=workers)
+    train = in_memory_preparation(data, 60, 30, 3.0, tmp_path / "codes")
+    bpe = BPE(tmp_path / "codes")
+    splits = {"train": train, "valid": (bpe(tokenize(EN, "en")), bpe(tokenize(DE, "de")))}
+    for k, side in enumerate(("src", "tgt")):
+        expected = Vocab.build(train[k])
+        (tmp_path / f"dict.{side}.txt").write_text("".join(f"{s} {c}\n" for s, c in zip(expected.symbols[4:],
+                                                                                          expected.counts)))
+        assert (tmp_path / f"prep/dict.{side}.txt").read_bytes() == (tmp_path / f"dict.{side}.txt").read_bytes()
+        for split, lines in splits.items():
+            ids = [expected.encode(line) for line in lines[k]]
+            vocab.save_flat(tmp_path / "old.bin", vocab.flatten(ids))
+            assert (tmp_path / f"prep/{split}.{side}.bin").read_bytes() == (tmp_path / "old.bin").read_bytes()
+            assert stats["splits"][split][f"{side}_tokens"] == sum(map(len, ids))
+            assert stats["splits"][split]["pairs"] == len(ids) > 2
+    assert not [p for p in (tmp_path / "prep").iterdir() if p.name.startswith(".")]  # no spool is left
 
 
 def test_parallel_files_of_different_lengths_are_refused_naming_the_shorter(tmp_path):

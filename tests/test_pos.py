@@ -12,12 +12,13 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import TINY, sharded_like_one_job, write_copy_corpus
+from conftest import TINY, binarize_annotations, sharded_like_one_job, write_copy_corpus
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.core.pos import POS_VOCAB, UPOS
 from nmtrepro.core.vocab import IndexedData, Vocab
 from nmtrepro.data import pos as pos_module
+from nmtrepro.data.annotations import binarize
 from nmtrepro.data.pos import inventory_tag, jieba_tags, piece_tags, read_pos, tag_ids, tag_lines
 from nmtrepro.evaluation.sources import Sources, source_options
 from nmtrepro.models import REGISTRY
@@ -169,12 +170,13 @@ def test_a_model_reading_pos_trains_on_the_pos_stages_files(tmp_path, pos_family
         (pos_dir / f"{split}.pos").write_text("\n".join(lines) + "\n")
     settings = Settings.from_dict({"max_tokens": 64, "update_tokens": 1, "max_updates": 2, "warmup": 2,
                                    "save_every": 2, "log_every": 1, "threads": 1})
-    trainer = Trainer(Corpus(corpus_dir, {"pos": pos_dir}), pos_family, settings, tmp_path / "ckpt")
+    trainer = Trainer(Corpus(corpus_dir, {"pos": binarize_annotations(pos_dir, corpus_dir, "pos")}), pos_family,
+                      settings, tmp_path / "ckpt")
     trainer.train()
     assert trainer.step == 2 and trainer.model.seen >= 2          # every batch carried aligned POS
     (pos_dir / "valid.pos").write_text("NOUN\n")
     with pytest.raises(InputError, match="valid.pos:1: 1 tags, the sentence has"):
-        Corpus(corpus_dir, {"pos": pos_dir})
+        binarize("pos", pos_dir / "valid.pos", corpus_dir / "valid.src.bin", pos_dir / "valid.pos.bin")
 
 
 def test_sources_get_the_pos_stages_tags_or_the_same_tags_on_the_fly(tmp_path, pos_family):

@@ -1,12 +1,14 @@
 import copy
+import shutil
 
 import pytest
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from conftest import TINY, write_copy_corpus
+from conftest import TINY, binarize_annotations, write_copy_corpus
 from nmtrepro.core.files import InputError
 from nmtrepro.core.vocab import Vocab
+from nmtrepro.data.annotations import binarize
 from nmtrepro.evaluation.generate import beam_search
 from nmtrepro.training import checkpoint
 from nmtrepro.training.criterion import model_loss
@@ -349,12 +351,15 @@ def test_parser_phrase_model_trains_on_the_parse_stages_spans(copy_corpus, tmp_p
                  for n in src.sizes]
         (spans_dir / f"{split}.spans").write_text("\n".join(lines) + "\n")
     phrase = {**MODEL, "family": "phrase", "phrases": "parse"}
-    trainer = Trainer(Corpus(copy_corpus, {"spans": spans_dir}), phrase, Settings.from_dict({**FAST, "max_updates": 3}),
-                      tmp_path / "ckpt")
+    trainer = Trainer(Corpus(copy_corpus, {"spans": binarize_annotations(spans_dir, copy_corpus, "spans")}), phrase,
+                      Settings.from_dict({**FAST, "max_updates": 3}), tmp_path / "ckpt")
     trainer.train()
     assert trainer.step == 3 and all(torch.isfinite(p).all() for p in trainer.model.parameters())
     (spans_dir / "valid.spans").write_text("0-1\n")
     with pytest.raises(InputError, match="valid.spans:1: spans end at 1"):
+        binarize("spans", spans_dir / "valid.spans", copy_corpus / "valid.src.bin", spans_dir / "valid.spans.bin")
+    shutil.copy(spans_dir / "train.spans.bin", spans_dir / "valid.spans.bin")  # another split's: too many lines
+    with pytest.raises(InputError, match="valid.spans.bin: 64 sentences, the source has 8"):
         Corpus(copy_corpus, {"spans": spans_dir})
 
 

@@ -27,7 +27,7 @@ from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, da
 from nmtrepro import forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
-from nmtrepro.data.annotations import check_rule_files
+from nmtrepro.data.annotations import check_rule_files, registry
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
@@ -173,11 +173,13 @@ def segment_args(wildcards):
     return shlex.join(flags(exp(wildcards).decode, SEGMENTS))
 
 
-def annotation_files(wildcards, parts):
+def annotation_files(wildcards, parts, ext=""):
     """The source annotations of dataset `parts` that the experiment's model reads (the parse stage's
-    .spans, the pos stage's .pos), else nothing."""
+    .spans, the pos stage's .pos; with `ext` ".bin", those files binarized), else nothing."""
     e = exp(wildcards)
-    return [results(f"{stage}/{e.dataset}/{part}.{name}") for name, stage in e.annotations.items() for part in parts]
+    return [
+        results(f"{stage}/{e.dataset}/{part}.{name}{ext}") for name, stage in e.annotations.items() for part in parts
+    ]
 
 
 def annotation_args(wildcards, input):
@@ -333,6 +335,9 @@ def capped_runtime(wildcards, attempt):
 
 # Annotation shards of the parse and pos stages (a part's pieces, gathered in line order).
 ANNOTATED_PART = "(test/)?[A-Za-z0-9_.-]+"  # a dataset part they annotate: train, valid or test/<split>
+# The annotations' names and stages, as wildcard constraints (rule binarize_annotation).
+ANNOTATION_NAME = "|".join(registry())
+ANNOTATION_STAGE = "|".join(sorted({a.stage for a in registry().values()}))
 
 
 def shard_count(part):

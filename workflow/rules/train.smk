@@ -29,7 +29,7 @@ BY_DEV_BLEU = [name for name, e in EXPERIMENTS.items() if e.average.get("by_dev_
 rule train:
     input:
         data=prepared,
-        annotations=lambda w: annotation_files(w, ["train", "valid"]),
+        annotations=lambda w: annotation_files(w, ["train", "valid"], ".bin"),
         init=lambda w: [results(f"train/{exp(w).init}/averaged.pt")] if exp(w).init else [],
     output:
         model=results("train/{experiment}/final.pt"),

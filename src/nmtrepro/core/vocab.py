@@ -8,7 +8,9 @@ from __future__ import annotations
 import array
 import collections
 import hashlib
+import itertools
 import pickle
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -90,26 +92,77 @@ class Vocab:
         return cls.load(Path(folder) / "dict.src.txt"), cls.load(Path(folder) / "dict.tgt.txt")
 
 
+def narrow(tokens: np.ndarray) -> np.ndarray:
+    """Tokens as a binarized corpus holds them: uint16 where every id fits (vocabularies up to 65,536
+    symbols: half the bytes of int32 on disk and in the page cache), else int32."""
+    if not len(tokens) or (tokens.min() >= 0 and tokens.max() < 2 ** 16):
+        return tokens.astype(np.uint16)
+    return tokens
+
+
 def flatten(sequences: Iterable[Sequence[int]]) -> dict[str, torch.Tensor]:
     """Sequences as one flat tensor "tokens" plus int64 "offsets" (sequence i is
-    tokens[offsets[i]:offsets[i + 1]]), built in compact arrays so a corpus can stream through. Tokens
-    are uint16 where every id fits (vocabularies up to 65,536 symbols: half the bytes of int32 on disk
-    and in the page cache), else int32."""
+    tokens[offsets[i]:offsets[i + 1]]), built in compact arrays in memory (`narrow` tokens); a corpus
+    streams to a file instead (`save_indexed`)."""
     import torch
 
     flat, offsets = array.array("i"), array.array("q", [0])
     for seq in sequences:
         flat.extend(seq)
         offsets.append(len(flat))
-    tokens = np.frombuffer(flat, dtype=np.int32)   # a view of `flat`, no copy
-    if not len(tokens) or (tokens.min() >= 0 and tokens.max() < 2 ** 16):
-        tokens = tokens.astype(np.uint16)
+    tokens = narrow(np.frombuffer(flat, dtype=np.int32))   # a view of `flat` where int32 stays
     return {"tokens": torch.from_numpy(tokens), "offsets": torch.from_numpy(np.frombuffer(offsets, dtype=np.int64))}
 
 
+_SPOOL = 10_000  # sequences flattened, then written, at a time by `save_indexed`
+
+
+def flat_chunk(sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """A few sequences as `save_chunks` takes them: their tokens end to end (int32) and their sizes."""
+    sizes = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    return np.frombuffer(array.array("i", itertools.chain.from_iterable(sequences)), dtype=np.int32), sizes
+
+
 def save_indexed(path: str | Path, sequences: Iterable[Sequence[int]]) -> None:
-    """Binarize sequences (`flatten`): loads in milliseconds, memory-mapped (`IndexedData`)."""
-    save_flat(path, flatten(sequences))
+    """Binarize sequences as `flatten` would, byte for byte the same file, streamed (`save_chunks`)."""
+    iterator = iter(sequences)
+    save_chunks(path, map(flat_chunk, iter(lambda: list(itertools.islice(iterator, _SPOOL)), [])))
+
+
+def _spooled(path: Path, dtype) -> np.ndarray:
+    """A spool file's values, mapped (copy-on-write, so torch may wrap them without a read-only warning)."""
+    return np.memmap(path, dtype=dtype, mode="c") if path.stat().st_size else np.zeros(0, dtype=dtype)
+
+
+def save_chunks(path: str | Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Binarize sequences that come as chunks (`flat_chunk`: tokens, sizes; made by worker processes
+    where that helps) into the file `flatten` + `save_flat` write, byte for byte, without holding them:
+    the chunks go to int32 token and int64 offset spool files beside `path`, which are narrowed
+    (`narrow`, read a block at a time) and written by torch.save from their memory maps. A corpus of any
+    size costs a chunk's memory of the process's own (the mapped spool pages are the page cache's);
+    the file loads in milliseconds, memory-mapped (`IndexedData`)."""
+    import torch
+
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix=f".{path.name}.", dir=path.parent) as spool:
+        wide, offsets, narrowed = (Path(spool) / name for name in ("tokens.int32", "offsets.int64", "tokens.uint16"))
+        end, low, high = 0, 0, 0
+        with open(wide, "wb") as tokens_out, open(offsets, "wb") as offsets_out:
+            offsets_out.write(np.zeros(1, dtype=np.int64).tobytes())
+            for flat, sizes in chunks:
+                if len(flat):
+                    low, high = min(low, int(flat.min())), max(high, int(flat.max()))
+                tokens_out.write(flat.tobytes())
+                offsets_out.write((end + np.cumsum(sizes)).tobytes())
+                end += int(sizes.sum())
+        if low >= 0 and high < 2 ** 16:   # as `narrow` decides, from the whole corpus's ids
+            with open(wide, "rb") as spooled, open(narrowed, "wb") as out:
+                while len(block := np.fromfile(spooled, dtype=np.int32, count=1 << 20)):
+                    out.write(block.astype(np.uint16).tobytes())
+            tokens = _spooled(narrowed, np.uint16)
+        else:
+            tokens = _spooled(wide, np.int32)
+        save_flat(path, {"tokens": torch.from_numpy(tokens), "offsets": torch.from_numpy(_spooled(offsets, np.int64))})
 
 
 def save_flat(path: str | Path, blob: dict[str, torch.Tensor]) -> None:

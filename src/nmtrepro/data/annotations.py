@@ -5,6 +5,9 @@ An annotation (parser phrases "spans" for paper A, POS tags "pos" for paper D) i
   <part>.stats.json beside it (its rule file under workflow/rules/annotations/, its module's COMMANDS);
 - read back aligned with the binarized source (`read`), or made on the fly for lines that no stage saw
   (`make`: probing tasks, contrastive sources);
+- for the training splits, binarized once (`binarize`, its rows `ids`) into <part>.<name>.bin, which
+  every training rank memory-maps as it maps the source tokens (`binarized`), rather than each building
+  the values of millions of sentences in its own memory;
 - batched (`pad`), with what a row holding no sentence carries first (`blank_first`) and the shapes a
   bucketed batch adds (`shapes`), and stood in for on the meta device when FLOPs are counted (`stand_in`);
 - named under a table by who made it (`note`, from its stats' `stats_key`).
@@ -22,9 +25,14 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core.files import InputError
+from ..core.vocab import IndexedData, save_indexed
+
+COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
+    "binarize-annotation": "a training split's annotation as the memory-mapped file every training rank reads",
+}
 
 
 def _parse_backend(lang: str, backend: str) -> str:
@@ -36,13 +44,14 @@ class Annotation:
     name: str       # the family's input name, the files' extension, NAME in `--annotation NAME=PATH`
     stage: str      # the stage (rule, results folder) that makes it
     read: Callable[[str | Path, Sequence[int] | None], Sequence]  # (file, the source's token counts) -> values
+    ids: Callable[[str | Path, Sequence[int] | None], Iterable[Sequence[int]]]  # read's checks, a line at a
+    # time: each sentence's values as ints, the rows of the binarized file a training corpus maps
     make: Callable[[Sequence[str], str | None, str, str | None], Sequence]  # (BPE'd lines, lang, backend, stanza dir)
     stand_in: Callable[[int, int, str], dict]  # (sentences, source length, device) -> inputs of that shape
     note: str       # how the table's line naming its maker starts, e.g. "Parser phrases: trees made by"
     stats_key: str  # the field of its stats that names the maker
     makers: Mapping[str, str]  # that field's values -> how the note names them
     pad: Callable | None = None  # (values, indices) -> (B, ...) tensor; None: one value a source token, padded as it
-    compact: Callable | None = None  # how a training corpus holds what `read` gives (None: as it is)
     blank_first: int | None = None  # what a row without a sentence holds first (collate's fixed shapes)
     shapes: Callable | None = None  # (its (B, ...) batch, rows) -> further inputs of a bucketed batch
     tool: Callable[[str, str], str] = field(default=_parse_backend)  # (source lang, backend) -> the plan's cost key
@@ -101,3 +110,39 @@ def annotation_paths(specs: Sequence[str]) -> dict[str, str]:
             raise InputError(f"--annotation {name} given twice ({paths[name]}, {path})")
         paths[name] = path
     return paths
+
+
+def binarized_file(folder: str | Path, split: str, name: str) -> Path:
+    """Where annotation `name` of a training split is binarized: beside its stage's text file."""
+    return Path(folder) / f"{split}.{name}.bin"
+
+
+def binarize(name: str, text: str | Path, source: str | Path, out: str | Path) -> None:
+    """Annotation `name`'s file `text` checked against the binarized source it annotates (`read`'s
+    checks, through `ids`) and written as a binarized corpus (`save_indexed`, streamed): memory stays a
+    chunk's at any corpus size."""
+    save_indexed(out, annotation(name).ids(text, IndexedData(source).sizes))
+
+
+def binarized(folder: str | Path, split: str, name: str, source: IndexedData) -> IndexedData:
+    """Annotation `name` of a training split, memory-mapped from its binarized file (made by
+    `binarize`, which checked it against the source), as the source's tokens are: every rank on a host
+    shares one copy through the page cache."""
+    annotation(name)
+    path = binarized_file(folder, split, name)
+    values = IndexedData(path)
+    if len(values) != len(source):
+        raise InputError(f"{path}: {len(values)} sentences, the source has {len(source)} "
+                         "(binarized from another prepare? re-run binarize-annotation)")
+    return values
+
+
+def add_arguments_binarize_annotation(parser) -> None:
+    parser.add_argument("--name", required=True, help="which annotation (its stage's file extension)")
+    parser.add_argument("--text", required=True, help="the stage's file of a training split (<part>.<name>)")
+    parser.add_argument("--source", required=True, help="the binarized source it annotates (<part>.src.bin)")
+    parser.add_argument("--out", required=True, help="the binarized file (<part>.<name>.bin)")
+
+
+def run_binarize_annotation(args) -> None:
+    binarize(args.name, args.text, args.source, args.out)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-from ..core.files import InputError, atomic_open, read_lines, write_json
+from ..core.files import InputError, atomic_open, iter_lines, write_json
 from ..core.text import BPE_SEPARATOR, strip_bpe
 from ..core.vocab import IndexedData
 from .annotations import Annotation
@@ -148,11 +148,12 @@ def format_spans(spans: Sequence[Span]) -> str:
     return " ".join(f"{a}-{b}" for a, b in spans)
 
 
-def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[list[Span]]:
-    """Read a spans file, checking each line tiles positions 0..n contiguously and, given the
-    sentences' token `lengths` (EOS included), that there is one line per sentence ending at its n."""
-    out = []
-    for lineno, line in enumerate(read_lines(path), 1):
+def checked_spans(path: str | Path, lengths: Sequence[int] | None = None) -> Iterator[list[Span]]:
+    """The sentences' spans of a spans file, a line at a time, each line checked to tile positions 0..n
+    contiguously and, given the sentences' token `lengths` (EOS included), to end at its n, and the file
+    to hold one line per sentence."""
+    lineno = 0
+    for lineno, line in enumerate(iter_lines(path), 1):
         try:
             spans = [tuple(map(int, item.split("-"))) for item in line.split()]
         except ValueError:
@@ -163,10 +164,20 @@ def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[l
         if lengths is not None and lineno <= len(lengths) and spans[-1][1] != lengths[lineno - 1]:
             raise InputError(f"{path}:{lineno}: spans end at {spans[-1][1]}, the sentence has "
                              f"{lengths[lineno - 1]} tokens (was it parsed from another BPE?)")
-        out.append(spans)
-    if lengths is not None and len(out) != len(lengths):
-        raise InputError(f"{path}: {len(out)} lines of spans for {len(lengths)} sentences")
-    return out
+        yield spans
+    if lengths is not None and lineno != len(lengths):
+        raise InputError(f"{path}: {lineno} lines of spans for {len(lengths)} sentences")
+
+
+def read_spans(path: str | Path, lengths: Sequence[int] | None = None) -> list[list[Span]]:
+    """A spans file's sentences' spans, checked (`checked_spans`)."""
+    return list(checked_spans(path, lengths))
+
+
+def span_bounds(path: str | Path, lengths: Sequence[int] | None = None) -> Iterator[list[int]]:
+    """A spans file's sentences, checked (`checked_spans`), each as its flat bounds (start, end, start,
+    end, ...): the rows of `flat_spans` and of its binarized file (`annotations.binarize`)."""
+    return ([bound for span in spans for bound in span] for spans in checked_spans(path, lengths))
 
 
 def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
@@ -179,9 +190,9 @@ def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
 
 
 def flat_spans(spans: Sequence[list[Span]]) -> IndexedData:
-    """Each sentence's spans as one flat sequence (start, end, start, end, ...) in compact arrays: a
-    training corpus's phrases cost bytes a span rather than Python objects (~70 bytes a span: gigabytes
-    a rank at WMT14's 4.5M sentences), and a batch of them is one gather (`pad_spans`)."""
+    """Each sentence's spans as one flat sequence (start, end, start, end, ...) in compact arrays, as a
+    training corpus maps them from their binarized file (`span_bounds`): a batch of them is one gather
+    (`pad_spans`)."""
     return IndexedData.of([bound for span in sentence for bound in span] for sentence in spans)
 
 
@@ -285,6 +296,5 @@ def run_gather_parse(args) -> None:
 
 
 ANNOTATION = Annotation(
-    name="spans", stage="parse", read=read_spans, make=parse_on_the_fly, stand_in=stand_in,
-    note="Parser phrases: trees made by", stats_key="backend", makers=PARSERS,
-    pad=pad_spans, compact=flat_spans, shapes=span_width)
+    name="spans", stage="parse", read=read_spans, ids=span_bounds, make=parse_on_the_fly, stand_in=stand_in,
+    note="Parser phrases: trees made by", stats_key="backend", makers=PARSERS, pad=pad_spans, shapes=span_width)

@@ -22,7 +22,7 @@ import functools
 import logging
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..core.files import InputError, atomic_open, iter_lines, write_json
 from ..core.pos import POS_VOCAB, UPOS
@@ -132,26 +132,40 @@ def tag_lines(lines: Sequence[str], lang: str, backend: str = "auto", batch_size
     return [piece_tags(line, [inventory_tag(t, lang) for t in tags]) for line, tags in zip(lines, words)]
 
 
-def tag_ids(tags: Iterable[Sequence[str]]) -> IndexedData:
+def encoded(tags: Iterable[Sequence[str]]) -> Iterator[list[int]]:
     """Tag ids of each sentence, the EOS tag appended: position by position those of the source ids."""
-    return IndexedData.of(POS_VOCAB.encode(" ".join(sentence)) for sentence in tags)
+    return (POS_VOCAB.encode(" ".join(sentence)) for sentence in tags)
+
+
+def tag_ids(tags: Iterable[Sequence[str]]) -> IndexedData:
+    """The sentences' tag ids (`encoded`), in compact arrays, as a training corpus maps them from their
+    binarized file (`pos_ids`)."""
+    return IndexedData.of(encoded(tags))
+
+
+def checked_tags(path: str | Path, lengths: Sequence[int] | None = None) -> Iterator[list[str]]:
+    """A .pos file's sentences' tags, a line at a time, checked, given the sentences' token `lengths`
+    (EOS included), to hold one line per sentence with one tag per BPE piece."""
+    lineno = 0
+    for lineno, line in enumerate(iter_lines(path), 1):
+        tags = line.split()
+        if lengths is not None and lineno <= len(lengths) and len(tags) + 1 != lengths[lineno - 1]:
+            raise InputError(f"{path}:{lineno}: {len(tags)} tags, the sentence has {lengths[lineno - 1] - 1} "
+                             "BPE pieces (was it tagged from another BPE?)")
+        yield tags
+    if lengths is not None and lineno != len(lengths):
+        raise InputError(f"{path}: {lineno} lines of tags for {len(lengths)} sentences")
 
 
 def read_pos(path: str | Path, lengths: Sequence[int] | None = None) -> IndexedData:
-    """Read a .pos file as tag ids (`tag_ids`), checking, given the sentences' token `lengths` (EOS
-    included), one line per sentence with one tag per BPE piece."""
-    def checked():
-        for lineno, line in enumerate(iter_lines(path), 1):
-            tags = line.split()
-            if lengths is not None and lineno <= len(lengths) and len(tags) + 1 != lengths[lineno - 1]:
-                raise InputError(f"{path}:{lineno}: {len(tags)} tags, the sentence has {lengths[lineno - 1] - 1} "
-                                 "BPE pieces (was it tagged from another BPE?)")
-            yield tags
+    """A .pos file as tag ids (`tag_ids`), checked (`checked_tags`)."""
+    return tag_ids(checked_tags(path, lengths))
 
-    ids = tag_ids(checked())
-    if lengths is not None and len(ids) != len(lengths):
-        raise InputError(f"{path}: {len(ids)} lines of tags for {len(lengths)} sentences")
-    return ids
+
+def pos_ids(path: str | Path, lengths: Sequence[int] | None = None) -> Iterator[list[int]]:
+    """A .pos file's sentences' tag ids (`encoded`), checked (`checked_tags`), a line at a time: the
+    rows of its binarized file (`annotations.binarize`)."""
+    return encoded(checked_tags(path, lengths))
 
 
 def tag_on_the_fly(lines: Sequence[str], lang: str | None, backend: str, stanza_dir: str | None) -> IndexedData:
@@ -238,6 +252,6 @@ def run_gather_pos(args) -> None:
 
 
 ANNOTATION = Annotation(
-    name="pos", stage="pos", read=read_pos, make=tag_on_the_fly, stand_in=stand_in,
+    name="pos", stage="pos", read=read_pos, ids=pos_ids, make=tag_on_the_fly, stand_in=stand_in,
     note="POS tags: made by", stats_key="tagger", makers=TAGGERS,
     blank_first=POS_VOCAB.eos, tool=tagger_tool)

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 from ..core.files import (InputError, atomic_open, count_lines, iter_lines, read_json, read_parallel, write_json,
                           write_lines)
 from ..core.text import BPE, learn_bpe, tokenize
-from ..core.vocab import Vocab, save_indexed
+from ..core.vocab import IndexedData, Vocab, flat_chunk, save_chunks
 from .shards import chunks
 
 log = logging.getLogger("nmtrepro.data.prepare")
@@ -174,6 +174,33 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
     return pieces, dropped
 
 
+_worker_vocabs: dict[str, Vocab] = {}  # a pool worker's vocabularies by side, loaded once by `_load_vocabs`
+
+
+def _load_vocabs(out_dir: Path) -> None:
+    _worker_vocabs.update((side, Vocab.load(out_dir / f"dict.{side}.txt")) for side in ("src", "tgt"))
+
+
+def _encode_chunk(task: tuple[str, list[str]]) -> tuple:
+    side, lines = task
+    return flat_chunk([_worker_vocabs[side].encode(line) for line in lines])
+
+
+def binarize(pieces: dict[str, tuple[Path, Path]], out_dir: Path, workers: int) -> dict[str, dict]:
+    """Each split's BPE'd sides as ids (`Vocab.encode` with the saved vocabularies, EOS appended) in
+    out_dir/<split>.<side>.bin, streamed chunk by chunk through `workers` processes (`save_chunks`):
+    memory stays a few chunks' at any corpus size. Returns each split's pairs and tokens a side."""
+    counts = {}
+    with worker_map(workers, _load_vocabs, (out_dir,)) as pmap:
+        for split, sides in pieces.items():
+            for side, lines in zip(("src", "tgt"), sides):
+                path = out_dir / f"{split}.{side}.bin"
+                save_chunks(path, pmap(_encode_chunk, ((side, chunk) for chunk in chunks(iter_lines(lines), _CHUNK))))
+                binarized = IndexedData(path)
+                counts.setdefault(split, {"pairs": len(binarized)})[f"{side}_tokens"] = int(binarized.offsets[-1])
+    return counts
+
+
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_merges: int,
             max_len: int, max_ratio: float, lowercase: bool = False, min_count: int = 1,
             workers: int = 1, tokenized: bool = False) -> dict:
@@ -186,13 +213,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_mer
         src_vocab, tgt_vocab = (Vocab.build(iter_lines(side), min_count) for side in pieces["train"])
         src_vocab.save(out_dir / "dict.src.txt")
         tgt_vocab.save(out_dir / "dict.tgt.txt")
-        for split, (src, tgt) in pieces.items():
-            src_ids = [src_vocab.encode(s) for s in iter_lines(src)]
-            tgt_ids = [tgt_vocab.encode(t) for t in iter_lines(tgt)]
-            save_indexed(out_dir / f"{split}.src.bin", src_ids)
-            save_indexed(out_dir / f"{split}.tgt.bin", tgt_ids)
-            stats["splits"][split] = {"pairs": len(src_ids), "src_tokens": sum(map(len, src_ids)),
-                                      "tgt_tokens": sum(map(len, tgt_ids))}
+        stats["splits"] = binarize(pieces, out_dir, workers)
     stats["splits"]["train"]["dropped"] = dropped
     stats["vocab"] = {"src": len(src_vocab), "tgt": len(tgt_vocab)}
     log.info("kept %d training pairs (dropped %s); vocabularies: src %d, tgt %d",
@@ -212,7 +233,7 @@ def add_arguments_prepare(parser) -> None:
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides after tokenizing")
     parser.add_argument("--min-count", type=int, default=1, help="rarer training symbols become <unk>")
     parser.add_argument("--workers", type=int, default=1,
-                        help="processes that tokenize and apply BPE (the output is the same for any number)")
+                        help="processes that tokenize, apply BPE and binarize (the output is the same for any number)")
 
 
 def run_prepare(args) -> None:

@@ -1,12 +1,12 @@
-"""The data a training reads: a prepared dataset's binarized train and valid splits, with the source
-annotations (parser phrases, POS tags) of the models that read them, as token batches."""
+"""The data a training reads: a prepared dataset's binarized train and valid splits, with the binarized
+source annotations (parser phrases, POS tags) of the models that read them, as token batches."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..core.files import InputError
 from ..core.vocab import IndexedData, Vocab
-from ..data.annotations import annotation
+from ..data.annotations import binarized
 from .batching import collate, token_batches
 
 
@@ -15,8 +15,8 @@ class Corpus:
     every training rank on a host shares one copy of the tokens through the page cache."""
 
     def __init__(self, data_dir: str | Path, annotations: dict[str, str | Path] | None = None):
-        """`annotations`: name -> the folder of the train/valid files of each source annotation the model
-        reads (the parse stage's .spans, the pos stage's .pos: data.annotations)."""
+        """`annotations`: name -> the folder of the binarized train/valid files of each source annotation
+        the model reads (the parse stage's .spans.bin, the pos stage's .pos.bin: data.annotations)."""
         data_dir = Path(data_dir)
         self.src_vocab = Vocab.load(data_dir / "dict.src.txt")
         self.tgt_vocab = Vocab.load(data_dir / "dict.tgt.txt")
@@ -27,9 +27,7 @@ class Corpus:
                 raise InputError(f"{data_dir}: {split}.src.bin has {len(src)} sentences, {split}.tgt.bin {len(tgt)}")
             self.splits[split] = (src, tgt)
             for name, folder in (annotations or {}).items():
-                kind = annotation(name)
-                values = kind.read(Path(folder) / f"{split}.{name}", src.sizes)
-                self.extras[split][name] = kind.compact(values) if kind.compact else values
+                self.extras[split][name] = binarized(folder, split, name, src)
 
     def batches(self, split: str, max_tokens: int, seed=None, epoch=0, buckets: bool = False):
         src, tgt = self.splits[split]

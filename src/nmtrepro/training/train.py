@@ -571,7 +571,7 @@ def add_arguments_train(parser) -> None:
     parser.add_argument("--model", required=True, help="model spec as JSON: {family, options...}")
     parser.add_argument("--settings", default="{}", help="training settings as JSON (see training/settings.py)")
     parser.add_argument("--checkpoint-dir", required=True, help="rotating checkpoints; kept after a failure")
-    add_annotation_argument(parser, "the folder of the train/valid files of a source annotation the model reads")
+    add_annotation_argument(parser, "the folder of the binarized train/valid files (<split>.NAME.bin) of a source annotation the model reads")
     parser.add_argument("--threads", type=int, help="CPU threads (overrides the settings' value)")
     parser.add_argument("--init", help="trained model file to warm-start from (fresh optimizer and schedule)")
     parser.add_argument("--tensorboard", help="TensorBoard run folder of this training's scalars (board.py)")
