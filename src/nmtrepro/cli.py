@@ -28,6 +28,7 @@ COMMANDS = {
     "bundle": ("nmtrepro.evaluation.bundle", "a model's folder that translates alone: weights, vocabularies, BPE, settings"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis with sacreBLEU and tokenized BLEU"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
+    "calibrate": ("nmtrepro.calibrate", "time every CPU stage on a sample of the scale's data here, for plan and the shards"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),
     "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),
