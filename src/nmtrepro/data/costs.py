@@ -4,10 +4,10 @@ runtime request (`scales.<scale>.preprocess`: `shards: auto`, `runtime: auto`).
 
 A rate is measured where the run will run (`nmtrepro calibrate` writes the rates file, `rates_file`) or
 else the config's assumed figure (`plan.cpu_seconds_per_line`). A measured rate prices only the tool it
-was measured with: spaCy's stand-in parses some 25x faster than stanza, so a calibration with one never
-prices, shards or times a run with the other. prepare has two rates: its tokenization and BPE run in
-`cpus` worker processes, while learning BPE, the vocabularies and binarizing run in one, and at paper
-scale the latter are most of its time.
+was measured with: at the config's assumed rates spaCy's stand-in parses 25x faster than stanza, so a
+calibration with one never prices, shards or times a run with the other. prepare has two rates: its
+tokenization and BPE run in `cpus` worker processes, while learning BPE, the vocabularies and
+binarizing run in one, which more cores do not shorten.
 """
 from __future__ import annotations
 
