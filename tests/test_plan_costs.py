@@ -10,7 +10,8 @@ import pytest
 from nmtrepro.config import experiments, load, training_of, validate
 from nmtrepro.core.files import InputError
 from nmtrepro.experiment import AUTO_MAX_TOKENS
-from nmtrepro.plan import part_lines, plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
+from nmtrepro.data.costs import part_lines
+from nmtrepro.plan import plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
 from nmtrepro.training import memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,9 +49,15 @@ def test_cpu_hours_are_lines_times_the_stages_rate_split_over_shards(paper, monk
     lines, rates = paper["plan"]["lines"], paper["plan"]["cpu_seconds_per_line"]
     assert result["parse"]["lines"] == lines["wmt14_en_de"]  # the shards cover every line once
     assert result["parse"]["cpu_hours"] == pytest.approx(lines["wmt14_en_de"] * rates["parse"]["stanza"] / 3600)
-    assert result["parse"]["longest_job_cpu_hours"] == pytest.approx(result["parse"]["cpu_hours"] / 32, rel=1e-4)
-    assert result["prepare"]["cpu_hours"] == pytest.approx(lines["wmt14_en_fr"] * rates["prepare"] / 3600)
-    assert result["parse"]["resources"] == paper["scales"]["paper"]["preprocess"]["parse"]
+    assert result["parse"]["longest_job_hours"] == pytest.approx(result["parse"]["cpu_hours"] / 32, rel=1e-4)
+    prep = rates["prepare"]
+    assert result["prepare"]["cpu_hours"] == pytest.approx(lines["wmt14_en_fr"] * (prep["parallel"] + prep["serial"]) / 3600)
+    # prepare's one-process steps are priced whole, its tokenization and BPE over its 16 cores
+    assert result["prepare"]["longest_job_hours"] == pytest.approx(
+        lines["wmt14_en_fr"] * (prep["parallel"] / 16 + prep["serial"]) / 3600)
+    assert result["prepare"]["longest_serial_hours"] == pytest.approx(lines["wmt14_en_fr"] * prep["serial"] / 3600)
+    assert result["parse"]["cpus"] == paper["scales"]["paper"]["preprocess"]["parse"]["cpus"]
+    assert not result["parse"]["overrunning_jobs"] and not result["parse"]["rates"]["wmt14_en_de"]["measured"]
 
 
 def test_a_chinese_source_is_tagged_at_jiebas_rate_and_unknown_lines_are_listed(paper, monkeypatch):
@@ -155,7 +162,8 @@ def test_a_scale_without_preprocess_settings_gets_one_shard_and_the_profile_defa
     del config["scales"]["tiny"]["preprocess"]
     validate(config, ROOT / "workflow/schemas/config.schema.yaml")
     assert config["scales"]["tiny"]["preprocess"] == {
-        "shards": 1, **{stage: {"cpus": 1, "mem_mb": 4000, "runtime": 60} for stage in ("prepare", "parse", "pos")}}
+        "shards": 1, "shard_hours": 6, "max_shards": 256, "runtime_margin": 2,
+        **{stage: {"cpus": 1, "mem_mb": 4000, "runtime": 60} for stage in ("prepare", "parse", "pos")}}
 
 
 def test_paper_a_code_forms_add_four_paper_scale_trainings(paper, monkeypatch):

@@ -29,6 +29,7 @@ COMMANDS = {
     "export-ct2": ("nmtrepro.evaluation.ct2", "a standard Transformer as a CTranslate2 model folder"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis in every metric: sacreBLEU, tokenized BLEU, chrF, chrF++, TER"),
     "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
+    "calibrate": ("nmtrepro.calibrate", "time every CPU stage on a sample of the scale's data here, for plan and the shards"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),
     "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),

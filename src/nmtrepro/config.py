@@ -322,6 +322,12 @@ def with_scale_data(config: dict) -> dict:
             "local_data": {**config.get("local_data", {}), **scale.get("local_data", {})}}
 
 
+def dataset_preparation(config: dict, dataset: str) -> dict:
+    """The scale's preparation with the dataset's own options over it (paper C: word level, lowercased)."""
+    return {"lowercase": False, "min_count": 1, **config["scales"][config["scale"]]["prepare"],
+            **config["datasets"][dataset].get("prepare", {})}
+
+
 def at_scale(config: dict, spec: dict) -> bool:
     """Whether a table or claim with optional `scales` applies at the study's scale (no `scales`: all)."""
     return study_scale(config) in spec.get("scales", [study_scale(config)])

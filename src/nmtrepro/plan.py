@@ -11,13 +11,15 @@ phrase layers slow a Base step more than a GPU speeds it). Each experiment is si
 own model spec (paper A's +PR Big counts its phrase layers). Disk is the model's size from its
 parameter count (built on the meta device, so nothing is allocated) and the download manifest's
 archive sizes. The preprocessing jobs (prepare, and each shard of parse and pos) cost their lines times
-the config's per-line CPU seconds (`plan.cpu_seconds_per_line`, estimates), the lines counted from the
-repository's files or taken from `plan.lines`.
+a stage's seconds a line: measured on this machine by `nmtrepro calibrate` where it ran with the scale's
+parser and tagger, else the config's assumed figures (`plan.cpu_seconds_per_line`), each named in the
+output as measured or assumed (data.costs); the lines counted from the repository's files or taken
+from `plan.lines`.
 """
 from __future__ import annotations
 
 import csv
-import functools
+import dataclasses
 import io
 import json
 import re
@@ -26,8 +28,9 @@ import sys
 from pathlib import Path
 
 from .config import experiments, load, replicates, tables_at_scale, training_of, validate
-from .core.files import InputError, count_lines, write_json
-from .data.annotations import by_stage, registry
+from .core.files import InputError, write_json
+from .data.annotations import registry
+from .data.costs import job_runtime, load_rates, part_lines, stage_rate
 from .data.download import load_manifest
 from .data.shards import shard_range
 from .experiment import batch_tokens
@@ -123,59 +126,39 @@ def update_tokens(train: dict) -> int:
     return max(train["update_tokens"], batch_tokens(train))
 
 
-@functools.lru_cache(maxsize=None)
-def _count_lines(path: str) -> int:
-    return count_lines(path)
-
-
-def part_lines(config: dict, dataset: str, part: str) -> int | None:
-    """Lines of a dataset part (train, valid, test/<split>) that preprocessing reads: `plan.lines` for
-    a download set's training pairs, else counted in the repository's file (at most the scale's
-    max_lines); None where neither is known (a download set's valid and test sets, a few thousand lines)."""
-    split = part.removeprefix("test/")
-    known = config.get("plan", {}).get("lines", {})
-    if split == "train" and dataset in known:
-        return known[dataset]
-    src = config["datasets"][dataset]["splits"].get(split, {}).get("src")
-    if not isinstance(src, str) or not Path(src).is_file():
-        return None
-    cap = config["scales"][config["scale"]]["prepare"].get("max_lines")
-    return min(_count_lines(src), cap) if cap else _count_lines(src)
-
-
-def line_seconds(config: dict, stage: str, dataset: str) -> float | None:
-    """CPU seconds per line of a stage (`plan.cpu_seconds_per_line`): prepare's one figure, an
-    annotation stage's by its tool (parse's: the scale's parser; pos's: its tagger, jieba for a Chinese
-    source); None where none is given."""
-    rates = config.get("plan", {}).get("cpu_seconds_per_line", {})
-    if stage == "prepare":
-        return rates.get("prepare")
-    backend = config["scales"][config["scale"]]["parse_backend"]
-    tool = by_stage(stage).tool(config["datasets"][dataset]["src"], backend)
-    return rates.get(stage, {}).get(tool)
-
-
-def preprocessing(config: dict, jobs: list[dict]) -> dict:
-    """CPU-hours of the pending preprocessing jobs by stage (estimates: lines x seconds per line), the
-    longest job's beside what the scale gives it (cores, runtime), and the jobs whose cost is unknown."""
-    resources = config["scales"][config["scale"]].get("preprocess", {})
+def preprocessing(config: dict, jobs: list[dict], cpu_rates: dict | None = None) -> dict:
+    """CPU-hours of the pending preprocessing jobs by stage (lines x seconds a line: `cpu_rates` measured by
+    `nmtrepro calibrate` where they hold the scale's tool, else the config's assumed ones), the longest
+    job's wall-clock hours (prepare's one-process steps counted whole, its shared ones over its cores)
+    beside the runtime the jobs ask for, those expected to outlast it, the rates used, and the jobs whose
+    cost is unknown."""
+    resources = config["scales"][config["scale"]]["preprocess"]
     stages = {}
     for job in jobs:
-        row = stages.setdefault(job["stage"], {"jobs": 0, "lines": 0, "cpu_hours": 0.0, "longest_job_cpu_hours": 0.0,
-                                               "resources": resources.get(job["stage"], {}),
-                                               "jobs_of_unknown_cost": []})
+        stage, dataset = job["stage"], job["dataset"]
+        row = stages.setdefault(stage, {"jobs": 0, "lines": 0, "cpu_hours": 0.0, "longest_job_hours": 0.0,
+                                        "longest_serial_hours": 0.0, "runtime_minutes": 0,
+                                        "cpus": resources[stage]["cpus"], "rates": {}, "overrunning_jobs": [],
+                                        "jobs_of_unknown_cost": []})
         row["jobs"] += 1
-        lines, seconds = part_lines(config, job["dataset"], job["part"]), line_seconds(config, job["stage"], job["dataset"])
-        name = f"{job['dataset']}/{job['part']}" + (f" {job['shard']}-of-{job['shards']}" if job["shards"] > 1 else "")
-        if lines is None or seconds is None:
+        lines, rate = part_lines(config, dataset, job["part"]), stage_rate(config, cpu_rates or {}, stage, dataset)
+        name = f"{dataset}/{job['part']}" + (f" {job['shard']}-of-{job['shards']}" if job["shards"] > 1 else "")
+        if lines is None or rate is None:
             row["jobs_of_unknown_cost"].append(name)
             continue
         start, end = shard_range(lines, job["shard"], job["shards"])
-        hours = (end - start) * seconds / 3600
+        hours = rate.job_hours(end - start, row["cpus"] if stage == "prepare" else 1)
+        runtime = job_runtime(config, cpu_rates or {}, stage, dataset, job["part"], job["shards"])
         row["lines"] += end - start
-        row["cpu_hours"] += hours
-        row["longest_job_cpu_hours"] = max(row["longest_job_cpu_hours"], hours)
-    return {"stages": stages, "cpu_hours": sum(row["cpu_hours"] for row in stages.values())}
+        row["cpu_hours"] += rate.cpu_hours(end - start)
+        row["rates"][dataset] = dataclasses.asdict(rate)
+        row["runtime_minutes"] = max(row["runtime_minutes"], runtime)
+        if hours > row["longest_job_hours"]:
+            row["longest_job_hours"], row["longest_serial_hours"] = hours, (end - start) * rate.serial / 3600
+        if hours * 60 > runtime:
+            row["overrunning_jobs"].append(name)
+    return {"stages": stages, "cpu_hours": sum(row["cpu_hours"] for row in stages.values()),
+            "measured": any(r["measured"] for row in stages.values() for r in row["rates"].values())}
 
 
 def speedup_of(factor: float | dict, size: str | None, family: str | None = None) -> float:
@@ -218,11 +201,11 @@ def experiment_names(spec, resolved: dict) -> set[str]:
 
 def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, manifest: dict,
          speedup: dict | None = None, preprocess_jobs: list[dict] | None = None,
-         papers: dict[str, dict[str, list[str]]] | None = None) -> dict:
+         papers: dict[str, dict[str, list[str]]] | None = None, cpu_rates: dict | None = None) -> dict:
     """Per table: training jobs still to run, GPU-hours (on the throughput table's GPU, and on each GPU
     of `speedup`) and disk (checkpoints, models, downloads); per paper (`papers`: paper -> section ->
     the names its file defines), the GPU-hours of the jobs it needs (`paper_jobs`), each once; and the
-    preprocessing jobs' CPU-hours."""
+    preprocessing jobs' CPU-hours (`cpu_rates`: `nmtrepro calibrate`'s measured ones, see `preprocessing`)."""
     scale = config["scales"][config["scale"]]
     vocab = scale["prepare"]["bpe_merges"]  # joint BPE: roughly one symbol per merge (an estimate)
     resolved = experiments(config)
@@ -270,7 +253,7 @@ def plan(config: dict, pending: set[str], downloads: set[str], rates: dict, mani
                                "gpu_hours": sum(jobs[n]["gpu_hours"] or 0 for n in names),
                                "gpu_hours_on": hours_on([jobs[n] for n in names], speedup)}
     gpu_hours = sum(j["gpu_hours"] or 0 for j in jobs.values())
-    prep = preprocessing(config, preprocess_jobs or [])
+    prep = preprocessing(config, preprocess_jobs or [], cpu_rates)
     return {"scale": config["scale"], "jobs": jobs, "tables": tables, "papers": by_paper, "preprocessing": prep,
             "total": {"training_jobs": len(jobs), "gpu_hours": gpu_hours,
                       "gpu_hours_on": hours_on(list(jobs.values()), speedup),
@@ -319,20 +302,35 @@ def render(result: dict, source: str, gpu: str = "GPU") -> str:
     lines.append("Downloads count archives only; extraction and prepared data need more.")
     stages = result["preprocessing"]["stages"]
     if stages:
-        lines += ["", "Preprocessing (CPU-hours estimated from lines x the config's seconds per line):",
+        lines += ["", "Preprocessing (lines x seconds a line; the longest job in wall-clock hours, prepare's "
+                  "one-process steps whole and the rest over its cores):",
                   f"{'stage':<10} {'jobs':>6} {'lines':>12} {'CPU-hours':>10}  longest job"]
         for stage, row in stages.items():
-            limit = row["resources"]
+            serial = f" ({row['longest_serial_hours']:.1f} h of it in one process)" if row["longest_serial_hours"] else ""
             lines.append(f"{stage:<10} {row['jobs']:>6} {row['lines']:>12,} {row['cpu_hours']:>10.1f}  "
-                         f"{row['longest_job_cpu_hours']:.1f} CPU-hours; a job gets {limit.get('cpus', 1)} core(s), "
-                         f"{limit.get('runtime', 60) / 60:.0f} h")
+                         f"{row['longest_job_hours']:.1f} h{serial}; jobs ask up to "
+                         f"{row['runtime_minutes'] / 60:.0f} h on {row['cpus']} core(s)")
+            by_source = {}
+            for dataset, rate in row["rates"].items():
+                by_source.setdefault(rate["measured"], []).append(
+                    f"{dataset} {rate['tool']} {rate['seconds']:.2g}"
+                    + (f" + {rate['serial']:.2g} in one process" if rate["serial"] else ""))
+            for measured, rates in by_source.items():
+                source = f"measured on {measured}" if measured else "assumed (config plan.cpu_seconds_per_line)"
+                lines.append(f"{'':<10} seconds a line, {source}: {'; '.join(rates)}")
+            if row["overrunning_jobs"]:
+                lines.append(f"{'':<10} ({len(row['overrunning_jobs'])} job(s) expected to outlast the runtime they "
+                             f"ask for: {', '.join(row['overrunning_jobs'])})")
             if row["jobs_of_unknown_cost"]:
                 lines.append(f"{'':<10} (plus {len(row['jobs_of_unknown_cost'])} job(s) of unknown lines or rate, "
                              f"not counted: {', '.join(row['jobs_of_unknown_cost'])})")
     total = result["total"]
+    measured = [rate["measured"] for row in stages.values() for rate in row["rates"].values()]
+    cpu_source = ("measured rates" if measured and all(measured) else "partly measured rates" if any(measured)
+                  else "assumed rates")
     on_others = "".join(f", {total['gpu_hours_on'][g]:.0f} on {g}" for g in others)
     lines += ["", f"Total: {total['training_jobs']} training jobs, {total['gpu_hours']:.0f} GPU-hours on {gpu}"
-              f"{on_others}; {total['cpu_hours']:.0f} CPU-hours of preprocessing (estimate); "
+              f"{on_others}; {total['cpu_hours']:.0f} CPU-hours of preprocessing ({cpu_source}); "
               f"{total['checkpoint_bytes'] / gb:.0f} GB of checkpoints, {total['download_bytes'] / gb:.1f} GB of downloads."]
     return "\n".join(lines)
 
@@ -356,7 +354,7 @@ def run_plan(args) -> None:
     pending, downloads = parse_summary(summary)
     rates, source, speedup = throughput(config, Path(args.bench) if args.bench else None)
     result = plan(config, pending, downloads, rates, load_manifest(args.manifest), speedup, preprocessing_jobs(summary),
-                  owned)
+                  owned, load_rates(config))
     gpu = "the measured GPU" if source.startswith("measured") else config["plan"].get("gpu", "the table's GPU")
     print(render(result, source, gpu))
     scale = config["scales"][config["scale"]]

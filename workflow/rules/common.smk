@@ -10,6 +10,7 @@ from nmtrepro.config import (
     at_scale,
     central_study,
     check_paper_cells,
+    dataset_preparation as preparation_of,
     experiments,
     for_scale,
     merge_papers,
@@ -27,6 +28,7 @@ from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, da
 from nmtrepro import forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
+from nmtrepro.data import costs
 from nmtrepro.data.annotations import check_rule_files, registry
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
@@ -150,8 +152,8 @@ def link_commands(wildcards, input, output):
 
 
 def dataset_preparation(dataset):
-    """The scale's preparation with the dataset's own options over it (paper C: word level, lowercased)."""
-    return {"lowercase": False, "min_count": 1, **SCALE["prepare"], **config["datasets"][dataset].get("prepare", {})}
+    """The scale's preparation with the dataset's own options over it (nmtrepro.config)."""
+    return preparation_of(config, dataset)
 
 
 def prepare_options(wildcards):
@@ -340,17 +342,49 @@ ANNOTATION_NAME = "|".join(registry())
 ANNOTATION_STAGE = "|".join(sorted({a.stage for a in registry().values()}))
 
 
-def shard_count(part):
-    """Jobs that annotate a part: the scale's `preprocess.shards` for the training source, one for the
-    valid and test sets (a few thousand lines, not worth loading a parser for each piece)."""
-    return PREPROCESS["shards"] if part == "train" else 1
+# The CPU stages' rates as `nmtrepro calibrate` measured them on this machine ({} where it has not run):
+# with `auto` settings, a training source's shard count and each job's runtime follow from them
+# (nmtrepro.data.costs), else from the config's assumed rates.
+try:
+    CPU_RATES = costs.load_rates(config)
+except InputError as err:
+    raise WorkflowError(str(err)) from None
+
+
+def shard_count(stage, dataset, part):
+    """Jobs that annotate a part (nmtrepro.data.costs `shard_count`)."""
+    try:
+        return costs.shard_count(config, CPU_RATES, stage, dataset, part)
+    except InputError as err:
+        raise WorkflowError(str(err)) from None
+
+
+def job_runtime(stage):
+    """Resource function: minutes a job of the stage asks for (nmtrepro.data.costs `job_runtime`), times
+    the attempt where the scale says `runtime: auto`, so that a retry after the limit asks for more."""
+
+    def runtime(wildcards, attempt):
+        try:
+            minutes = costs.job_runtime(
+                config,
+                CPU_RATES,
+                stage,
+                wildcards.dataset,
+                wildcards.get("part", "train"),
+                int(wildcards.get("shards", 1)),
+            )
+        except InputError as err:
+            raise WorkflowError(str(err)) from None
+        return minutes * (attempt if SCALE["preprocess"][stage]["runtime"] == "auto" else 1)
+
+    return runtime
 
 
 def shard_files(stage, ext):
     """Input function of a gather rule: the stage's shard files of the part, in line order."""
 
     def files(wildcards):
-        n = shard_count(wildcards.part)
+        n = shard_count(stage, wildcards.dataset, wildcards.part)
         return [
             results(f"{stage}/{wildcards.dataset}/shards/{wildcards.part}.{k}-of-{n}.{ext}") for k in range(1, n + 1)
         ]

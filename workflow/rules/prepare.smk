@@ -16,7 +16,7 @@ rule prepare:
     threads: PREPROCESS["prepare"]["cpus"]
     resources:
         mem_mb=PREPROCESS["prepare"]["mem_mb"],
-        runtime=PREPROCESS["prepare"]["runtime"],
+        runtime=job_runtime("prepare"),
     params:
         data_dir=subpath(input[0], parent=True),
         out_dir=subpath(output[0], parent=True),

@@ -21,7 +21,7 @@ rule parse:
     threads: PREPROCESS["parse"]["cpus"]
     resources:
         mem_mb=PREPROCESS["parse"]["mem_mb"],
-        runtime=PREPROCESS["parse"]["runtime"],
+        runtime=job_runtime("parse"),
     params:
         opts=config["parse"],
         backend=PARSE_BACKEND,

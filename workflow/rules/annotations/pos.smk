@@ -22,7 +22,7 @@ rule pos:
     threads: PREPROCESS["pos"]["cpus"]
     resources:
         mem_mb=PREPROCESS["pos"]["mem_mb"],
-        runtime=PREPROCESS["pos"]["runtime"],
+        runtime=job_runtime("pos"),
     params:
         opts=config["parse"],
         lang=lambda w: config["datasets"][w.dataset]["src"],
