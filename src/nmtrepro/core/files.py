@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import zlib
 from pathlib import Path
@@ -52,13 +53,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
-def staging_dir(final: Path) -> Path:
-    """A new hidden folder beside `final` to fill and then rename onto it; mkdtemp makes 0700, but a
-    dataset or extracted archive should be as readable as any folder the user creates."""
+@contextlib.contextmanager
+def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
+    """A new hidden folder beside `final` to fill: renamed onto `final` (replacing a folder there whole)
+    when the block exits cleanly, removed when it does not, so that a reader sees the old folder or the
+    new one, never half of either. mkdtemp makes 0700, but a dataset, an extracted archive or a model
+    folder should be as readable as any folder the user creates."""
+    final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     os.chmod(staging, 0o777 & ~_UMASK)
-    return staging
+    try:
+        yield staging
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager

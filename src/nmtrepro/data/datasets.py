@@ -17,7 +17,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..core.files import InputError, file_digest, iter_lines, require_file, staging_dir, write_json
+from ..core.files import InputError, atomic_dir, file_digest, iter_lines, require_file, write_json
 from . import download
 from .recipes import RECIPES
 
@@ -109,8 +109,7 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
     may list several files per side, which are concatenated in order (e.g. Europarl + News Commentary).
     `tokenized` (recorded in the manifest): the files are Moses-tokenized already, by a recipe.
     """
-    staging = staging_dir(out_dir)
-    try:
+    with atomic_dir(out_dir) as staging:
         manifest = {"name": name, "src_lang": spec["src"], "tgt_lang": spec["tgt"], "tokenized": tokenized,
                     "splits": {}}
         for split, files in spec["splits"].items():
@@ -129,12 +128,6 @@ def materialise(name: str, spec: dict, out_dir: Path, max_lines: int | None, res
             log.info("%s/%s: %d lines", name, split, lines)
         shutil.rmtree(staging / RECIPE, ignore_errors=True)
         write_json(staging / "manifest.json", manifest)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _as_list(value) -> list[str]:

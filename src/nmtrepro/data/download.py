@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.files import InputError, file_digest, read_json, require_file, staging_dir, write_json
+from ..core.files import InputError, atomic_dir, file_digest, read_json, require_file, write_json
 
 log = logging.getLogger("nmtrepro.data.download")
 
@@ -287,8 +287,7 @@ def extract(archive: Path, dest: Path) -> Path:
     """Unpack a tar/tgz/zip (or gunzip a .gz) into `dest` once, atomically as a folder; other files are copied."""
     if dest.is_dir():
         return dest
-    staging = staging_dir(dest)
-    try:
+    with atomic_dir(dest) as staging:
         name = archive.name
         if tarfile.is_tarfile(archive):
             with tarfile.open(archive) as tar:
@@ -301,10 +300,6 @@ def extract(archive: Path, dest: Path) -> Path:
                 shutil.copyfileobj(src, out, CHUNK)
         else:
             shutil.copy2(archive, staging / name)
-        os.replace(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return dest
 
 

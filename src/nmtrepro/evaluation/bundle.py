@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import runtime
-from ..core.files import InputError, read_json, staging_dir, write_json
+from ..core.files import InputError, atomic_dir, read_json, write_json
 from ..core.repo import commit
 from ..core.text import BPE
 from ..core.vocab import Vocab
@@ -65,20 +65,13 @@ def write(model_file: str | Path, prepared: str | Path, out: str | Path, search:
         "provenance": {**provenance, "step": blob.get("step"), "model_file": str(model_file), "commit": commit(),
                        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
     }
-    staging = staging_dir(out)
-    try:
+    with atomic_dir(out) as staging:
         _link_or_copy(model_file, staging / "model.pt")
         for name in ("dict.src.txt", "dict.tgt.txt", "bpe.codes"):
             shutil.copyfile(prepared / name, staging / name)
         if meta["search"]["lm_order"]:
             _link_or_copy(prepared / "train.tgt.bin", staging / "train.tgt.bin")
         write_json(staging / "bundle.json", meta)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return meta
 
 

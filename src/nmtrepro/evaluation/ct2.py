@@ -24,13 +24,11 @@ EOS allowed at once, padding and <s> never produced), so its greedy outputs equa
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 from pathlib import Path
 
 import torch
 
-from ..core.files import InputError, require_file, staging_dir
+from ..core.files import InputError, atomic_dir, require_file
 from ..core.vocab import Vocab
 from ..models import configure
 from ..models.layers import ModelConfig, sinusoidal_positions
@@ -167,15 +165,8 @@ def export(model_path: str | Path, vocab_dir: str | Path, out: str | Path, quant
     model.validate()
     model.optimize(quantization=quantization)
     out = Path(out)
-    staging = staging_dir(out)
-    try:
+    with atomic_dir(out) as staging:
         model.save(str(staging))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out
 
 
