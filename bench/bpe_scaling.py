@@ -14,7 +14,9 @@ cannot be fetched here, so this writes synthetic corpora with a given number of 
 
 At each --types size it runs, in a process of its own as prepare runs it, `nmtrepro.core.text.learn_bpe`
 over the lines (the workflow's joint learner: counting, then --merges merges) and, apart, the counting
-alone, and prints the CPU seconds (user + system, from wait4) and peak RSS of each, the merges' share
+alone, and prints the CPU seconds (user + system, from wait4) and peak RSS of each (wait4's maxresident
+counts this process's pages at the fork, ~400 MiB with the words: below that, read the sampled peak
+anonymous RSS beside it), the merges' share
 (learning less counting), and the growth exponents (slopes of log CPU seconds and log peak RSS over log
 types). Then, at --compare-types, it learns again on --sample-lines pairs evenly spaced through the
 corpus (prepare's `bpe_lines`, config `bpe_sample_lines`) and compares the two codes on held-out text
@@ -211,7 +213,7 @@ def main() -> None:
             results[types] = row
             print(f"{types:>10,} types {tokens:>12,} tokens  count {row['count']['cpu_s']:>7.1f} CPU s "
                   f"{row['count']['peak_rss_mib']:>6.0f} MiB  learn {row['learn']['cpu_s']:>7.1f} CPU s "
-                  f"{row['learn']['peak_rss_mib']:>6.0f} MiB", flush=True)
+                  f"{row['learn']['peak_rss_mib']:>6.0f} MiB ({row['learn']['peak_anon_mib']:.0f} anon)", flush=True)
             if types == args.compare_types:
                 sample_lines = int(row["lines"] * args.sample_fraction)
                 sample_codes = work / f"{types}.sample.codes"
