@@ -6,10 +6,13 @@ import hashlib
 import os
 import stat
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
-from nmtrepro.core.files import InputError, read_json, read_lines, write_lines
+from nmtrepro import cli
+from nmtrepro.config import load, validate
+from nmtrepro.core.files import InputError, evenly_spaced, read_json, read_lines, write_lines
 from nmtrepro.core.text import BPE, detokenize, learn_bpe, strip_bpe, tokenize
 from nmtrepro.core import vocab
 from nmtrepro.core.vocab import IndexedData, Vocab
@@ -18,6 +21,7 @@ from nmtrepro.data import datasets, prepare
 EN = ["A man is riding a bike, down the hill.", "Two dogs play in the snow!", "The girl's hat is red."]
 DE = ["Ein Mann fährt mit dem Fahrrad den Hügel hinunter.", "Zwei Hunde spielen im Schnee!",
       "Der Hut des Mädchens ist rot."]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def gz(path, lines):
@@ -304,3 +308,58 @@ def test_prepare_ref_prepares_a_further_reference_as_the_first(tmp_path):
     write_lines(data / "test.tgt2", DE[:2])
     with pytest.raises(InputError, match=r"test.tgt2 has 2"):
         prepare.run_prepare_ref(Namespace(**args, ref=2))
+
+
+def test_evenly_spaced_takes_n_items_through_to_the_last_and_all_of_a_short_corpus():
+    assert list(evenly_spaced(range(10), 10, 3)) == [3, 6, 9]
+    assert list(evenly_spaced(range(10), 10, 4)) == [2, 4, 7, 9]
+    assert list(evenly_spaced(range(5), 5, 9)) == [0, 1, 2, 3, 4]
+    assert len(list(evenly_spaced(range(40_000), 40_000, 4_000))) == 4_000
+
+
+def test_bpe_learned_on_a_sample_reads_only_the_sampled_pairs_and_applies_to_all(tmp_path):
+    """`bpe_sample_lines`: the codes are those learned on the evenly spaced pairs alone (a word that only
+    an unsampled pair holds never shapes them), the same on every run, and every pair is still prepared."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett"]
+    src = [f"{w} {w}s the {w}" for w in words]
+    tgt = [f"le {w} des {w}x" for w in words]
+    data = tmp_path / "fetched"
+    write_lines(data / "train.src", src)
+    write_lines(data / "train.tgt", tgt)
+    write_lines(data / "valid.src", src[:2])
+    write_lines(data / "valid.tgt", tgt[:2])
+    runs = [prepare.prepare(data, tmp_path / f"prep{k}", "en", "fr", bpe_merges=50, max_len=30, max_ratio=3.0,
+                            bpe_sample_lines=3) for k in (1, 2)]
+    assert runs[0]["bpe_learned_on"] == 3 and runs[0]["bpe_sample_lines"] == 3
+    assert runs[0]["splits"]["train"]["pairs"] == 10  # learned on 3, applied to all 10
+    sampled = [3, 6, 9]  # pairs 4, 7 and 10: evenly spaced, the last among them
+    learn_bpe([src[i] for i in sampled], [tgt[i] for i in sampled], 50, tmp_path / "expected.codes")
+    codes = (tmp_path / "prep1/bpe.codes").read_text()
+    assert codes == (tmp_path / "expected.codes").read_text() == (tmp_path / "prep2/bpe.codes").read_text()
+    assert "a l" not in codes.splitlines()  # alpha, in an unsampled pair only, is never merged
+    full = prepare.prepare(data, tmp_path / "full", "en", "fr", bpe_merges=50, max_len=30, max_ratio=3.0)
+    assert full["bpe_learned_on"] == 10 and (tmp_path / "full/bpe.codes").read_text() != codes
+    more = prepare.prepare(data, tmp_path / "more", "en", "fr", bpe_merges=50, max_len=30, max_ratio=3.0,
+                           bpe_sample_lines=50)  # more than the corpus holds: all of it
+    assert more["bpe_learned_on"] == 10
+    assert (tmp_path / "more/bpe.codes").read_text() == (tmp_path / "full/bpe.codes").read_text()
+
+
+@pytest.mark.parametrize("value", [0, -5, "all", 2.5])
+def test_a_bad_bpe_sample_size_is_refused_naming_its_key(value):
+    config, _ = load(str(ROOT / "config.yaml"), ["scale=paper"])
+    config["datasets"]["wmt14_en_fr"].setdefault("prepare", {})["bpe_sample_lines"] = value
+    with pytest.raises(InputError, match=r"datasets\.wmt14_en_fr\.prepare\.bpe_sample_lines"):
+        validate(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
+def test_prepare_refuses_a_sample_of_no_pairs(tmp_path, capsys):
+    data = tmp_path / "fetched"
+    for split in ("train", "valid"):
+        write_lines(data / f"{split}.src", EN)
+        write_lines(data / f"{split}.tgt", DE)
+    assert cli.main(["prepare", "--data-dir", str(data), "--out-dir", str(tmp_path / "prep"), "--src-lang", "en",
+                     "--tgt-lang", "de", "--bpe-merges", "10", "--max-len", "30", "--max-ratio", "3",
+                     "--bpe-sample-lines", "0"]) == 2
+    assert "--bpe-sample-lines 0" in capsys.readouterr().err
+    assert not (tmp_path / "prep/bpe.codes").exists()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import itertools
 import logging
 import os
 import platform
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 from .config import dataset_preparation, experiments, load, validate, with_scale_data
-from .core.files import InputError, count_lines, iter_lines, results_tree, write_json, write_lines
+from .core.files import InputError, count_lines, evenly_spaced, iter_lines, results_tree, write_json, write_lines
 from .core.text import BPE
 from .data.costs import rates_file
 from .data.nlp import resolve_backend
@@ -41,8 +40,7 @@ log = logging.getLogger("nmtrepro.calibrate")
 def sample_pairs(src: Path, tgt: Path, n: int) -> tuple[list[str], list[str]]:
     """About `n` pairs evenly spaced through two line-aligned files (a corpus concatenated from several,
     Europarl first, is not priced by its first lines alone)."""
-    step = max(1, count_lines(src) // n)
-    pairs = list(itertools.islice(itertools.islice(zip(iter_lines(src), iter_lines(tgt)), 0, None, step), n))
+    pairs = list(evenly_spaced(zip(iter_lines(src), iter_lines(tgt)), count_lines(src), n))
     if not pairs:
         raise InputError(f"{src}: no lines to sample")
     return [s for s, _ in pairs], [t for _, t in pairs]
@@ -89,7 +87,7 @@ def time_prepare(config: dict, dataset: str, src: list[str], tgt: list[str], tok
             write_lines(data / f"valid.{side}", sample[:1])
         return timed(lambda: prepare(data, out, *langs, options["bpe_merges"], options["max_len"],
                                      options["max_ratio"], options["lowercase"], options["min_count"], workers=1,
-                                     tokenized=tokenized))
+                                     tokenized=tokenized, bpe_sample_lines=options.get("bpe_sample_lines")))
 
     setup = run(min(10, len(src)))
     per_line = min(run(len(src)) for _ in range(2)) / len(src)  # the last leaves the sample's prepared files

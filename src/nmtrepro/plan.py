@@ -318,6 +318,9 @@ def render(result: dict, source: str, gpu: str = "GPU") -> str:
             for measured, rates in by_source.items():
                 source = f"measured on {measured}" if measured else "assumed (config plan.cpu_seconds_per_line)"
                 lines.append(f"{'':<10} seconds a line, {source}: {'; '.join(rates)}")
+            if stage == "prepare":
+                lines.append(f"{'':<10} (its one-process part is mostly learning BPE, whose time grows with the word "
+                             f"types, not the lines: a line rate prices it roughly; docs/paper-scale.md)")
             if row["overrunning_jobs"]:
                 lines.append(f"{'':<10} ({len(row['overrunning_jobs'])} job(s) expected to outlast the runtime they "
                              f"ask for: {', '.join(row['overrunning_jobs'])})")

@@ -24,6 +24,11 @@ rule prepare:
         tgt=lambda w: config["datasets"][w.dataset]["tgt"],
         opts=prepare_options,
         lowercase=lambda w: "--lowercase" if prepare_options(w)["lowercase"] else "",
+        bpe_sample=lambda w: (
+            f"--bpe-sample-lines {prepare_options(w)['bpe_sample_lines']}"
+            if "bpe_sample_lines" in prepare_options(w)
+            else ""
+        ),
     message:
         "Tokenizing, learning joint BPE (or keeping words) and binarizing {wildcards.dataset} "
         "({resources.mem_mb} MB, {resources.runtime} min)"
@@ -31,7 +36,7 @@ rule prepare:
         "nmtrepro prepare --data-dir {params.data_dir} --out-dir {params.out_dir} "
         "--src-lang {params.src} --tgt-lang {params.tgt} --bpe-merges {params.opts[bpe_merges]} "
         "--max-len {params.opts[max_len]} --max-ratio {params.opts[max_ratio]} --min-count {params.opts[min_count]} "
-        "{params.lowercase} --workers {threads} 2> {log}"
+        "{params.lowercase} {params.bpe_sample} --workers {threads} 2> {log}"
 
 
 rule prepare_test:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import tempfile
 import zlib
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -134,6 +135,19 @@ def iter_lines(path: str | os.PathLike) -> Iterator[str]:
 def count_lines(path: str | os.PathLike) -> int:
     """The number of lines of a text file as `iter_lines` reads it."""
     return sum(1 for _ in iter_lines(path))
+
+
+def evenly_spaced(items: Iterable, total: int, n: int) -> Iterator:
+    """`n` of an iterable's `total` items (all where there are no more), evenly spaced through it, the
+    last among them: item i (from 0) is taken where (i + 1) * n // total steps up. A corpus concatenated
+    from several (Europarl first, Giga-FrEn last) is sampled in its parts' proportions, and the same
+    (total, n) takes the same positions from each of two line-aligned files."""
+    if n >= total:
+        yield from items
+        return
+    for i, item in enumerate(itertools.islice(items, total)):
+        if (i + 1) * n // total > i * n // total:
+            yield item
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:

@@ -7,7 +7,10 @@ else the config's assumed figure (`plan.cpu_seconds_per_line`). A measured rate 
 was measured with: at the config's assumed rates spaCy's stand-in parses 25x faster than stanza, so a
 calibration with one never prices, shards or times a run with the other. prepare has two rates: its
 tokenization and BPE run in `cpus` worker processes, while learning BPE, the vocabularies and
-binarizing run in one, which more cores do not shorten.
+binarizing run in one, which more cores do not shorten. Learning BPE is most of that one-process part,
+and it grows with the corpus's word types (its merges) and tokens (its word count), not its lines: a
+rate a line prices it roughly (bench/bpe_scaling.py measured it per type; a dataset's `bpe_sample_lines`
+bounds it, docs/paper-scale.md).
 """
 from __future__ import annotations
 

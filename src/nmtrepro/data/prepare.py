@@ -6,6 +6,12 @@ Paper C prepares word-level, lowercased data (0 BPE merges, `lowercase`) and map
 dataset whose recipe tokenized it (IWSLT14: its manifest says `tokenized`) is only split on spaces:
 Moses over Moses output with XML escapes would split the escapes (`&apos;s` -> `& apos ; s`).
 
+BPE is learned on the whole training corpus, as the papers learned it, unless the dataset's
+`bpe_sample_lines` bounds it: learning's time and memory grow with the corpus's word types (subword-nmt
+indexes every pair of symbols in every type), and WMT14 En-Fr's would not fit an hour and 8 GB; so its
+codes are learned on that many training pairs evenly spaced through the corpus (docs/paper-scale.md,
+"Learning BPE on a sample"). They are still applied to every pair.
+
 Outputs use side names (src, tgt), not language codes, so rules need not know the languages.
 """
 from __future__ import annotations
@@ -20,8 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..core.files import (InputError, atomic_open, count_lines, iter_lines, read_json, read_parallel, write_json,
-                          write_lines)
+from ..core.files import (InputError, atomic_open, count_lines, evenly_spaced, iter_lines, read_json, read_parallel,
+                          write_json, write_lines)
 from ..core.text import BPE, learn_bpe, tokenize
 from ..core.vocab import IndexedData, Vocab, flat_chunk, save_chunks
 from .shards import chunks
@@ -127,16 +133,29 @@ def _write_pairs(chunked_pairs: Iterable[tuple[list[str], list[str]]], src_path:
             tgt_out.writelines(line + "\n" for line in tgt)
 
 
+def bpe_lines(src: Path, tgt: Path, sample_lines: int | None = None) -> tuple[Iterator[str], Iterator[str], int]:
+    """The tokenized training lines that BPE is learned on, read as they are used, and how many pairs:
+    every pair, or with `sample_lines` that many evenly spaced through the corpus (the same pairs on
+    both sides; all of them where the corpus has no more)."""
+    total = count_lines(src)
+    if not sample_lines or sample_lines >= total:
+        return iter_lines(src), iter_lines(tgt), total
+    return (evenly_spaced(iter_lines(src), total, sample_lines), evenly_spaced(iter_lines(tgt), total, sample_lines),
+            sample_lines)
+
+
 def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: str, tgt_lang: str,
                      bpe_merges: int, max_len: int, max_ratio: float, lowercase: bool,
-                     workers: int, pretokenized: bool = False) -> tuple[dict[str, tuple[Path, Path]], dict]:
-    """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes) and apply them,
-    filtering training pairs (`keep_pair`, in words before BPE is learned, in pieces after): each split's
-    BPE'd (source, target) files and the counts of dropped pairs. Streams: tokenized text goes to
-    `work_dir`, the codes are learned from those files, BPE'd text is written chunk by chunk; `workers` processes tokenize and apply BPE (the output does
-    not depend on their number); `pretokenized` text is only split on spaces. The BPE'd source is
-    written to out_dir/<split>.src.bpe, which the parse and pos stages read; the target beside the
-    tokenized text in `work_dir`."""
+                     workers: int, pretokenized: bool = False,
+                     bpe_sample_lines: int | None = None) -> tuple[dict[str, tuple[Path, Path]], dict, int]:
+    """Tokenize train and valid, learn joint BPE codes on train (out_dir/bpe.codes; on `bpe_sample_lines`
+    of its pairs where given: `bpe_lines`) and apply them, filtering training pairs (`keep_pair`, in words
+    before BPE is learned, in pieces after). Streams: tokenized text goes to `work_dir`, the codes are
+    learned from those files, BPE'd text is written chunk by chunk; `workers` processes tokenize and apply
+    BPE (the output does not depend on their number); `pretokenized` text is only split on spaces. The
+    BPE'd source is written to out_dir/<split>.src.bpe, which the parse and pos stages read; the target
+    beside the tokenized text in `work_dir`. Returns each split's BPE'd (source, target) files, the counts
+    of dropped pairs and how many pairs BPE was learned on."""
     dropped = {"empty": 0, "too_long": 0, "ratio": 0}
 
     def kept(chunked_pairs, ratio: float):
@@ -162,8 +181,9 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
             words = pmap(_tokenize_chunk, tasks)
             _write_pairs(kept(words, float("inf")) if split == "train" else words, *paths)
             log.info("tokenized %s", split)
-    learn_bpe(iter_lines(tokenized["train"][0]), iter_lines(tokenized["train"][1]), bpe_merges, out_dir / "bpe.codes")
-    log.info("learned BPE on %d training pairs (dropped before: %s)", count_lines(tokenized["train"][0]), dropped)
+    src, tgt, learned_on = bpe_lines(*tokenized["train"], bpe_sample_lines)
+    learn_bpe(src, tgt, bpe_merges, out_dir / "bpe.codes")
+    log.info("learned BPE on %d training pairs (dropped before: %s)", learned_on, dropped)
 
     pieces = {split: (out_dir / f"{split}.src.bpe", work_dir / f"{split}.tgt.bpe") for split in tokenized}
     with worker_map(workers, _load_bpe, (out_dir / "bpe.codes",)) as pmap:
@@ -171,7 +191,7 @@ def tokenize_and_bpe(data_dir: Path, out_dir: Path, work_dir: Path, src_lang: st
             bped = pmap(_bpe_chunk, chunks(zip(iter_lines(src), iter_lines(tgt)), _CHUNK))
             _write_pairs(kept(bped, max_ratio) if split == "train" else bped, *pieces[split])
             log.info("applied BPE to %s", split)
-    return pieces, dropped
+    return pieces, dropped, learned_on
 
 
 _worker_vocabs: dict[str, Vocab] = {}  # a pool worker's vocabularies by side, loaded once by `_load_vocabs`
@@ -203,13 +223,14 @@ def binarize(pieces: dict[str, tuple[Path, Path]], out_dir: Path, workers: int) 
 
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str, bpe_merges: int,
             max_len: int, max_ratio: float, lowercase: bool = False, min_count: int = 1,
-            workers: int = 1, tokenized: bool = False) -> dict:
+            workers: int = 1, tokenized: bool = False, bpe_sample_lines: int | None = None) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     stats = {"src_lang": src_lang, "tgt_lang": tgt_lang, "bpe_merges": bpe_merges, "lowercase": lowercase,
-             "min_count": min_count, "tokenized": tokenized, "splits": {}}
+             "min_count": min_count, "tokenized": tokenized, "bpe_sample_lines": bpe_sample_lines, "splits": {}}
     with tempfile.TemporaryDirectory(prefix=".tokenized.", dir=out_dir) as work_dir:
-        pieces, dropped = tokenize_and_bpe(data_dir, out_dir, Path(work_dir), src_lang, tgt_lang, bpe_merges,
-                                           max_len, max_ratio, lowercase, workers, tokenized)
+        pieces, dropped, stats["bpe_learned_on"] = tokenize_and_bpe(
+            data_dir, out_dir, Path(work_dir), src_lang, tgt_lang, bpe_merges, max_len, max_ratio, lowercase, workers,
+            tokenized, bpe_sample_lines)
         src_vocab, tgt_vocab = (Vocab.build(iter_lines(side), min_count) for side in pieces["train"])
         src_vocab.save(out_dir / "dict.src.txt")
         tgt_vocab.save(out_dir / "dict.tgt.txt")
@@ -234,12 +255,17 @@ def add_arguments_prepare(parser) -> None:
     parser.add_argument("--min-count", type=int, default=1, help="rarer training symbols become <unk>")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes that tokenize, apply BPE and binarize (the output is the same for any number)")
+    parser.add_argument("--bpe-sample-lines", type=int,
+                        help="learn BPE on this many training pairs evenly spaced through the corpus (default: all)")
 
 
 def run_prepare(args) -> None:
+    if args.bpe_sample_lines is not None and args.bpe_sample_lines < 1:
+        raise InputError(f"--bpe-sample-lines {args.bpe_sample_lines}: BPE is learned on at least one pair "
+                         f"(leave it out to learn on all of them)")
     prepare(Path(args.data_dir), Path(args.out_dir), args.src_lang, args.tgt_lang, args.bpe_merges,
             args.max_len, args.max_ratio, args.lowercase, args.min_count, args.workers,
-            recipe_tokenized(Path(args.data_dir)))
+            recipe_tokenized(Path(args.data_dir)), args.bpe_sample_lines)
 
 
 def add_arguments_prepare_test(parser) -> None:
