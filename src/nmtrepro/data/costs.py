@@ -6,8 +6,8 @@ A rate is measured where the run will run (`nmtrepro calibrate` writes the rates
 else the config's assumed figure (`plan.cpu_seconds_per_line`). A measured rate prices only the tool it
 was measured with: at the config's assumed rates spaCy's stand-in parses 25x faster than stanza, so a
 calibration with one never prices, shards or times a run with the other. prepare has two rates: its
-tokenization and BPE run in `cpus` worker processes, while learning BPE, the vocabularies and
-binarizing run in one, which more cores do not shorten. Learning BPE is most of that one-process part,
+tokenization, BPE and binarizing run in `cpus` worker processes, while learning BPE and counting the
+vocabularies run in one, which more cores do not shorten. Learning BPE is most of that one-process part,
 and it grows with the corpus's word types (its merges) and tokens (its word count), not its lines: a
 rate a line prices it roughly (bench/bpe_scaling.py measured it per type; a dataset's `bpe_sample_lines`
 bounds it, docs/paper-scale.md).
@@ -29,7 +29,7 @@ MIN_RUNTIME = 60  # minutes: the least an `auto` runtime asks for (a parser's st
 class Rate:
     tool: str                # prepare, or the parser or tagger of an annotation stage
     seconds: float           # a line's seconds in one process (prepare: its steps that workers share)
-    serial: float = 0.0      # prepare: a line's seconds in its one-process steps (learn BPE, vocabularies, binarize)
+    serial: float = 0.0      # prepare: a line's seconds in its one-process steps (learn BPE, vocabularies)
     setup: float = 0.0       # a job's seconds before its first line (loading a parser's models)
     measured: str | None = None  # where and when `nmtrepro calibrate` measured it; None: the config's assumption
 
