@@ -718,6 +718,11 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     claims_page = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/B_claims.md" in line)
     assert '"text": "stack beats gated sum (top layer)", "paper_delta": 0.09' in claims_page
     assert '"paper_says": "marginally"' in claims_page
+    # a claim on a length bucket reads its own test, on the sentences over 45 tokens, and draws no curve
+    claims_a = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/A_claims.md" in line)
+    assert '"significance": "results/ci/analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json"' in claims_a
+    curves = claims_a.split("--curves ")[1].split(" --")[0]
+    assert "--longer-than 45" in run.stdout and "+PR improves" in curves and "On sources over 45" not in curves
     fields = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert set(GIVEN) <= set(fields["properties"]["claims"]["additionalProperties"]["properties"])
 
