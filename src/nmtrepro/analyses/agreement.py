@@ -142,7 +142,8 @@ def far_reading(table: pd.DataFrame, beyond: int) -> str:
     if not row["triples"]:
         return f"Subject-verb distance > {beyond}: no triple at this scale, so nothing there is measured."
     each = ", ".join(f"{label} {row[label]:.3f}" for label in table.columns if label != "triples")
-    return f"Subject-verb distance > {beyond} ({int(row['triples'])} triples), accuracy: {each}."
+    n = int(row["triples"])
+    return f"Subject-verb distance > {beyond} ({n} triple{'s' * (n != 1)}), accuracy: {each}."
 
 
 def add_arguments_plot_agreement(parser) -> None:
