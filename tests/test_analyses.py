@@ -76,8 +76,8 @@ def test_speed_table_reports_time_relative_to_the_baseline():
     base = BASE_SPEEDS
     slow = dict(base, params=3_000_000, train_tgt_tok_s=50.0, decode_sent_s=4.0)
     table = speed_table({"Base": base, "Slow": slow}, {"Base": base, "Slow": base})
-    assert table.loc["Base", "Train time"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
-    assert table.loc["Slow", "Train time"] == 2.0 and table.loc["Slow", "Decode time"] == 2.5
+    assert table.loc["Base", "Train time / token"] == 1.0 and table.loc["Base", "Decode time"] == 1.0
+    assert table.loc["Slow", "Train time / token"] == 2.0 and table.loc["Slow", "Decode time"] == 2.5
     assert table.loc["Slow", "Para. (M)"] == 3.0
     assert table.loc["Base", "#Speed1"] == 90.0 and table.loc["Base", "#Speed2"] == 150.0  # paper D: source tokens/s
     spec = {"family": "transformer", "src_vocab": 10, "tgt_vocab": 10, "d_model": 8, "ffn": 16, "heads": 2,
@@ -211,6 +211,24 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72
     assert "CI ≤15" in md and "[+0.00, +0.00]" in md                     # one identical sentence: no spread
     assert "each paired with the baseline of its seed" in " ".join(md.split())
+
+
+def test_an_empty_length_bucket_says_so_on_the_figure_and_in_the_table(tmp_path):
+    """Paper A's >45 on a test set without such sources: its cells and its tick say "no test sentence", the
+    table's reading names it, and the paper's number stands alone beside it."""
+    buckets = bucket_scores([3, 20], [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
+    result = tmp_path / "b.json"
+    result.write_text(json.dumps(buckets))
+    paper = tmp_path / "paper.tsv"
+    paper.write_text("row\tcolumn\tvalue\tnote\nOurs\tΔ >45\t1.72\t\n", encoding="utf-8")
+    out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
+    assert cli.main(["plot-buckets", "--system", f"Ours={result}", "--paper-numbers", str(paper), "--title", "F",
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    md = out["md"].read_text()
+    assert "Buckets (30,45], >45: no test sentence at this scale, so nothing there is measured or judged" in md
+    ours = next(line for line in md.splitlines() if line.startswith("| Ours"))
+    assert ours.count("no test sentence") == 3 + 4 and "1.72" in ours  # BLEU, Δ, CI of each; >45's Δ − paper
+    assert "no test sentence" in out["svg"].read_text()
 
 
 # -- what the workflow passes each analysis command (the kinds' own argument builders) ---------------

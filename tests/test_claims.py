@@ -226,6 +226,27 @@ def test_a_claim_not_comparable_at_this_scale_is_listed_unmeasured(tmp_path, qui
     assert row["verdict"] == "not comparable at this scale" and row["paper Δ"] == "+2.01"
 
 
+def test_a_claim_on_an_empty_length_bucket_is_shown_not_judged_and_stays_out_of_the_family(tmp_path, quiet):
+    """A claim whose part of the test set holds no sentence at this scale (`significance --longer-than`'s
+    {"empty": WHY}) keeps its row with the paper's Δ and says why it has no verdict; the page's other
+    claims are corrected as if it were not there; across scales it reads the same."""
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"empty": "empty bucket: no test source is longer than 45 tokens (of 300)"}))
+    helps = claim("+PR helps", 1.0, write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.3))
+    text = page(tmp_path, helps, claim("on long sources", 0.52, empty, paper_says="significantly (p < 0.01)"), pool=quiet)
+    row = rows(text)["on long sources"]
+    assert row["verdict"] == ("not judged: empty bucket: no test source is longer than 45 tokens (of 300) "
+                              "(the paper: significantly (p < 0.01))")
+    assert row["paper Δ"] == "+0.52" and row["ours Δ"] == "" and row["chrF verdict"] == "not judged"
+    alone = rows(page(tmp_path, helps, pool=quiet))["+PR helps"]
+    assert rows(text)["+PR helps"]["page p"] == alone["page p"]  # one claim in the family, as without it
+    assert "1 of 1 judged claims reproduced" in text and "1 not judged (its part of the test set is empty)" in text
+    out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
+    assert cli.main(["across-scales", "--title", "T", "--claim", claim("on long sources", 0.52, empty, scale="ci"),
+                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    assert "not judged: empty bucket" in out["md"].read_text() and "Not read" not in out["md"].read_text()
+
+
 def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, quiet):
     sig = write_significance(tmp_path / "sig.json", 29.1, 29.0, 0.6)
     found = verdict(tmp_path, claim("stack beats gated", 0.09, sig, paper_says="marginally"), quiet)

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from nmtrepro import cli
 from nmtrepro.analyses import agreement, contrastive
 from nmtrepro.analyses.contrastive import Triple, force_score, judge, read_lingeval97, tally
 from nmtrepro.analyses.lingeval import distance_bin
@@ -155,19 +156,38 @@ def test_subject_verb_distance_from_the_main_clause():
     assert agreement.subject_verb_distance(parse("Go/VERB/0/ROOT home/ADV/0/advmod")) is None
 
 
-def test_agreement_figure_writes_png_and_svg(tmp_path):
-    result = {"distance_bins": {"subj_verb_agreement.mt": {
-        "1": {"correct": 3, "total": 4, "accuracy": 0.75}, ">15": {"correct": 0, "total": 1, "accuracy": 0.0},
-        "unknown": {"correct": 1, "total": 2, "accuracy": 0.5}}}}
+def test_agreement_figure_and_table_name_the_stand_in_pairs_and_our_distance(tmp_path):
+    """Below paper scale the figure and its table say on themselves that the pairs are DistilLingEval's and
+    the distances ours; the table's last row pools the bins above `--beyond` (paper A's "> 10 tokens")."""
+    result = {"test_set": ["data/distil-lingeval/np_agreement.mt", "data/distil-lingeval/subj_verb_agreement.mt"],
+              "max_per_set": 20, "parser": "spacy",
+              "distances": "measured by nmtrepro on the English source with the offline spacy dependency parser",
+              "distance_bins": {"subj_verb_agreement.mt": {
+                  "1": {"correct": 3, "total": 4, "accuracy": 0.75}, "12": {"correct": 1, "total": 1, "accuracy": 1.0},
+                  ">15": {"correct": 0, "total": 1, "accuracy": 0.0},
+                  "unknown": {"correct": 1, "total": 2, "accuracy": 0.5}}}}
     path = tmp_path / "a.json"
     path.write_text(json.dumps(result))
-    from argparse import Namespace
-    agreement.run_plot_agreement(Namespace(system=[f"exp={path}", f"other={path}"], category=None, title="Figure 4",
-                                           out_png=str(tmp_path / "f.png"), out_svg=str(tmp_path / "f.svg")))
-    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
-    assert b"<svg" in (tmp_path / "f.svg").read_bytes()[:2000]
+    out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
+    assert cli.main(["plot-agreement", "--system", f"exp={path}", "--system", f"other={path}", "--title", "Figure 4",
+                     "--beyond", "10", *[a for ext, p in out.items() for a in (f"--out-{ext}", str(p))]]) == 0
+    assert out["png"].read_bytes()[:4] == b"\x89PNG"
+    svg = out["svg"].read_text()
+    assert "DistilLingEval subj_verb_agreement.mt, its first 20 triples, a stand-in for LingEval97" in svg
+    assert "our distance: words from subject to finite verb in the English source" in svg and "spacy parse" in svg
+    md = out["md"].read_text()
+    assert "| > 10 " in md and "0.500" in md                       # 11..15 and >15 pooled: 1 of 2
+    assert "Subject-verb distance > 10 (2 triples), accuracy: exp 0.500, other 0.500." in md
+    assert "a stand-in for LingEval97" in md and "our distance" in md
     with pytest.raises(InputError, match="no subject-verb"):
         agreement.agreement_curve({"distance_bins": {}})
+    with pytest.raises(InputError, match="--beyond"):
+        agreement.far_bins(15)
+
+
+def test_agreement_on_lingeval97_names_its_own_distances():
+    pairs, distance = agreement.measured_on({"test_set": "x/lingeval97.json", "distances": "lingeval97.json (the ..."})
+    assert pairs == "LingEval97 (lingeval97.json)" and distance == "LingEval97's own distance, in German words"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nmtrepro.data.nlp") is None, reason="nmtrepro.data.nlp not merged yet")

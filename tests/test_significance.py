@@ -220,6 +220,34 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
     assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 
 
+def test_a_length_buckets_claim_is_tested_on_its_long_sources_alone_or_written_empty(tmp_path):
+    """`--longer-than N` tests the sentences whose source (BPE removed) has more than N tokens, as the
+    whole-set test would on those sentences alone; where no source is that long, the JSON says so."""
+    system, baseline = degraded(REFS, 3), degraded(REFS, 2)
+    for name, lines in {"ref": REFS, "a": system, "b": baseline}.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    for name in ("a", "b"):
+        assert cli.main(["bleu", "--hyp", str(tmp_path / name), "--hyp-tok", str(tmp_path / name), "--ref",
+                         str(tmp_path / "ref"), "--ref-tok", str(tmp_path / "ref"), "--out", str(tmp_path / f"{name}.json"),
+                         "--out-statistics", str(tmp_path / f"{name}.npz")]) == 0
+    # every third source is long: 3 BPE pieces that join into 2 tokens plus 45 more
+    src = ["lo@@ ng " + " ".join(["w"] * 45) if i % 3 == 0 else "short one" for i in range(len(REFS))]
+    (tmp_path / "src.bpe").write_text("\n".join(src) + "\n")
+    out = tmp_path / "long.json"
+    argv = ["significance", "--stats", str(tmp_path / "a.npz"), "--base-stats", str(tmp_path / "b.npz"),
+            "--src-bpe", str(tmp_path / "src.bpe"), "--out", str(out)]
+    assert cli.main([*argv, "--longer-than", "45"]) == 0
+    long = [i for i in range(len(REFS)) if i % 3 == 0]
+    expected = pooled_bootstrap([([system[i] for i in long], [baseline[i] for i in long])], [[REFS[i] for i in long]],
+                                METRICS["tok_bleu"])
+    assert json.loads(out.read_text())["tok_bleu"] == expected
+    assert cli.main([*argv, "--longer-than", "46"]) == 0
+    assert json.loads(out.read_text()) == {
+        "empty": f"empty bucket: no test source is longer than 46 tokens (of {len(REFS):,})"}
+    (tmp_path / "src.bpe").write_text("\n".join(src[:-1]) + "\n")
+    assert cli.main([*argv, "--longer-than", "45"]) == 2  # a source of other sentences than the statistics
+
+
 @pytest.mark.parametrize("style,p,expected", [
     ("dagger", 0.005, "†"), ("dagger", 0.03, ""), ("arrows", 0.005, "⇑"), ("arrows", 0.03, "↑"),
     ("plus", 0.005, "++"), ("plus", 0.03, "+"), ("plus", 0.2, "")])

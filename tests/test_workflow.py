@@ -718,6 +718,11 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     claims_page = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/B_claims.md" in line)
     assert '"text": "stack beats gated sum (top layer)", "paper_delta": 0.09' in claims_page
     assert '"paper_says": "marginally"' in claims_page
+    # a claim on a length bucket reads its own test, on the sentences over 45 tokens, and draws no curve
+    claims_a = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/A_claims.md" in line)
+    assert '"significance": "results/ci/analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json"' in claims_a
+    curves = claims_a.split("--curves ")[1].split(" --")[0]
+    assert "--longer-than 45" in run.stdout and "+PR improves" in curves and "On sources over 45" not in curves
     fields = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert set(GIVEN) <= set(fields["properties"]["claims"]["additionalProperties"]["properties"])
 
@@ -788,6 +793,31 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "paper: Δ >45" in (results / "report/A_figure3.md").read_text()
     speed = (results / "report/A_table2_cost.md").read_text()
     assert "Para. (M)" in speed and "paper: Para. (M)" in speed and "Train time" in speed
+    # paper A's Time is the whole training (Big's 3x steps in it): ours, a token's, is compared only with
+    # the paper's total over its steps
+    assert "paper: Train time (total)" in speed and "Train time / token: ours − paper" in speed
+    assert "Train time: ours − paper" not in speed and "Train time (total): ours" not in speed
+    # Figure 3 at ci: no test source over 45 tokens, said on the figure and its table, and its claim
+    # (+PR's gain there above Big's) listed with the paper's Δ and not judged
+    figure3 = (results / "report/A_figure3.md").read_text()
+    assert "Bucket >45: no test sentence at this scale" in figure3 and "| no test sentence " in figure3
+    assert "no test sentence" in (results / "report/A_figure3.svg").read_text()
+    assert json.loads((results / "analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json").read_text()) == {
+        "empty": "empty bucket: no test source is longer than 45 tokens (of 300)"}
+    long_claim = next(line for line in claims.splitlines() if line.startswith("| On sources over 45 tokens"))
+    assert "| +0.52 " in long_claim and "not judged: empty bucket: no test source is longer than 45" in long_claim
+    assert "1 not judged (its part of the test set is empty)" in claims
+    # Figure 4: the stand-in pairs and our distance named on the figure and in its numbers table, "> 10" pooled
+    figure4 = (results / "report/A_figure4.md").read_text()
+    assert "DistilLingEval subj_verb_agreement.mt, its first 20 triples, a stand-in for LingEval97" in figure4
+    assert "our distance: words from subject to finite verb" in figure4 and "| > 10 " in figure4
+    assert "is not judged as a claim" in figure4 and "Subject-verb distance > 10" in figure4
+    assert "a stand-in for LingEval97" in (results / "report/A_figure4.svg").read_text()
+    # paper B, Table 3: the existing NMT systems it cites, beside ours
+    cited = (results / "report/B_table3.md").read_text()
+    assert "| Transformer Base (Vaswani et al. 2017) " in cited and "28.84" in cited and "not re-run" in cited
+    assert "| Transformer Big (Hassan et al. 2018) " in (results / "report/B_table3_zh_en.md").read_text()
+    assert "| Transformer Big (Vaswani et al. 2017) " in (results / "report/B_table3_params.md").read_text()
     heads = (results / "report/D_table4.md").read_text()
     assert "Transformer (Base) / Global" in heads and "0.826" in heads
     for name in ("A_table1", "A_table2", "A_figure3", "D_figure5", "A_table2_cost", "D_table5", "D_table4"):

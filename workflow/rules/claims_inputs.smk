@@ -27,7 +27,7 @@ def claim_args(names, input, scale=""):
 def claim_significance(names):
     """The pooled paired bootstrap of each of these claims comparable at this scale."""
     return {
-        name: significance_file(config["claims"][name]["experiment"], config["claims"][name]["baseline"])
+        name: results(claim_significance_path(config["claims"][name]))
         for name in names
         if at_scale(config, config["claims"][name])
     }
@@ -35,11 +35,12 @@ def claim_significance(names):
 
 def claim_curves(names):
     """{claim: {"system": [curve TSV of each seed], "baseline": [...]}} of these claims comparable at this
-    scale, on the seeds both train, as the significance test pairs them (config.py `seed_pairs`)."""
+    scale, on the seeds both train, as the significance test pairs them (config.py `seed_pairs`); not of a
+    claim on a part of the test set (`source_longer_than`), which the validation curves do not measure."""
     curves = {}
     for name in names:
         claim = config["claims"][name]
-        if at_scale(config, claim):
+        if at_scale(config, claim) and "source_longer_than" not in claim:
             pairs = seed_pairs(EXPERIMENTS, claim["experiment"], claim["baseline"])
             curves[name] = {
                 side: [results(f"train/{pair[i]}/curve.tsv") for pair in pairs]
@@ -164,7 +165,7 @@ def other_scales_significance(names):
     for scale, label, local in other_scales():
         study = config["scales"][scale].get("stands_for", scale)
         files = {
-            name: other_scale_file(scale, local, SIGNIFICANCE.format(**config["claims"][name]))
+            name: other_scale_file(scale, local, claim_significance_path(config["claims"][name]))
             for name in names
             if study in config["claims"][name].get("scales", [study])
         }

@@ -265,6 +265,18 @@ def significance_file(experiment, baseline):
     return results(SIGNIFICANCE.format(experiment=experiment, baseline=baseline))
 
 
+# The same test on the sentences whose source is longer than `length` tokens (rule significance_longer).
+SIGNIFICANCE_LONGER = "analyse/significance/{experiment}.vs.{baseline}.longer_than_{length}.json"
+
+
+def claim_significance_path(claim):
+    """A claim's significance JSON in a results tree: of the whole test set, or of the sentences whose
+    source is longer than its `source_longer_than` (paper A's "> 45 tokens")."""
+    if "source_longer_than" in claim:
+        return SIGNIFICANCE_LONGER.format(length=claim["source_longer_than"], **claim)
+    return SIGNIFICANCE.format(**claim)
+
+
 def protocol(names):
     """The note on how these experiments (a table's rows, a claims page's) were trained (reporting/protocol.py)."""
     return protocol_note(config, EXPERIMENTS, names)

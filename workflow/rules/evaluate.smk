@@ -96,3 +96,27 @@ rule significance:
         samples=SCALE["bootstrap_samples"],
     shell:
         "nmtrepro significance {params.args} --samples {params.samples} --out {output} 2> {log}"
+
+
+# The same on the sentences whose source is longer than {length} tokens: a claim on a length bucket
+# (`source_longer_than`); where the test set has none, the JSON says so and the claim is not judged.
+rule significance_longer:
+    input:
+        stats=seed_pair_files("statistics.npz", 0),
+        base_stats=seed_pair_files("statistics.npz", 1),
+        src=lambda w: test_input(w.experiment, "src.bpe"),
+    output:
+        results(SIGNIFICANCE_LONGER),
+    log:
+        results("logs/analyse/significance.{experiment}.vs.{baseline}.longer_than_{length}.log"),
+    wildcard_constraints:
+        baseline="|".join(EXPERIMENTS) or "^$",
+        length="[0-9]+",
+    conda:
+        CONDA_ENV
+    params:
+        args=significance_args,
+        samples=SCALE["bootstrap_samples"],
+    shell:
+        "nmtrepro significance {params.args} --src-bpe {input.src} --longer-than {wildcards.length} "
+        "--samples {params.samples} --out {output} 2> {log}"

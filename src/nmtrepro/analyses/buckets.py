@@ -87,10 +87,21 @@ PAIRING_NOTE = ("A system without a baseline shows its mean over all its seeds; 
                 "be its row's BLEU minus the baseline's row.")
 
 
+def empty_buckets(results: dict[str, list[dict]]) -> list[str]:
+    """The buckets that hold no test sentence of any system (paper A's >45 on Multi30k): nothing there is
+    measured or judged at this scale, and the figure and table say so on themselves."""
+    first = next(iter(results.values()))
+    return [b["bucket"] for i, b in enumerate(first) if all(buckets[i]["n"] == 0 for buckets in results.values())]
+
+
+EMPTY = "no test sentence"  # an empty bucket's cells and its tick label
+
+
 def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = None, title: str | None = None) -> Figure:
     """Left: BLEU per bucket per system (sentence counts on the bars); right: Δ BLEU vs its baseline with
     its 95% CI (where the results have one; a system without a baseline has no bar there), the paper's Δ
-    as a black cross on the bar of the system whose label is the paper's row."""
+    as a black cross on the bar of the system whose label is the paper's row. An empty bucket's tick
+    says so, and so does a line across both panels."""
     paper_delta = {} if paper is None else {(r, c): v for r, c, v in zip(paper["row"], paper["column"], paper["value"])}
     fig = figure(title, figsize=(10, 4))
     left, right = fig.subplots(1, 2, sharex=True)
@@ -113,8 +124,12 @@ def plot_buckets(results: dict[str, list[dict]], paper: pd.DataFrame | None = No
         if marked:
             right.plot(*zip(*marked), "kx", label=f"paper: {label}")
     labels = [b["bucket"] for b in next(iter(results.values()))]
+    empty = empty_buckets(results)
     for ax, name in ((left, "tokenized BLEU"), (right, "Δ BLEU vs baseline")):
-        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xticks(range(len(labels)), [f"{label}\n({EMPTY})" if label in empty else label for label in labels])
+        for label in empty:
+            ax.text(labels.index(label), 0.5, f"{EMPTY}\nat this scale:\nnot measured", transform=ax.get_xaxis_transform(),
+                    ha="center", va="center", fontsize="x-small", color="0.35")
         ax.set_xlabel("source length (Moses tokens)")
         ax.set_ylabel(name)
         ax.grid(axis="y", alpha=0.3)
@@ -180,5 +195,14 @@ def run_plot_buckets(args) -> None:
     results = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
     save_figure(plot_buckets(results, paper, args.title), args.out_png, args.out_svg)
-    write_table(text_cells(beside(bucket_table(results), paper)), args.title,
-                " ".join(filter(None, [args.note, PAIRING_NOTE])), args.out_md, args.out_html, args.out_tex)
+    shown = text_cells(beside(bucket_table(results), paper))
+    empty = empty_buckets(results)
+    for label in empty:  # its BLEU, Δ and CI, where a system of ours has a row
+        for column in (label, f"Δ {label}", f"CI {label}", f"Δ {label}: ours − paper"):
+            if column in shown:
+                shown.loc[shown["system"].isin(results), column] = EMPTY
+    reading = (f"Bucket{'s' * (len(empty) > 1)} {', '.join(empty)}: {EMPTY} at this scale, so nothing there is "
+               f"measured or judged; a paper number there stands alone."
+               if empty else "")
+    write_table(shown, args.title, " ".join(filter(None, [args.note, PAIRING_NOTE])), args.out_md, args.out_html,
+                args.out_tex, reading=reading)

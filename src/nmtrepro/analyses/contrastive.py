@@ -237,4 +237,5 @@ def run_contrastive(args) -> None:
     log.info("accuracy %.4f over %d triples", result["total"]["accuracy"], len(triples))
     write_json(args.out, {"model": args.model, "test_set": args.lingeval97 or args.distil_set,
                           "max_per_set": args.max_per_set, "distances": distances,
+                          "parser": None if args.lingeval97 else args.parser,
                           "tie_rule": "correct must score strictly higher; ties count as wrong", **result})

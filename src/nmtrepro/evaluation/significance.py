@@ -40,7 +40,8 @@ import numpy as np
 from sacrebleu.significance import estimate_ci
 from scipy import special
 
-from ..core.files import InputError, write_json
+from ..core.files import InputError, read_lines, write_json
+from ..core.text import strip_bpe
 from .metrics import METRICS, Metric, read_statistics
 
 log = logging.getLogger(__name__)
@@ -222,14 +223,18 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
     }
 
 
-def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[int] | None = None) -> dict:
+def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[int] | None = None,
+            keep: list[int] | None = None) -> dict:
     """Every metric's test (evaluation/metrics), pooled over the seed pairs (systems[i], baselines[i]):
     each a sentence statistics file of `nmtrepro bleu` (`read_statistics`), scored against the same
-    references (the same sentences, the same signatures)."""
+    references (the same sentences, the same signatures). `keep`: only these sentences (their indices),
+    e.g. the sources longer than a paper's length bucket (`longer_than`)."""
     if len(systems) != len(baselines) or not systems:
         raise InputError(f"{len(systems)} system statistics but {len(baselines)} baseline ones: one pair a seed")
     paths = [path for pair in zip(systems, baselines) for path in pair]
     saved = [read_statistics(path) for path in paths]
+    if keep is not None:
+        saved = [({name: stats[name][keep] for name in stats}, signature) for stats, signature in saved]
     out = {}
     for name, metric in METRICS.items():
         shapes = {stats[name].shape[0] for stats, _ in saved}
@@ -243,6 +248,12 @@ def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[
     return out
 
 
+def longer_than(src_bpe: list[str], length: int) -> list[int]:
+    """The sentences whose source, BPE removed, has more than `length` tokens, as paper A's "> 45" bucket
+    counts them (analyses/buckets.py: Moses tokens, upper bounds inclusive)."""
+    return [i for i, line in enumerate(src_bpe) if len(strip_bpe(line).split()) > length]
+
+
 def add_arguments_significance(parser) -> None:
     parser.add_argument("--stats", action="append", required=True,
                         help="system: its sentence statistics (nmtrepro bleu --out-statistics), one a seed")
@@ -250,12 +261,30 @@ def add_arguments_significance(parser) -> None:
                         help="baseline: its sentence statistics of the same seed, in the order of --stats")
     parser.add_argument("--seed", action="append", type=int, default=[], help="each pair's seed, in order (labels)")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
+    parser.add_argument("--src-bpe", help="the BPE'd test source the statistics are of (with --longer-than)")
+    parser.add_argument("--longer-than", type=int, metavar="N",
+                        help="test only the sentences whose source has more than N tokens (a length bucket's claim)")
     parser.add_argument("--out", required=True,
-                        help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences")
+                        help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences; "
+                             'with --longer-than and no such sentence, {"empty": WHY} (a claims page: not judged)')
 
 
 def run_significance(args) -> None:
-    result = compare(args.stats, args.base_stats, args.samples, args.seed or None)
+    keep = None
+    if args.longer_than is not None:
+        if not args.src_bpe:
+            raise InputError("--longer-than needs --src-bpe, the source whose lengths it counts")
+        source = read_lines(args.src_bpe)
+        sentences = next(iter(read_statistics(args.stats[0])[0].values())).shape[0]
+        if sentences != len(source):
+            raise InputError(f"{args.src_bpe}: {len(source)} lines, but {args.stats[0]} holds {sentences} sentences")
+        keep = longer_than(source, args.longer_than)
+        if not keep:  # nothing to test: the claims page says so instead of a verdict
+            why = f"empty bucket: no test source is longer than {args.longer_than} tokens (of {len(source):,})"
+            log.info("%s", why)
+            write_json(args.out, {"empty": why})
+            return
+    result = compare(args.stats, args.base_stats, args.samples, args.seed or None, keep)
     write_json(args.out, result)
     for metric, entry in result.items():
         log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (higher) / %.4f (lower), "

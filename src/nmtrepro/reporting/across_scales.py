@@ -21,7 +21,7 @@ import pandas as pd
 from ..core.files import InputError
 from . import budget
 from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
-                     forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
+                     empty_subsets, forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
@@ -53,6 +53,7 @@ def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str
     the plot; each text names its scale) and the (scale, claim) pairs whose JSON predates the test.
     Each scale's verdicts come from `build_claims` over that scale's readable claims, with the seed noise
     pooled over that scale's `pools` ({scale: {name: JSON}}): its own page's test and procedure."""
+    scaled = list(zip([scale for scale, _ in scaled], empty_subsets([claim for _, claim in scaled])))
     scales = list(dict.fromkeys(scale for scale, _ in scaled))
     texts = list(dict.fromkeys(claim.text for _, claim in scaled))
     fresh = [not claim.comparable or readable(claim.significance, [claim.metric]) for _, claim in scaled]

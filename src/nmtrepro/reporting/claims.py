@@ -27,7 +27,8 @@ The verdicts of a judged claim:
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
 has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison at
-this scale to pool the seed noise from).
+this scale to pool the seed noise from); or not judged, where the claim's subset of the test set is empty
+(a length bucket without sentences at this scale: `empty_subsets`).
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.files import InputError
+from ..core.files import InputError, read_json
 from ..evaluation.metrics import METRICS, SECOND_METRIC
 from ..evaluation.multiplicity import holm
 from ..evaluation.seed_noise import SeedNoise
@@ -86,6 +87,7 @@ class Claim:
     margin: float | None = None  # a claim of no gain: tested as Δ < margin (non-superiority)
     primary: bool = False      # its paper's central claim: the larger share of the page's ALPHA
     expects: int = 0           # the claimed sign of the difference where paper_delta is None
+    unjudged: str = ""         # why a claim measured at this scale is not judged (an empty length bucket)
 
     @property
     def direction(self) -> int:
@@ -211,6 +213,17 @@ def read_entry(path: str, metric: str) -> dict:
     return entry
 
 
+def empty_subsets(claims: list[Claim]) -> list[Claim]:
+    """`claims` with each whose significance JSON tested an empty subset of the test set (`nmtrepro
+    significance --longer-than` where no source is that long: {"empty": WHY}) made unjudged, WHY its cause."""
+    def marked(claim):
+        if not claim.comparable:
+            return claim
+        why = read_json(claim.significance).get("empty")
+        return claim if why is None else replace(claim, comparable=False, significance=NOT_MEASURED, unjudged=why)
+    return [marked(claim) for claim in claims]
+
+
 def load(claims: list[Claim]) -> dict[int, dict]:
     """The significance entries of the comparable claims, by index, each file read once."""
     return {i: read_entry(claim.significance, claim.metric) for i, claim in enumerate(claims) if claim.comparable}
@@ -219,6 +232,7 @@ def load(claims: list[Claim]) -> dict[int, dict]:
 def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.DataFrame:
     """The claims page's rows under the page's procedure (module docstring), the seed noise pooled over
     `pool` ({name: significance JSON}); the columns after COLUMNS are HIDDEN's."""
+    claims = empty_subsets(claims)
     sigs = load(claims)
     return assess(claims, sigs, seed_noises(pool or {}, [claims[i].metric for i in sigs]))
 
@@ -254,7 +268,8 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
                CI: "", MDE: float("nan"), "p": float("nan"), "page p": float("nan"), "size": "",
                "_low": float("nan"), "_high": float("nan"), "_seeds": [], "_baseline": float("nan")}
         if i not in sigs:
-            rows.append({**row, "verdict": "not comparable at this scale" + says})
+            why = f"{NOT_JUDGED}: {claim.unjudged}" if claim.unjudged else "not comparable at this scale"
+            rows.append({**row, "verdict": why + says})
             continue
         row["Δ per seed"] = " / ".join(f"{e['delta']:+.2f} (seed {e['seed']})" for e in sigs[i]["seeds"])
         row["_seeds"], row["_baseline"] = [e["delta"] for e in sigs[i]["seeds"]], sigs[i]["baseline"]
@@ -404,14 +419,15 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
                "it names. Not comparable: the claim was not measured at this scale, or a seed of either system "
                f"scores below {MIN_BASELINE_BLEU:g} BLEU (a model that has not learned to translate); seed noise "
                "unmeasured: one seed pair, with nothing at this scale to pool the seed noise from. Those two are "
-               "shown with their numbers and stay out of the page's family.")
+               "shown with their numbers and stay out of the page's family, as does a claim not judged: its part of "
+               "the test set (a length bucket) holds no sentence at this scale.")
     return " ".join([ours, noise, procedure, meaning])
 
 
 # A verdict's label class (render.STYLE) by its first words.
 LABEL_KINDS = {"reproduced": "good", "contradicted": "bad", "paper's Δ excluded": "warn", "inconclusive": "open",
                "not comparable": "none", "seed noise unmeasured": "none", "not tested": "none", NOT_JUDGED: "none"}
-UNJUDGED = ("not comparable", "seed noise unmeasured")
+UNJUDGED = ("not comparable", "seed noise unmeasured", NOT_JUDGED)
 # The causes of an inconclusive verdict, by its words after "inconclusive: ", as the reading counts them.
 CAUSES = {"the seed pairs split": "the seed pairs split", "significant before": "significant before the page's "
           "correction only", "this run detects only": "the run could not detect a difference of the paper's size",
@@ -436,6 +452,7 @@ def reading(table: pd.DataFrame) -> str:
     counts = {word: int(verdicts.str.startswith(word).sum()) for word in LABEL_KINDS}
     left = [f"{counts['seed noise unmeasured']} with seed noise unmeasured"] * bool(counts["seed noise unmeasured"])
     left += [f"{counts['not comparable']} not comparable at this scale"] * bool(counts["not comparable"])
+    left += [f"{counts[NOT_JUDGED]} not judged (its part of the test set is empty)"] * bool(counts[NOT_JUDGED])
     if not judged.any():
         return f"No claim judged at this scale: {'; '.join(left)}."
     parts = [f"{counts['reproduced']} of {int(judged.sum())} judged claims reproduced",
@@ -499,7 +516,7 @@ def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = No
 FORMAT = ('{"text": SENTENCE, "paper_delta": D, "metric": ' + "|".join(f'"{name}"' for name in METRICS)
           + ', "significance": JSON|null[, "margin": M][, "paper_says": WORD]}')
 REQUIRED = ("text", "paper_delta", "metric", "significance")
-OPTIONAL = {field.name for field in fields(Claim)} - set(REQUIRED) - {"comparable", "primary", "expects"}
+OPTIONAL = {field.name for field in fields(Claim)} - set(REQUIRED) - {"comparable", "primary", "expects", "unjudged"}
 # What a paper's claim entry gives as it is (the config schema's keys of the same names); a claim of no
 # gain's margin is the workflow's (one rule: half the smallest gain its paper calls a help).
 GIVEN = sorted(OPTIONAL - {"margin"})
@@ -726,7 +743,7 @@ def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale:
 
 
 def run_claims(args) -> None:
-    claims = mark_primaries([parse_claim(spec)[0] for spec in args.claim], args.primary)
+    claims = empty_subsets(mark_primaries([parse_claim(spec)[0] for spec in args.claim], args.primary))
     curves, budgets = parse_curves(args.curves, claims), parse_budgets(args.budgets, claims)
     sigs, pool = load(claims), parse_pool(args.pool)
     noises = seed_noises(pool, [claims[i].metric for i in sigs])
