@@ -32,6 +32,7 @@ from nmtrepro.data import costs
 from nmtrepro.data.annotations import check_rule_files, registry
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
+from nmtrepro.evaluation.quantities import QUANTITIES
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
@@ -263,6 +264,30 @@ SIGNIFICANCE = "analyse/significance/{experiment}.vs.{baseline}.json"
 
 def significance_file(experiment, baseline):
     return results(SIGNIFICANCE.format(experiment=experiment, baseline=baseline))
+
+
+# A claim on a quantity an analysis measures (evaluation/quantities.py) is tested by that analysis (rule
+# quantity_test), in a results tree; a claim on a metric by its paired bootstrap.
+QUANTITY_TEST = "analyse/{analysis}/{experiment}.vs.{baseline}.{metric}.json"
+
+
+def claim_test(claim):
+    """A claim's test JSON, relative to a results tree."""
+    return (QUANTITY_TEST if claim["metric"] in QUANTITIES else SIGNIFICANCE).format(**claim)
+
+
+# quantity -> (system's, baseline's) file of a seed replicate, `f(analysis, replicate)`, that measures it for
+# a claim on it: registered by the rule file of the analysis kind that measures it (rule quantity_test).
+QUANTITY_FILES = {}
+
+
+def quantity_files(side):
+    """Input function: the file of each seed pair's system (side 0) or baseline (side 1) that measures the
+    claim's quantity, in seed order (config.py `seed_pairs`)."""
+    return lambda w: [
+        QUANTITY_FILES[w.metric][side](w.analysis, pair[side])
+        for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)
+    ]
 
 
 def protocol(names):
