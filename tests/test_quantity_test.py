@@ -8,9 +8,10 @@ import pytest
 
 from conftest import claim
 from nmtrepro import cli
-from nmtrepro.analyses.quantity_test import quantity_test, segment_statistics
+from nmtrepro.analyses.probing.tasks import TASKS
+from nmtrepro.analyses.quantity_test import STATISTICS, quantity_test, segment_statistics
 from nmtrepro.core.files import InputError
-from nmtrepro.evaluation.quantities import QUANTITIES
+from nmtrepro.evaluation.quantities import PROBING_TASKS, QUANTITIES
 from test_claims import page, rows, write_significance
 
 
@@ -87,3 +88,15 @@ def test_a_quantity_claim_on_models_below_the_bleu_floor_is_shown_and_not_judged
     assert cli.main(argv) == 0
     row = rows(page(tmp_path, claim("heads less alike", -0.185, out, metric="head_similarity")))["heads less alike"]
     assert row["verdict"].startswith("not comparable at this scale (seed 1's system scores 1.00") and row["ours Δ"] == "-0.23"  # 1.7 / 3 - 2.4 / 3
+
+
+def test_a_probing_claim_pairs_the_same_test_examples_of_two_encoders_in_points_of_accuracy(tmp_path):
+    """Every SentEval task has its quantity (the registry's names are the probing suite's), read from a
+    probe JSON's per-example outcomes: 3 of 4 right against 2 of 4 is +25 points."""
+    assert set(PROBING_TASKS) == set(TASKS) and set(STATISTICS) == set(QUANTITIES)
+    for name, right in (("rec", [1, 1, 0, 1]), ("base", [1, 0, 0, 1])):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"tree_depth": {"test": sum(right) / 4, "correct": right}}))
+    entry = quantity_test("probe_tree_depth", [str(tmp_path / "rec.json")], [str(tmp_path / "base.json")], samples=100)
+    assert entry["score"] == 75 and entry["baseline"] == 50 and entry["delta"] == 25
+    with pytest.raises(InputError, match="no per-example outcomes of bigram_shift"):
+        quantity_test("probe_bigram_shift", [str(tmp_path / "rec.json")], [str(tmp_path / "base.json")])

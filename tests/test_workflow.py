@@ -288,6 +288,7 @@ def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
     (lambda c: c["claims"]["fusing_heads_diverse"].update(analysis="D_table7"), "an analysis of kind 'head_similarity'"),
     (lambda c: c["claims"]["npmt_phrases"].pop("scales"), r"its analysis C_table2 is not built at \['ci', 'tiny'\]"),
     (lambda c: c["claims"]["mean"].update(analysis="D_table4"), "claims.mean.analysis: only a claim on a quantity"),
+    (lambda c: c["claims"]["mean"].update(metric="comet"), "claims.mean.metric = 'comet' is not defined"),
     (lambda c: c["tables"]["A_tiny_gap"].update(scales=["tinny"]), "tables.A_tiny_gap.scales"),
     (lambda c: c["tables"]["C_table1"]["cells"][2].update(scales=["papr"]), r"tables.C_table1.cells\[2\].scales"),
     (lambda c: c["scales"]["tiny"].update(leave_out=["D_figure9"]), "scales.tiny.leave_out = 'D_figure9'"),
@@ -824,6 +825,11 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert [e["seed"] for e in measured["head_similarity"]["seeds"]] == [1, 2] == [
         e["seed"] for e in measured["head_similarity"]["floor"]["seeds"]]
     assert len(json.loads((results / "analyse/D_table4/fusing_en_de_seed2.heads.json").read_text())["sentences"]) == 300
+    # Table VII's observations, each a claim on a task's probing accuracy over the seeds both train
+    probing = [line for line in claims_d.splitlines() if "| probing accuracy, " in line]
+    assert len(probing) == 9 and all(", below 5 BLEU)" in line for line in probing)
+    probed = json.loads((results / "analyse/D_table7/fusing_en_de.vs.d_base_en_de.probe_tree_depth.json").read_text())
+    assert [e["seed"] for e in probed["probe_tree_depth"]["seeds"]] == [1, 2]
     sweep = (results / "report/D_figure3.md").read_text()  # Fig. 3's sweep of 1-3 heads, built at ci too
     assert "| rec_3_heads_en_de " in sweep and "| syn_2_heads_en_de " in sweep
     assert (results / "train/d_base_en_de/averaged.pt").is_symlink()  # paper A's Base at ci: trained once

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .core.files import InputError
 from .data.datasets import expected_checksum
+from .evaluation.metrics import METRICS
 from .evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import cached, meta_shapes
@@ -52,9 +53,12 @@ def check_claim_test(claim: dict, key: str) -> None:
 
 
 def check_quantity_claim(config: dict, claim: dict, key: str) -> None:
-    """A claim on a quantity (evaluation/quantities.py) names an analysis of the kind that measures it, built
-    wherever the claim is comparable; a claim on a metric names none."""
-    quantity = QUANTITIES.get(claim.get("metric", "tok_bleu"))
+    """A claim's metric is a metric (evaluation/metrics) or a quantity (evaluation/quantities.py); one on a
+    quantity names an analysis of the kind that measures it, built wherever the claim is comparable; a claim
+    on a metric names none."""
+    metric = claim.get("metric", "tok_bleu")
+    check_known(metric, [*METRICS, *QUANTITIES], f"{key}.metric")
+    quantity = QUANTITIES.get(metric)
     if quantity is None:
         if "analysis" in claim:
             raise InputError(f"config: {key}.analysis: only a claim on a quantity ({sorted(QUANTITIES)}) names one")

@@ -7,7 +7,7 @@ quantity's name, so that a claims page reads and judges it beside the BLEU claim
 Each seed's file gives the quantity's statistics per test sentence (`STATISTICS`): a head-similarity JSON
 (`nmtrepro head-similarity`, its `sentences`), a segment model's decode stats (`segmented`: words and
 segments of each output) or, for a word-level decoder, its tokenized output (each word a segment of its
-own). A quantity of a model that does not translate measures nothing: the JSON carries the seeds' BLEU
+own), or a probe JSON (`nmtrepro probe`: each test example of a task right or not). A quantity of a model that does not translate measures nothing: the JSON carries the seeds' BLEU
 from the same two experiments' significance JSON (`--floor`), which the page holds to its BLEU floor.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.files import InputError, read_json, read_lines, write_json
-from ..evaluation.quantities import QUANTITIES
+from ..evaluation.quantities import PROBING_TASKS, QUANTITIES
 from ..evaluation.significance import RESAMPLES, statistics_test
 from ..reporting.report import read_significance
 
@@ -50,7 +50,20 @@ def segment_statistics(path: str) -> np.ndarray:
     return np.array([[n, n] for n in words], dtype="float64")
 
 
-STATISTICS = {"head_similarity": head_statistics, "segment_length": segment_statistics}
+def probing_statistics(task: str):
+    """A reader of a probe JSON (`nmtrepro probe`): (n, 2), each test example of `task` right (100) or
+    not (0) over 1, so that the ratio is the accuracy in %."""
+    def read(path: str) -> np.ndarray:
+        result = read_json(path).get(task)
+        if result is None or "correct" not in result:
+            raise InputError(f"{path}: no per-example outcomes of {task} (`correct`); probe again: "
+                             "snakemake --forcerun probe")
+        return np.array([[100.0 * c, 1.0] for c in result["correct"]])
+    return read
+
+
+STATISTICS = {"head_similarity": head_statistics, "segment_length": segment_statistics,
+              **{f"probe_{task}": probing_statistics(task) for task in PROBING_TASKS}}
 
 
 def quantity_test(quantity: str, systems: list[str], baselines: list[str], seeds: list[int] | None = None,
