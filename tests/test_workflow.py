@@ -977,6 +977,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
         write_significance(gpu / f"{claim['experiment']}.vs.{claim['baseline']}.json", 38.5, 38.3, 0.2, [0.1, 0.3, 0.2])
     (work / "results/gpu/report").mkdir()
     (work / "results/gpu/report/central_claims.gap.tsv").write_text("claim\tstep\tpair\tdelta\nX\t100\t1\t-0.1\n")
+    (work / "results/gpu/analyse/D_table4").mkdir()   # a claim on a quantity's test, beside its analysis
+    (work / "results/gpu/analyse/D_table4/fusing_en_de.vs.d_base_en_de.head_similarity.json").write_text("{}")
     exported = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "export-claims", "--results", "results/gpu",
                                "--out", "workflow/measured/gpu", "--hardware", "1x NVIDIA H200"],
                               cwd=work, capture_output=True, text=True)
@@ -995,6 +997,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     # this run's claims page names where the gpu verdict differs: it reads the same JSONs
     claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
     assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in claims.split("--others", 1)[1]
+    claims_d = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/D_claims.md" in line)
+    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.head_similarity.json" in claims_d.split("--others", 1)[1]
 
 
 def test_a_scale_of_ones_own_comes_from_another_with_its_own_keys_over_it(tmp_path):
