@@ -33,8 +33,8 @@ Where the paper qualifies its claim ("the stack strategy marginally outperforms 
 beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
 
 A claim may be on a quantity an analysis measures instead of a metric (evaluation/quantities.py: paper C's
-segment length, paper D's head similarity; `nmtrepro quantity-test` writes its JSON in the significance
-JSON's shape): the same test, verdicts and family, its models held to the BLEU floor by the BLEU of the
+segment length, paper D's head similarity and probing accuracies; `nmtrepro quantity-test` writes its JSON
+in the significance JSON's shape): the same test, verdicts and family, its models held to the BLEU floor by the BLEU of the
 same seeds that its JSON carries (`floor`); its seed noise is its own seed pairs' spread (the pooled seed
 noise is BLEU's), and it is not judged again in chrF.
 """
