@@ -4,6 +4,7 @@ test_significance.py)."""
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import t as student_t
@@ -114,8 +115,8 @@ def test_head_cosines_on_identical_and_orthogonal_heads():
     out[0, 1, :, 0] = 2.0                         # same direction as head 0
     out[0, 2, :, 1] = 1.0                         # orthogonal to both
     pad = torch.tensor([[False, True]])           # second token is padding
-    cos, n = head_cosines(out, pad)
-    assert n == 1
+    cos, n, per_sentence = head_cosines(out, pad)
+    assert n == 1 and per_sentence.tolist() == [[pytest.approx(5 / 9), 1.0]]  # the token's mean over 3 x 3 pairs
     assert torch.allclose(cos, torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
     sims = group_similarity(cos, ["A", "A", "B"])
     assert sims["A"]["A"] == pytest.approx(1.0) and sims["A"]["B"] == pytest.approx(0.0)
@@ -131,6 +132,9 @@ def test_head_similarity_on_a_transformer_leaves_the_hot_path_untouched():
     assert result["heads"] == 2 and result["layers"] == 2 and result["tokens"] == 7
     assert result["average"] == pytest.approx((1 + result["pairwise"]) / 2)  # 2 heads: diag 1, off-diag
     assert result["groups"] == {"Global": {"Global": pytest.approx(result["average"])}}
+    # each sentence's statistics: summed over its tokens and the layers, they make the average again
+    sentences = np.array(result["sentences"])
+    assert sentences[:, 1].tolist() == [8, 6] and sentences[:, 0].sum() / 14 == pytest.approx(result["average"])
     attn = model.encoder[0].self_attn.sublayer
     assert attn.head_outputs is None
 

@@ -257,7 +257,7 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
     (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
     (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
     (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
-    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'sacrebleu', 'ter', 'tok_bleu']"),
+    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'sacrebleu', 'segment_length', 'ter', 'tok_bleu']"),
     (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
     (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
     (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),

@@ -86,5 +86,9 @@ def test_the_gpu_scale_runs_on_a_cpu_with_few_updates_to_its_claims_pages(tmp_pa
     unmeasured = [line for line in claims_c.splitlines() if "| not comparable at this scale" in line
                   and "below 5 BLEU)" not in line]                 # the LL's few updates may not translate yet
     assert len(unmeasured) == 6 and all("NPMT" in line for line in unmeasured)
+    # the average segment length is measured where NPMT trains: tested over its seeds (here one, few updates)
+    phrases = next(line for line in claims_c.splitlines() if line.startswith("| NPMT decodes phrases"))
+    assert "| avg. segment length " in phrases and "(seed 1)" in phrases
+    assert (results / "analyse/C_table2/npmt_greedy_de_en.vs.ll_greedy_de_en.segment_length.json").exists()
     commands = [json.loads(path.read_text()).get("shellcmd") or "" for path in (work / ".snakemake/metadata").iterdir()]
     assert any(command.startswith("nmtrepro with-gpus --slots 8 ") and "nmtrepro decode " in command for command in commands)

@@ -103,7 +103,9 @@ def test_classifier_learns_separable_toy_task():
         x = torch.randn(n, 4, generator=gen)
         feats[split], labels[split] = x, ["pos" if v > 0 else "neg" for v in x[:, 0] + x[:, 1]]
     grid = Grid(nhid=(50,), dropout=(0.0,), weight_decay=(0.0,), max_epochs=100, batch_size=64, lr=1e-2)
-    assert probe(feats, labels, grid)["test"] > 0.9
+    result = probe(feats, labels, grid)
+    assert result["test"] > 0.9 and len(result["correct"]) == 50            # each test example's outcome kept,
+    assert sum(result["correct"]) / 50 == pytest.approx(result["test"])    # for a claim's paired test
     assert probe(feats, labels, grid, logistic=True)["test"] > 0.9
 
 

@@ -285,6 +285,10 @@ def test_paper_d_shares_the_trainings_that_coincide_at_each_scale():
     (lambda c: c["scales"]["tiny"]["continuation"].update(max_update=3), "tiny.continuation key = 'max_update'"),
     (lambda c: c["claims"]["mean"].update(baseline="base_en_fr"), "claims.mean.baseline"),
     (lambda c: c["claims"]["mean"].update(paper_delta=0), "claims.mean.paper_delta: 0 gives"),
+    (lambda c: c["claims"]["fusing_heads_diverse"].update(analysis="D_table7"), "an analysis of kind 'head_similarity'"),
+    (lambda c: c["claims"]["npmt_phrases"].pop("scales"), r"its analysis C_table2 is not built at \['ci', 'tiny'\]"),
+    (lambda c: c["claims"]["mean"].update(analysis="D_table4"), "claims.mean.analysis: only a claim on a quantity"),
+    (lambda c: c["claims"]["mean"].update(metric="comet"), "claims.mean.metric = 'comet' is not defined"),
     (lambda c: c["tables"]["A_tiny_gap"].update(scales=["tinny"]), "tables.A_tiny_gap.scales"),
     (lambda c: c["tables"]["C_table1"]["cells"][2].update(scales=["papr"]), r"tables.C_table1.cells\[2\].scales"),
     (lambda c: c["scales"]["tiny"].update(leave_out=["D_figure9"]), "scales.tiny.leave_out = 'D_figure9'"),
@@ -842,7 +846,22 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "tatoeba_zh_en/test" in (results / "report/D_table3.md").read_text()
     assert "+Fusing_Diverse / Syn" in (results / "report/D_table4.md").read_text()  # heads named by group
     assert "**" in (results / "report/D_figure6.md").read_text()                     # matched n-grams in bold
-    assert (results / "report/D_claims.md").read_text().count(" | tokenized BLEU |") == 18
+    claims_d = (results / "report/D_claims.md").read_text()
+    assert sum("| tokenized BLEU " in line for line in claims_d.splitlines()) == 18  # the metric column, padded
+    # Table IV's average judged as a claim on head similarity over both seeds: shown, below ci's BLEU floor
+    heads_claim = next(line for line in claims_d.splitlines() if line.startswith("| +Fusing_Diverse's encoder heads"))
+    assert "| head similarity " in heads_claim and " -0.18 |" in heads_claim and ", below 5 BLEU)" in heads_claim
+    measured = json.loads((results / "analyse/D_table4/fusing_en_de.vs.d_base_en_de.head_similarity.json").read_text())
+    assert [e["seed"] for e in measured["head_similarity"]["seeds"]] == [1, 2] == [
+        e["seed"] for e in measured["head_similarity"]["floor"]["seeds"]]
+    assert len(json.loads((results / "analyse/D_table4/fusing_en_de_seed2.heads.json").read_text())["sentences"]) == 300
+    # Table VII's observations, each a claim on a task's probing accuracy over the seeds both train
+    probing = [line for line in claims_d.splitlines() if "| probing accuracy, " in line]
+    assert len(probing) == 9 and all(", below 5 BLEU)" in line for line in probing)
+    probed = json.loads((results / "analyse/D_table7/fusing_en_de.vs.d_base_en_de.probe_tree_depth.json").read_text())
+    assert [e["seed"] for e in probed["probe_tree_depth"]["seeds"]] == [1, 2]
+    sweep = (results / "report/D_figure3.md").read_text()  # Fig. 3's sweep of 1-3 heads, built at ci too
+    assert "| rec_3_heads_en_de " in sweep and "| syn_2_heads_en_de " in sweep
     assert (results / "train/d_base_en_de/averaged.pt").is_symlink()  # paper A's Base at ci: trained once
     paper_c = (results / "report/C_table1.md").read_text()  # paper C: the LL rows; NPMT trains at paper scale only
     assert "| ll_beam_de_en " in paper_c and "29.16" in paper_c and "multi30k_de_en/test_2016_flickr" in paper_c
@@ -851,15 +870,17 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "tokenized case-sensitive BLEU" in paper_d
     assert not (results / "report/C_table2.md").exists()
     paper_c_claims = (results / "report/C_claims.md").read_text().partition("at each training budget")[0]  # NPMT's
-    # six unmeasured, the LL's two not judged
-    assert paper_c_claims.count("| not comparable at this scale") == 8 and paper_c_claims.count(", below 5 BLEU)") == 2
+    # seven unmeasured (its segment length too), the LL's two not judged
+    assert paper_c_claims.count("| not comparable at this scale") == 9 and paper_c_claims.count(", below 5 BLEU)") == 2
+    phrases = next(line for line in paper_c_claims.splitlines() if line.startswith("| NPMT decodes phrases"))
+    assert "| avg. segment length " in phrases and "| not comparable at this scale" in phrases
     central, _, central_budgets = (results / "report/central_claims.md").read_text().partition("at each training budget")
     assert central.count("(seed 2)") == 4 and "+PR improves Transformer Base En-De" in central
     assert "started from the trained hao_base_en_de, then 20 updates" in central
     assert "| Δ < +0.10 " in central and "Each paper is its own family" in central and "Holm" not in central
     assert "page p" in central
     assert central_budgets.count("|      67% |") == 3  # A's, C's and D's; B's continuation is too short for one
-    assert "No claim judged at this scale: 8 not comparable at this scale." in paper_c_claims
+    assert "No claim judged at this scale: 9 not comparable at this scale." in paper_c_claims
     assert "Procedure: the primary claim (the reordering layer does not help the attention seq2seq (beam))" in paper_c_claims
     # every page pools the seed noise of the central claims' two-seed comparisons, none of whose models
     # translate at ci: nothing to pool
@@ -894,7 +915,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert "A_figure4.png" in html and "A_claims.html" in html and "central_claims.html" in html
     # the first screen: the title, then what the run found (workflow.rst, each claims page's brief), top-aligned
     assert "+PR improves Transformer Base En-De (paper +1.29, ours +0.00): <strong>not comparable at this scale" in html
-    assert "<strong>paper C</strong>: No claim judged at this scale: 8 not comparable at this scale." in html
+    assert "<strong>paper C</strong>: No claim judged at this scale: 9 not comparable at this scale." in html
     assert "align-items: safe center" in html
     # The Claims category lists its pages by label (the report sorts them as text): with the finished tiny
     # run beside this one, the central claims across both scales first, then the central page.
@@ -986,6 +1007,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
         write_significance(gpu / f"{claim['experiment']}.vs.{claim['baseline']}.json", 38.5, 38.3, 0.2, [0.1, 0.3, 0.2])
     (work / "results/gpu/report").mkdir()
     (work / "results/gpu/report/central_claims.gap.tsv").write_text("claim\tstep\tpair\tdelta\nX\t100\t1\t-0.1\n")
+    (work / "results/gpu/analyse/D_table4").mkdir()   # a claim on a quantity's test, beside its analysis
+    (work / "results/gpu/analyse/D_table4/fusing_en_de.vs.d_base_en_de.head_similarity.json").write_text("{}")
     exported = subprocess.run([sys.executable, "-m", "nmtrepro.cli", "export-claims", "--results", "results/gpu",
                                "--out", "workflow/measured/gpu", "--hardware", "1x NVIDIA H200"],
                               cwd=work, capture_output=True, text=True)
@@ -1004,6 +1027,8 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     # this run's claims page names where the gpu verdict differs: it reads the same JSONs
     claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
     assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in claims.split("--others", 1)[1]
+    claims_d = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/D_claims.md" in line)
+    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.head_similarity.json" in claims_d.split("--others", 1)[1]
 
 
 def test_a_scale_of_ones_own_comes_from_another_with_its_own_keys_over_it(tmp_path):

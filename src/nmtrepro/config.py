@@ -20,10 +20,11 @@ import jsonschema
 import yaml
 
 from . import budgets
-from .config_checks import (buildable, check_claim_test, check_known, check_languages, comparable, contains,
-                            enough_checkpoints, known_scales)
+from .config_checks import (buildable, check_claim_test, check_known, check_languages, check_quantity_claim,
+                            comparable, contains, enough_checkpoints, known_scales)
 from .core.files import InputError, require_file
 from .evaluation.options import DEFAULTS as DECODE
+from .evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import family_options
 from .training.settings import Settings
@@ -292,6 +293,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
         seed_pairs(out, claim["experiment"], claim["baseline"], f"claims.{name}.baseline")
         known_scales(config, claim, f"claims.{name}.scales")
         check_claim_test(claim, f"claims.{name}")
+        check_quantity_claim(config, claim, f"claims.{name}")
     for name, spec in config.get("analyses", {}).items():
         known_scales(config, spec, f"analyses.{name}.scales")
         labels = [system["label"] for system in spec["systems"]]
@@ -336,7 +338,7 @@ def at_scale(config: dict, spec: dict) -> bool:
 def no_gain_margins(config: dict, owned: dict[str, dict]) -> dict[str, float]:
     """The margin of each claim of no gain (`test: non_superiority`), by one rule fixed before any result
     (docs/statistics.md): half the smallest gain that the same paper calls a help, i.e. the smallest
-    positive paper_delta among its claims of a difference. A claim of no gain on a paper that claims no
+    positive paper_delta among its claims of a difference (on a metric, not a quantity). A claim of no gain on a paper that claims no
     gain at all is an error naming it."""
     margins = {}
     papers = {paper: sections.get("claims", []) for paper, sections in owned.items()}
@@ -346,7 +348,7 @@ def no_gain_margins(config: dict, owned: dict[str, dict]) -> dict[str, float]:
     for paper, names in papers.items():
         claims = {name: config["claims"][name] for name in names}
         gains = [c["paper_delta"] for c in claims.values() if c.get("test", "superiority") == "superiority"
-                 and c["paper_delta"] > 0]
+                 and c["paper_delta"] > 0 and c.get("metric") not in QUANTITIES]   # a gain in its metric's points
         for name, claim in claims.items():
             if claim.get("test") == "non_superiority":
                 if not gains:

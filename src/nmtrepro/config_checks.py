@@ -16,6 +16,8 @@ from pathlib import Path
 
 from .core.files import InputError
 from .data.datasets import expected_checksum
+from .evaluation.metrics import METRICS
+from .evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import cached, meta_shapes
 
@@ -48,6 +50,28 @@ def check_claim_test(claim: dict, key: str) -> None:
     if claim.get("test", "superiority") == "superiority" and claim["paper_delta"] == 0:
         raise InputError(f"config: {key}.paper_delta: 0 gives a superiority test no direction; a claim of no "
                          f"gain is test: non_superiority")
+
+
+def check_quantity_claim(config: dict, claim: dict, key: str) -> None:
+    """A claim's metric is a metric (evaluation/metrics) or a quantity (evaluation/quantities.py); one on a
+    quantity names an analysis of the kind that measures it, built wherever the claim is comparable; a claim
+    on a metric names none."""
+    metric = claim.get("metric", "tok_bleu")
+    check_known(metric, [*METRICS, *QUANTITIES], f"{key}.metric")
+    quantity = QUANTITIES.get(metric)
+    if quantity is None:
+        if "analysis" in claim:
+            raise InputError(f"config: {key}.analysis: only a claim on a quantity ({sorted(QUANTITIES)}) names one")
+        return
+    analysis = config.get("analyses", {}).get(claim.get("analysis"))
+    if analysis is None or analysis["kind"] != quantity.kind:
+        raise InputError(f"config: {key}.analysis: a claim on {quantity.name} names an analysis of kind "
+                         f"{quantity.kind!r}, got {claim.get('analysis')!r}")
+    studies = {scale: spec.get("stands_for", scale) for scale, spec in config["scales"].items()}  # as at_scale reads them
+    missing = [scale for scale, study in studies.items() if study in claim.get("scales", [study])
+               and study not in analysis.get("scales", [study])]
+    if missing:
+        raise InputError(f"config: {key}.scales: its analysis {claim['analysis']} is not built at {sorted(missing)}")
 
 
 def known_scales(config: dict, spec: dict, key: str) -> None:

@@ -25,11 +25,10 @@ def claim_args(names, input, scale=""):
 
 
 def claim_significance(names):
-    """The pooled paired bootstrap of each of these claims comparable at this scale."""
+    """The test of each of these claims comparable at this scale (`claim_test`: the pooled paired bootstrap,
+    or a quantity's test)."""
     return {
-        name: results(claim_significance_path(config["claims"][name]))
-        for name in names
-        if at_scale(config, config["claims"][name])
+        name: results(claim_test(config["claims"][name])) for name in names if at_scale(config, config["claims"][name])
     }
 
 
@@ -165,7 +164,7 @@ def other_scales_significance(names):
     for scale, label, local in other_scales():
         study = config["scales"][scale].get("stands_for", scale)
         files = {
-            name: other_scale_file(scale, local, claim_significance_path(config["claims"][name]))
+            name: other_scale_file(scale, local, claim_test(config["claims"][name]))
             for name in names
             if study in config["claims"][name].get("scales", [study])
         }

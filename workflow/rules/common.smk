@@ -32,6 +32,7 @@ from nmtrepro.data import costs
 from nmtrepro.data.annotations import check_rule_files, registry
 from nmtrepro.data.datasets import check_user_data
 from nmtrepro.evaluation.options import SEGMENTS, flags
+from nmtrepro.evaluation.quantities import QUANTITIES
 from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
@@ -269,12 +270,34 @@ def significance_file(experiment, baseline):
 SIGNIFICANCE_LONGER = "analyse/significance/{experiment}.vs.{baseline}.longer_than_{length}.json"
 
 
-def claim_significance_path(claim):
-    """A claim's significance JSON in a results tree: of the whole test set, or of the sentences whose
-    source is longer than its `source_longer_than` (paper A's "> 45 tokens")."""
+# A claim on a quantity an analysis measures (evaluation/quantities.py) is tested by that analysis (rule
+# quantity_test), in a results tree; a claim on a metric by its paired bootstrap.
+QUANTITY_TEST = "analyse/{analysis}/{experiment}.vs.{baseline}.{metric}.json"
+
+
+def claim_test(claim):
+    """A claim's test JSON, relative to a results tree: its quantity's test, or its metric's paired
+    bootstrap on the whole test set or on the sentences whose source is longer than its
+    `source_longer_than` (paper A's "> 45 tokens")."""
+    if claim["metric"] in QUANTITIES:
+        return QUANTITY_TEST.format(**claim)
     if "source_longer_than" in claim:
         return SIGNIFICANCE_LONGER.format(length=claim["source_longer_than"], **claim)
     return SIGNIFICANCE.format(**claim)
+
+
+# quantity -> (system's, baseline's) file of a seed replicate, `f(analysis, replicate)`, that measures it for
+# a claim on it: registered by the rule file of the analysis kind that measures it (rule quantity_test).
+QUANTITY_FILES = {}
+
+
+def quantity_files(side):
+    """Input function: the file of each seed pair's system (side 0) or baseline (side 1) that measures the
+    claim's quantity, in seed order (config.py `seed_pairs`)."""
+    return lambda w: [
+        QUANTITY_FILES[w.metric][side](w.analysis, pair[side])
+        for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)
+    ]
 
 
 def protocol(names):

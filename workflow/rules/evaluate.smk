@@ -120,3 +120,27 @@ rule significance_longer:
     shell:
         "nmtrepro significance {params.args} --src-bpe {input.src} --longer-than {wildcards.length} "
         "--samples {params.samples} --out {output} 2> {log}"
+
+
+# A claim on a quantity an analysis measures, over the seeds both experiments train (claims_inputs.smk
+# `claim_significance`), with the BLEU of the same seed pairs, which the claims page holds to its floor.
+rule quantity_test:
+    input:
+        stats=quantity_files(0),
+        base_stats=quantity_files(1),
+        floor=lambda w: significance_file(w.experiment, w.baseline),
+    output:
+        results(QUANTITY_TEST),
+    log:
+        results("logs/analyse/{analysis}.{experiment}.vs.{baseline}.{metric}.log"),
+    wildcard_constraints:
+        metric="|".join(QUANTITIES),
+        baseline="|".join(EXPERIMENTS) or "^$",
+    conda:
+        CONDA_ENV
+    params:
+        args=significance_args,  # the same flags: --stats/--base-stats/--seed once a seed pair
+        samples=SCALE["bootstrap_samples"],
+    shell:
+        "nmtrepro quantity-test --quantity {wildcards.metric} {params.args} --floor {input.floor} "
+        "--samples {params.samples} --out {output} 2> {log}"

@@ -4,7 +4,9 @@ Paper D, Eq. 14: Sim(G1, G2) = 1/(H1*H2) * sum_i sum_j cos(O_1^i, O_2^j), where 
 (before the output projection) at one token; accumulated over every token of the test set and divided by
 the number of tokens (padding excluded), then averaged over the encoder's self-attention layers. As in
 Eq. 14, a group compared with itself includes each head's similarity with itself (1); `pairwise` in the
-JSON is the mean over distinct heads only. Heads are assigned to feature groups by a list (head index ->
+JSON is the mean over distinct heads only. `sentences` holds each test sentence's sum of its tokens' mean
+cosines (over every pair of heads, and the layers) and its count of tokens x layers: the statistics from
+which `nmtrepro quantity-test` resamples the average by sentence. Heads are assigned to feature groups by a list (head index ->
 group name); by default a model's config names them (`head_groups`: paper D's diverse models, whose
 groups are sized in heads), else one group makes a plain Transformer report its single Global similarity.
 """
@@ -26,15 +28,17 @@ COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
 }
 
 
-def head_cosines(outputs: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Sum over non-padding tokens of the (H, H) head-by-head cosine matrix, and the token count.
+def head_cosines(outputs: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """Sum over non-padding tokens of the (H, H) head-by-head cosine matrix, the token count, and each
+    sentence's (sum of its tokens' mean cosine, its tokens): (B, 2).
 
     outputs (B, H, T, d_head) from one attention layer; pad (B, T) True at padding.
     """
     unit = torch.nn.functional.normalize(outputs.float(), dim=-1)           # (B, H, T, d)
     cos = torch.einsum("bitd,bjtd->btij", unit, unit)                        # (B, T, H, H)
     keep = ~pad
-    return cos[keep].sum(0), int(keep.sum())
+    per_sentence = torch.stack([(cos.mean((2, 3)) * keep).sum(1), keep.sum(1).float()], 1)  # (B, 2)
+    return cos[keep].sum(0), int(keep.sum()), per_sentence
 
 
 def group_similarity(cos: torch.Tensor, groups: list[str]) -> dict[str, dict[str, float]]:
@@ -50,22 +54,26 @@ def group_similarity(cos: torch.Tensor, groups: list[str]) -> dict[str, dict[str
 def similarity(model, batches, groups: list[str] | None = None) -> dict:
     """Mean head cosine matrix over all tokens and encoder layers, and Eq. 14 per pair of groups.
 
-    `batches`: the encoder's inputs (net_input dicts: "src" (B, S) and the family's extra inputs).
+    `batches`: the encoder's inputs (net_input dicts: "src" (B, S) and the family's extra inputs); the
+    `sentences` statistics (module docstring) come in their order, a row a sentence.
     `groups` defaults to the model's own (`head_groups` of its config, e.g. paper D's feature groups),
     else one group, Global."""
     try:
         layers = encoder_attentions(model)
     except ValueError as err:
         raise InputError(str(err)) from None
-    total, tokens = None, 0
+    total, tokens, sentences = None, 0, []
     for net_input in batches:
         with recording_heads(layers) as recorded:
             model.encode(**net_input)
         pad = net_input["src"].eq(model.pad)
+        batch = torch.zeros(len(pad), 2)
         for out in (out for calls in recorded for out in calls):
-            cos, n = head_cosines(out, pad)
+            cos, n, per_sentence = head_cosines(out, pad)
             total = cos if total is None else total + cos
             tokens += n
+            batch += per_sentence.cpu()
+        sentences += batch.tolist()
     if total is None:
         raise InputError("no sentences to measure head similarity on")
     cos = total / tokens
@@ -74,7 +82,7 @@ def similarity(model, batches, groups: list[str] | None = None) -> dict:
     off_diagonal = (cos.sum() - cos.diagonal().sum()) / max(heads * (heads - 1), 1)
     return {"groups": group_similarity(cos, groups), "average": float(cos.mean()),
             "pairwise": float(off_diagonal), "heads": heads, "layers": len(layers),
-            "tokens": tokens // len(layers), "matrix": cos.tolist()}
+            "tokens": tokens // len(layers), "matrix": cos.tolist(), "sentences": sentences}
 
 
 def add_arguments_head_similarity(parser) -> None:
@@ -97,8 +105,12 @@ def run_head_similarity(args) -> None:
     vocab = Vocab.load(f"{args.prepared}/dict.src.txt")
     model = checkpoint.load_model(args.model, device, {"src": vocab}, args.prepared)
     sources = Sources.of_lines(model, read_lines(args.src_bpe), vocab, **source_options(args))
-    batches = (sources.net_input(indices, device) for indices in sources.batches(args.max_tokens))
-    write_json(args.out, similarity(model, batches, args.groups))
+    order = list(sources.batches(args.max_tokens))
+    result = similarity(model, (sources.net_input(indices, device) for indices in order), args.groups)
+    by_line = [None] * len(sources.sizes)                # the statistics back in the test set's line order
+    for line, row in zip((i for indices in order for i in indices), result["sentences"]):
+        by_line[line] = row
+    write_json(args.out, {**result, "sentences": by_line})
 
 
 def head_table(results: dict[str, dict]) -> pd.DataFrame:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..core.files import InputError, read_json, read_lines
 from ..core.text import strip_bpe
+from ..reporting.papers import read_paper_numbers
 from ..reporting.render import write_table
 from ..reporting.report import parse_pairs
 from .examples import add_example_table_arguments
@@ -23,6 +24,7 @@ COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
 }
 
 COLUMNS = ["system", "line", "", "text"]
+LENGTH = "average segment length"  # its row, and its column in the paper numbers' TSV
 
 
 def sample_lines(src_lengths: list[int], count: int, max_len: int, seed: int) -> list[int]:
@@ -32,9 +34,11 @@ def sample_lines(src_lengths: list[int], count: int, max_len: int, seed: int) ->
 
 
 def segments_table(src: list[str], refs: list[str], systems: dict[str, dict], count: int, max_len: int,
-                   seed: int) -> pd.DataFrame:
+                   seed: int, paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per system (label -> its decode stats, which hold `segmented` lines and `avg_segment_length`):
-    one row with the average segment length, then each sampled line's source, reference and output."""
+    one row with the average segment length, the paper's beside it where `paper` (read_paper_numbers: row
+    the system's label, column LENGTH) has one, then each sampled line's source, reference and output."""
+    printed = {} if paper is None else {row.row: row for row in paper.itertuples() if row.column == LENGTH}
     rows = []
     lines = sample_lines([len(line.split()) for line in src], count, max_len, seed)
     for label, stats in systems.items():
@@ -44,7 +48,9 @@ def segments_table(src: list[str], refs: list[str], systems: dict[str, dict], co
             raise InputError(f"segments of {label} need aligned inputs: {len(src)} source, {len(refs)} reference "
                              f"and {len(stats['segmented'])} output lines")
         length = stats["avg_segment_length"]
-        rows.append([label, "", "average segment length", "n/a" if length is None else f"{length:.2f}"])
+        rows.append([label, "", LENGTH, "n/a" if length is None else f"{length:.2f}"])
+        if label in printed:
+            rows.append(["", "", f"paper: {LENGTH}", f"{printed[label].value:g} ({printed[label].note})"])
         for i in lines:
             rows += [["", str(i + 1), "Source", src[i]], ["", "", "Reference", refs[i]],
                      ["", "", "Output", stats["segmented"][i]]]
@@ -56,6 +62,7 @@ def add_arguments_segments(parser) -> None:
     parser.add_argument("--system", action="append", required=True, metavar="LABEL=DECODE_JSON",
                         help="a segment model's decode stats (`nmtrepro decode --stats`; repeat)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the sample")
+    parser.add_argument("--paper-numbers", help=f"TSV of the paper's numbers (row: a system's label, column: {LENGTH})")
 
 
 def run_segments(args) -> None:
@@ -63,7 +70,8 @@ def run_segments(args) -> None:
     systems = {label: read_json(path) for label, path in parse_pairs(args.system, "--system").items()}
     if len(args.ref_tok) != 1:
         raise InputError(f"segments shows one reference; --ref-tok is given {len(args.ref_tok)} times")
-    table = segments_table(src, read_lines(args.ref_tok[0]), systems, args.count, args.max_len, args.seed)
+    paper = read_paper_numbers(args.paper_numbers) if args.paper_numbers else None
+    table = segments_table(src, read_lines(args.ref_tok[0]), systems, args.count, args.max_len, args.seed, paper)
     rule = (f"Average segment length: output tokens over non-empty segments (paper C, footnote 4). Examples: "
             f"{args.count} line(s) drawn with seed {args.seed} among the test sentences whose source has at most "
             f"{args.max_len} tokens, the same for every system; \" • \" separates segments.")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
+from ..evaluation.quantities import QUANTITIES
 from . import budget
 from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
                      empty_subsets, forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
@@ -111,7 +112,8 @@ def run_across_scales(args) -> None:
     scaled = [parse_scaled(spec) for spec in args.claim]
     marked = mark_primaries([claim for _, claim in scaled], args.primary)
     scaled = [(scale, claim) for (scale, _), claim in zip(scaled, marked)]
-    metrics, pools = {claim.metric for _, claim in scaled}, {}
+    # the pools are BLEU comparisons, read in the claims' metrics (a quantity's claims pool none)
+    metrics, pools = {claim.metric for _, claim in scaled if claim.metric not in QUANTITIES}, {}
     for spec in args.pool:  # a scale's pool: those of its JSONs the current test wrote, as for its claims
         scale, _, named = spec.partition("=")
         pools.setdefault(scale, {}).update({name: path for name, path in parse_pool([named]).items()

@@ -32,6 +32,12 @@ this scale to pool the seed noise from); or not judged, where the claim's subset
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
+
+A claim may be on a quantity an analysis measures instead of a metric (evaluation/quantities.py: paper C's
+segment length, paper D's head similarity and probing accuracies; `nmtrepro quantity-test` writes its JSON
+in the significance JSON's shape): the same test, verdicts and family, its models held to the BLEU floor by the BLEU of the
+same seeds that its JSON carries (`floor`); its seed noise is its own seed pairs' spread (the pooled seed
+noise is BLEU's), and it is not judged again in chrF.
 """
 from __future__ import annotations
 
@@ -46,6 +52,7 @@ import pandas as pd
 from ..core.files import InputError, read_json
 from ..evaluation.metrics import METRICS, SECOND_METRIC
 from ..evaluation.multiplicity import holm
+from ..evaluation.quantities import QUANTITIES
 from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
 from . import budget
@@ -60,7 +67,8 @@ POWER = 0.8  # the power at which a row's minimal detectable effect is computed
 PRIMARY_WEIGHT = 0.8
 CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
-METRIC_LABELS = {name: metric.label for name, metric in METRICS.items()}
+METRIC_LABELS = {name: metric.label for name, metric in METRICS.items()} | {
+    name: quantity.label for name, quantity in QUANTITIES.items()}
 # The BLEUs a model's floor (MIN_BASELINE_BLEU) is read in; a claim in another metric reads sacreBLEU's,
 # of the same detokenized text.
 BLEUS = ("tok_bleu", "sacrebleu")
@@ -110,10 +118,10 @@ class Claim:
 def seen_in(claim: Claim, metric: str) -> Claim | None:
     """The claim as a test in another metric: the same two experiments, the side it claims (a gain is a
     higher BLEU and a lower TER), no paper Δ (the paper printed its own metric's). None for a claim of no
-    gain, whose margin is in its own metric's points."""
+    gain, whose margin is in its own metric's points, or for a claim on a quantity (no translations compared)."""
     if claim.metric == metric:
         return claim
-    if claim.margin is not None:
+    if claim.margin is not None or claim.metric in QUANTITIES:
         return None
     sign = claim.direction * METRICS[claim.metric].orientation * METRICS[metric].orientation
     return replace(claim, metric=metric, paper_delta=None, expects=sign)
@@ -122,6 +130,16 @@ def seen_in(claim: Claim, metric: str) -> Claim | None:
 def floor_metric(metric: str) -> str:
     """The BLEU a model's floor is read in beside a test in `metric`."""
     return metric if metric in BLEUS else "sacrebleu"
+
+
+def floor_entry(claim: Claim, sig: dict) -> dict:
+    """The entry whose seeds' BLEU the floor holds a claim's models to: its own in a BLEU, the BLEU its
+    JSON carries for a quantity (`floor`), else sacreBLEU's of the same JSON."""
+    if claim.metric in BLEUS:
+        return sig
+    if claim.metric in QUANTITIES:
+        return sig["floor"]
+    return read_entry(claim.significance, floor_metric(claim.metric))
 
 
 def collapsed(sig: dict) -> list[str]:
@@ -195,6 +213,9 @@ def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
     where none is named."""
     noises = {}
     for metric in sorted(set(metrics)):
+        if metric in QUANTITIES:        # the pool is of BLEU comparisons: a quantity's seed pairs alone
+            noises[metric] = None
+            continue
         entries = {name: read_entry(path, metric) for name, path in pool.items()}
         translating = {name: entry for name, entry in entries.items()
                        if not collapsed(read_entry(pool[name], floor_metric(metric)))}
@@ -239,9 +260,7 @@ def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.
 
 def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoise | None]) -> pd.DataFrame:
     """`build_claims` on loaded entries and pooled noises."""
-    unjudged = {i: collapsed(sig if claims[i].metric in BLEUS else read_entry(claims[i].significance,
-                                                                             floor_metric(claims[i].metric)))
-                for i, sig in sigs.items()}
+    unjudged = {i: collapsed(floor_entry(claims[i], sig)) for i, sig in sigs.items()}
     for i, sig in sigs.items():
         noise = noises[claims[i].metric]
         if not unjudged[i] and len(sig["seeds"]) == 1 and not (noise and noise.df):
@@ -320,12 +339,15 @@ def in_second_metric(claims: list[Claim], table: pd.DataFrame, pool: dict[str, s
     for claim, view, word, verdict in zip(claims, views, own, seen["verdict"]):
         if view is None:
             verdicts.append(NOT_JUDGED if word.startswith(UNJUDGED) else
+                            "not tested (a quantity of the models, not of their translations)"
+                            if claim.metric in QUANTITIES else
                             f"not tested (a claim of no gain: its margin is in {METRIC_LABELS[claim.metric]})")
         elif verdict_word(verdict) != word:
             verdicts.append(f"{verdict}; differs from {METRIC_LABELS[claim.metric]} ({word})")
         else:
             verdicts.append(verdict)
-        measured = {name: read_entry(claim.significance, name)["delta"] for name in METRICS} if claim.comparable else {}
+        measured = ({name: read_entry(claim.significance, name)["delta"] for name in METRICS}
+                    if claim.comparable and claim.metric not in QUANTITIES else {})
         deltas.append(measured.get(SECOND_METRIC, float("nan")))
         others.append(" · ".join(f"{METRIC_LABELS[name]} {delta:+.2f}" for name, delta in measured.items()
                                  if name not in (claim.metric, SECOND_METRIC)))
@@ -390,7 +412,13 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
             f"is tested at ({PRIMARY_WEIGHT * ALPHA / 2:g} one-sided for a primary claim"
             + (", Holm's first step at the secondary claims' share for a secondary one)."
                if any(not c.primary for c in claims) else ")."))
-    noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises))
+    noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises) if metric not in QUANTITIES)
+    quantities = sorted({claim.metric for claim in claims if claim.metric in QUANTITIES})
+    if quantities:
+        noise += (" A claim on a quantity the analyses measure (" + "; ".join(
+            f"{QUANTITIES[q].label}: {QUANTITIES[q].definition}" for q in quantities) + ") is tested by the same "
+            "test on that quantity's per-sentence statistics, its seed noise its own seed pairs' spread (the pooled "
+            "seed noise is BLEU's), its models held to the floor by their BLEU; its Δ is in the quantity's units.")
     primaries = [claim.text for claim in claims if claim.primary]
     secondary = any(not claim.primary for claim in claims)
     level = PRIMARY_WEIGHT * ALPHA
@@ -498,10 +526,12 @@ def forest_plot(claims: list[Claim], table: pd.DataFrame, scale: str | None = No
         kind = verdict_label(line["verdict"]).kind
         ax.annotate(verdict_word(line["verdict"]), (1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=8.5, color={"good": "#14532d", "bad": "#7f1d1d", "warn": "#78350f"}.get(kind, "#444"))
-    ax.set_yticks(range(n), ["\n".join(textwrap.wrap(c.text, 48)) for c in reversed(claims)], fontsize=8.5)
+    named = [c.text + (f" [Δ {METRIC_LABELS[c.metric]}]" if c.metric in QUANTITIES else "") for c in reversed(claims)]
+    ax.set_yticks(range(n), ["\n".join(textwrap.wrap(text, 48)) for text in named], fontsize=8.5)
     ax.set_ylim(-0.7, n - 0.3)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("Δ BLEU (system − baseline)")
+    ax.set_xlabel("Δ BLEU (system − baseline)" + ("; a quantity's Δ in its units" * any(
+        c.metric in QUANTITIES for c in claims)))
     handles = [ax.scatter([], [], s=42, color=PALETTE[0], label=f"ours: mean, {CONFIDENCE:.0%} CI"),
                ax.scatter([], [], s=14, color="#8a8a8a", label="ours: each seed pair"),
                ax.scatter([], [], marker="|", s=160, color=PALETTE[1], label=f"detectable at {POWER:.0%} power"),

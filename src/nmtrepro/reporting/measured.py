@@ -3,7 +3,8 @@ where, when and at which commit they were measured, so that a checkout without t
 (a laptop's `tiny`, which never has `gpu`'s) still sets the converged answer beside its own.
 
 `nmtrepro export-claims --results results/gpu --out workflow/measured/gpu` copies every paired
-bootstrap the run wrote (analyse/significance/*.json: per seed Δ, baseline BLEU, the variance parts)
+bootstrap the run wrote (analyse/significance/*.json: per seed Δ, baseline BLEU, the variance parts; and
+its tests of claims on quantities, analyse/<analysis>/*.vs.*.<quantity>.json)
 and its claims pages' gaps over training (report/<page>.gap.tsv), and writes provenance.json (scale, commit, date, hardware). The claims pages across scales read such a
 folder for every scale this checkout has no results tree of (a local run takes precedence), each row
 labelled with its provenance and, where git can tell, whether the models, the trainer or the config
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from ..core.files import InputError, atomic_open
 from ..core.repo import commit, git
+from ..evaluation.quantities import QUANTITIES
 
 MEASURED = "workflow/measured"     # one folder a scale, beside workflow/papers/
 PROVENANCE = "provenance.json"
@@ -41,8 +43,11 @@ def hardware() -> str:
 
 
 def export(results: Path, out: Path, scale: str, machine: str | None = None) -> int:
-    """Copy `results`' significance JSONs into `out` with their provenance; the count copied."""
+    """Copy `results`' significance JSONs, and its tests of claims on a quantity (`<experiment>.vs.<baseline>.
+    <quantity>.json` beside their analysis), into `out` with their provenance; the count copied."""
     found = sorted((results / "analyse" / "significance").glob("*.json"))
+    found += sorted(path for path in (results / "analyse").glob("*/*.vs.*.json")
+                    if path.name.rsplit(".", 2)[1] in QUANTITIES)
     if not found:
         raise InputError(f"{results}/analyse/significance: no paired bootstrap to export")
     out.mkdir(parents=True, exist_ok=True)

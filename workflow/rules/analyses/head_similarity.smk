@@ -3,6 +3,9 @@
 from nmtrepro.analyses import groups_args
 
 ANALYSIS_OUTPUTS["head_similarity"] = TABLE
+# A claim on head similarity (paper D: +Fusing_Diverse's heads less alike than Base's) reads each seed's
+# measurement of both systems.
+QUANTITY_FILES["head_similarity"] = (lambda a, e: results(f"analyse/{a}/{e}.heads.json"),) * 2
 
 
 rule head_similarity:

@@ -4,6 +4,8 @@
 from nmtrepro.analyses.probing.tasks import TASKS, classifier_args, probe_task_files, table_tasks
 
 ANALYSIS_OUTPUTS["probing"] = ["md", "html"]
+# A claim on a task's accuracy (paper D, Table VII) reads each seed's probe of both systems.
+QUANTITY_FILES |= {f"probe_{task}": (lambda a, e: results(f"probing/{e}.json"),) * 2 for task in TASKS}
 PROBING = config["probing"]
 PROBING_FROM = for_scale(config, PROBING["tasks_from"], "ptb")
 PROBING_CLASSIFIER = for_scale(config, PROBING.get("classifier", {}), {})
@@ -28,7 +30,8 @@ rule probe:
     input:
         model=results("train/{experiment}/averaged.pt"),
         prepared=prepared,
-        tasks=lambda w: probe_task_files(ANALYSES, w.experiment, PROBING_FROM, results),
+        # a seed replicate probes its experiment's tasks (a claim on one pairs its seeds)
+        tasks=lambda w: probe_task_files(ANALYSES, exp(w).replicate_of, PROBING_FROM, results),
         stanza=parser_inputs,
     output:
         results("probing/{experiment}.json"),

@@ -50,9 +50,14 @@ def build(shape: tuple[int, ...], classes: int, nhid: int, dropout: float) -> nn
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    return correct(model, x, y).float().mean().item() if len(y) else 0.0
+
+
+def correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(N,) whether the classifier gets each example right."""
     model.eval()
     with torch.no_grad():
-        return (model(x).argmax(-1) == y).float().mean().item() if len(y) else 0.0
+        return model(x).argmax(-1) == y
 
 
 def fit(x_tr, y_tr, x_va, y_va, classes: int, nhid: int, dropout: float, weight_decay: float,
@@ -99,5 +104,7 @@ def probe(features: dict[str, torch.Tensor], labels: dict[str, list[str]], grid:
         if best is None or dev > best[0]:
             best = (dev, model, {"nhid": nhid, "dropout": dropout, "weight_decay": wd})
     dev, model, params = best
+    right = correct(model, x["te"], y["te"])
+    # each test example's outcome: a claim on the accuracy resamples them (analyses/quantity_test.py)
     return {"dev": dev, "test": accuracy(model, x["te"], y["te"]), "classes": len(names),
-            "n": {s: len(y[s]) for s in y}, "params": params}
+            "n": {s: len(y[s]) for s in y}, "params": params, "correct": right.int().tolist()}
