@@ -215,7 +215,7 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
     # the statistics give what the hypotheses' own test gives, in every metric
     pairs = [(degraded(REFS, 3), degraded(REFS, 2)), (degraded(REFS, 3, 1), degraded(REFS, 2, 1))]
     for name, metric in METRICS.items():
-        assert written[name] == pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), name
+        assert written[name] == {**pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), "recipe": ""}, name
     assert cli.main(argv[:-2]) == 2  # a system's statistics without its baseline's
     assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 
