@@ -20,6 +20,17 @@ k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, a
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
 workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
 
+`recipes`: seed noise per recipe. A run pools four three-seed comparisons whose seed offsets have SD 0.5
+and one of the claims' recipe, whose seeds vary 0.5, 1 or 2 times as much; its claims (one and three seed
+pairs) are of that recipe, or of a recipe no comparison measures. Printed per ratio: each kind of claim's
+false-positive rate at 0.05 and at Holm's smaller levels (rate over level) before (one pool of every
+comparison) and after (`SeedNoise.basis`: its recipe's), the share left unjudged, and the power at a true
++1.0 BLEU; the first `--commands` runs' pages also go through `nmtrepro claims` (the JSONs written as
+`nmtrepro significance` writes them, one --claim JSON each), whose verdicts must equal `assess`'s. Claims of
+a run share its pool, so a rate's binomial standard error understates its spread a little.
+
+    python bench/verdict_calibration.py recipes --runs 300 --commands 10  # 36 min on a loaded 2-core machine
+    python bench/verdict_calibration.py recipes --runs 40 --commands 3    # a check, ~4 min
     python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~35 min on 2 cores
     python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
 

@@ -126,18 +126,18 @@ class SeedNoise:
                                                    f"(no other comparison of its recipe{named} at this scale)")
         alike = self.homogeneity()
         if alike is not None and alike >= ALIKE:
-            own = f", {recipe}" if recipe else ""
-            return Basis(self.test(entry), f"seed noise from the run's other recipes (none of its own{own}; theirs "
+            its = f", {recipe}" if recipe else ""
+            return Basis(self.test(entry), f"seed noise from the run's other recipes (none of its own{its}; theirs "
                                            f"alike, Bartlett p {alike:.2f})")
         why = ("no multi-seed comparison at this scale to pool it from" if not self.df else
                f"no multi-seed comparison of its recipe{named} at this scale, and " +
-               ("the one of another recipe cannot show whether recipes differ" if alike is None else
+               ("Bartlett's test cannot compare the other recipes' spreads" if alike is None else
                 f"the run's recipes differ in seed noise (Bartlett p {alike:.3f})"))
         return Basis(None, f"one seed pair, and {why}")
 
     def test(self, entry: dict) -> MeanDifference:
-        """A claim's test over its k seed pairs with this pool's seed noise: σu²/k plus its bootstrap variance of the mean difference,
-        on df · var / (s²/k) degrees of freedom (s²/k, the pooled spread's part, is the estimated one; the
+        """A claim's test over its k seed pairs with this pool's seed noise: σu²/k plus its bootstrap
+        variance of the mean difference, on df · var / (s²/k) degrees of freedom (s²/k, the pooled spread's part, is the estimated one; the
         bootstrap's as known). Satterthwaite's rule would square that ratio; with the pool's plug-in
         spread its far tail is liberal (1.2-1.5 times the level at 0.001, Holm's levels on a page,
         docs/statistics.md), while this one is exact where the spread is all the variance and a little

@@ -2,8 +2,9 @@
 
 A claim is config data (a paper file's `claims`): a sentence, the experiment and the baseline it
 compares, and the difference the paper printed. Ours is the test of the same two experiments over the
-seeds both trained, with the seed noise pooled over the run's multi-seed comparisons (the central
-claims', `--pool`; evaluation/seed_noise.py) and the claim's own test-set noise from its paired
+seeds both trained, with the seed noise of its recipe (its two model families) pooled over the run's
+multi-seed comparisons of it (the central claims', `--pool`; evaluation/seed_noise.py, which says what a
+claim of an unmeasured recipe takes) and the claim's own test-set noise from its paired
 bootstrap; the verdict follows from it alone, never from typing. Each claim is a one-sided hypothesis
 (its `tested` column): the paper's direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of
 no gain ("the reordering layer does not help", a `margin`) non-superiority, Δ below the margin.
@@ -26,8 +27,8 @@ The verdicts of a judged claim:
   interval holds both the threshold and the paper's Δ;
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
-has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison at
-this scale to pool the seed noise from).
+has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison of
+its recipe at this scale, nor other recipes' that Bartlett's test finds alike, to pool the seed noise from).
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
