@@ -20,6 +20,17 @@ k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, a
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
 workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
 
+`recipes`: seed noise per recipe. A run pools four three-seed comparisons whose seed offsets have SD 0.5
+and one of the claims' recipe, whose seeds vary 0.5, 1 or 2 times as much; its claims (one and three seed
+pairs) are of that recipe, or of a recipe no comparison measures. Printed per ratio: each kind of claim's
+false-positive rate at 0.05 and at Holm's smaller levels (rate over level) before (one pool of every
+comparison) and after (`SeedNoise.basis`: its recipe's), the share left unjudged, and the power at a true
++1.0 BLEU; the first `--commands` runs' pages also go through `nmtrepro claims` (the JSONs written as
+`nmtrepro significance` writes them, one --claim JSON each), whose verdicts must equal `assess`'s. Claims of
+a run share its pool, so a rate's binomial standard error understates its spread a little.
+
+    python bench/verdict_calibration.py recipes --runs 300 --commands 10  # 36 min on a loaded 2-core machine
+    python bench/verdict_calibration.py recipes --runs 40 --commands 3    # a check, ~4 min
     python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~35 min on 2 cores
     python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
 
@@ -174,7 +185,7 @@ def run_pages(job) -> dict:
         for i, entry in enumerate(entries):
             k = int(ks[i])
             counts[k] += 1
-            for rule, test in (("old", MeanDifference.of(entry)), ("new", noise.test(entry))):
+            for rule, test in (("old", MeanDifference.of(entry)), ("new", noise.basis(entry).test)):
                 rejected[rule][k] += np.array([test.p(+1) < level for level in LEVELS])
         table = assess(claims, dict(enumerate(entries)), {"tok_bleu": noise})
         new = [verdict_word(v) for v in table["verdict"]]
@@ -196,26 +207,100 @@ def run_pages(job) -> dict:
 
 
 def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict], verdicts: list[str]) -> bool:
-    """The page through `nmtrepro claims` as the workflow runs it (its JSONs on disk, --primary, --pool):
-    whether its verdicts equal `verdicts`."""
+    """The page through `nmtrepro claims` as the workflow runs it (its JSONs on disk, one --claim JSON each,
+    --primary, --pool): whether its verdicts in BLEU equal `verdicts`. Each JSON holds the entry under
+    every metric's name, as `nmtrepro significance` writes one a metric (the page judges chrF too)."""
     import json
 
     with tempfile.TemporaryDirectory() as tmp:
         def written(name, entry):
             path = Path(tmp) / f"{name}.json"
-            path.write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry}))
+            path.write_text(json.dumps({metric: entry for metric in METRICS}))
             return str(path)
         argv = ["claims", "--title", "t", "--out-md", f"{tmp}/p.md", "--out-html", f"{tmp}/p.html",
-                "--out-svg", f"{tmp}/p.svg", "--primary", claims[0].text]
-        argv += [a for claim, entry in zip(claims, entries)
-                 for a in ("--claim", f"{claim.paper_delta}=tok_bleu=yes={written(claim.text.replace(' ', ''), entry)}"
-                                      f"={claim.text}")]
+                "--out-svg", f"{tmp}/p.svg"]
+        argv += [a for claim in claims if claim.primary for a in ("--primary", claim.text)]
+        argv += [a for i, (claim, entry) in enumerate(zip(claims, entries)) for a in ("--claim", json.dumps(
+            {"text": claim.text, "paper_delta": claim.paper_delta, "metric": claim.metric,
+             "significance": written(f"claim{i}", entry)}))]
         argv += [a for j, entry in enumerate(pool) for a in ("--pool", f"central{j}={written(f'pool{j}', entry)}")]
         if cli.main(argv) != 0:
             return False
         lines = [line for line in Path(f"{tmp}/p.md").read_text().splitlines() if re.match(r"\| claim \d", line)]
-        words = [re.split(r" \\?\(|:", line.split("|")[-3].strip())[0] for line in lines]  # Markdown escapes < >
+        header = next(line for line in Path(f"{tmp}/p.md").read_text().splitlines() if line.startswith("| claim "))
+        column = [cell.strip() for cell in header.split("|")].index("verdict")
+        words = [verdict_word(line.split("|")[column].strip().replace("\\", "")) for line in lines]
         return words == [verdict_word(v) for v in verdicts]
+
+
+# Seed noise per recipe: a run pools four three-seed comparisons of recipes whose seed offsets have SD 0.5
+# and one of the claims' recipe, whose seeds vary RATIOS times as much; its claims of one and of three seed
+# pairs are of that recipe, or of a recipe the run measures in no comparison (the same ratio).
+RATIOS = (0.5, 1.0, 2.0)
+RECIPE_LEVELS = [0.05, 0.01, 0.005, 0.001]
+OTHERS = 4
+# (is its recipe measured, k): claims of each a run
+RECIPE_CLAIMS = {(True, 1): 2, (True, 3): 2, (False, 1): 1, (False, 3): 1}
+RECIPE_MIX = Mix("realistic: test set + seed offsets N(0, 0.5)")
+
+
+def run_recipes(job) -> dict:
+    """One ratio's runs (a true difference `effect` in the claims): each claim's one-sided p toward 'beats'
+    at RECIPE_LEVELS before (one pool of every comparison, SeedNoise.test) and after (its recipe's,
+    SeedNoise.basis), the share left unjudged after, and the first `commands` runs' pages through
+    `nmtrepro claims` against the in-process `assess`."""
+    ratio, effect, runs, n, samples, seed, commands = job
+    rng, metric = np.random.default_rng(seed), METRICS["tok_bleu"]
+    lengths, difficulty = corpus(rng, n)
+    per_logit = slope(lengths, difficulty, metric)
+    theirs = replace(RECIPE_MIX, seed_sd=RECIPE_MIX.seed_sd * ratio)
+
+    def simulated(mix, k, recipe):
+        return {**statistics_test(sentence_stats(rng, replace(mix, k=k), lengths, difficulty, per_logit), metric,
+                                  samples), "recipe": recipe}
+    kinds = [kind for kind, m in RECIPE_CLAIMS.items() for _ in range(m)]
+    claims = [Claim(f"claim {i}", 1.0, "tok_bleu", f"claim{i}.json") for i in range(len(kinds))]
+    counts = {kind: np.zeros(len(RECIPE_LEVELS) * 2 + 1) for kind in RECIPE_CLAIMS}  # before, after, unjudged
+    agree = compared = 0
+    for run in range(runs):
+        pool = [simulated(RECIPE_MIX, 3, "other") for _ in range(OTHERS)] + [simulated(theirs, 3, "theirs")]
+        entries = [simulated(replace(theirs, effect=effect), k, "theirs" if measured else "unmeasured")
+                   for measured, k in kinds]
+        after = SeedNoise.of({f"central {j}": e for j, e in enumerate(pool)})
+        before = SeedNoise.of({f"central {j}": {**e, "recipe": ""} for j, e in enumerate(pool)})
+        for kind, entry in zip(kinds, entries):
+            basis = after.basis(entry)
+            old = before.test(entry).p(+1)
+            new = basis.test.p(+1) if basis.test else 1.0
+            counts[kind] += np.array([old < level for level in RECIPE_LEVELS] + [new < level for level in RECIPE_LEVELS]
+                                     + [basis.test is None])
+        if run < commands:
+            table = assess(claims, dict(enumerate(entries)), {"tok_bleu": after})
+            agree += through_commands(claims, pool, entries, list(table["verdict"]))
+            compared += 1
+    return {"ratio": ratio, "effect": effect, "runs": runs, "counts": counts, "agree": agree, "compared": compared}
+
+
+def print_recipes(result: dict, seconds: float) -> None:
+    ratio, effect, runs = result["ratio"], result["effect"], result["runs"]
+    print(f"\nclaims' recipe's seed SD {ratio:g}x the others' (true Δ {effect:+.1f}; {runs} runs; {seconds:.0f} s)")
+    levels = len(RECIPE_LEVELS)
+    for (measured, k), counts in result["counts"].items():
+        n = runs * RECIPE_CLAIMS[(measured, k)]
+        where = "measured  " if measured else "unmeasured"
+        if effect == 0:
+            small = "  ".join(f"{level:g}: {counts[levels + j] / n / level:4.2f}x"
+                              for j, level in enumerate(RECIPE_LEVELS[1:], 1))
+            print(f"  recipe {where} k = {k}: at 0.05 before {rate(counts[0], n)}, after {rate(counts[levels], n)};"
+                  f" after, rate / level at {small}; before at 0.01: {counts[1] / n / 0.01:4.2f}x; "
+                  f"unjudged after: {rate(counts[-1], n)}  ({n} claims)")
+        else:
+            print(f"  recipe {where} k = {k}: power at 0.05, before {rate(counts[0], n)}, after "
+                  f"{rate(counts[levels], n)}; at 0.01 before {rate(counts[1], n)}, after {rate(counts[levels + 1], n)}"
+                  f"  ({n} claims)")
+    if result["compared"]:
+        print(f"  through `nmtrepro claims`: {result['agree']} of {result['compared']} pages' verdicts equal "
+              f"the in-process ones")
 
 
 def rate(hits: float, n: int) -> str:
@@ -255,7 +340,7 @@ def print_pages(result: dict, seconds: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("comparisons", "pages"), nargs="?", default="comparisons")
+    ap.add_argument("part", choices=("comparisons", "pages", "recipes"), nargs="?", default="comparisons")
     ap.add_argument("--runs", type=int, default=1000, help="comparisons (pages) a setting")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=1000, help="sentence resamples a comparison")
@@ -263,6 +348,17 @@ def main() -> None:
     ap.add_argument("--commands", type=int, default=0, help="pages a setting also run through `nmtrepro claims`")
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    if args.part == "recipes":
+        print(f"runs of {OTHERS} comparisons of 3 seed pairs (seed SD 0.5) and one of the claims' recipe; claims a run "
+              f"(recipe measured, k): {RECIPE_CLAIMS}; {args.sentences} sentences, {args.samples} resamples")
+        jobs = [(ratio, 0.0, args.runs, args.sentences, args.samples, args.seed + 200 + i, args.commands)
+                for i, ratio in enumerate(RATIOS)]
+        jobs.append((1.0, 1.0, args.runs, args.sentences, args.samples, args.seed + 299, args.commands))
+        start = time.perf_counter()
+        with Pool(args.processes) as pool:
+            for result in pool.imap(run_recipes, jobs):
+                print_recipes(result, time.perf_counter() - start)
+        return
     if args.part == "pages":
         print(f"pages of {len(PAGE_K)} claims (seed pairs {PAGE_K}), pools of {POOL_OTHERS + 1} comparisons of "
               f"3 seed pairs; {args.sentences} sentences, {args.samples} resamples; alpha {ALPHA}")

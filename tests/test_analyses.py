@@ -148,25 +148,46 @@ def test_beside_adds_paper_columns_and_differences():
     assert math.isnan(table.loc["B", "paper: x"]) and table.loc["C", "paper: y"] == 3.0
 
 
-def test_table_command_marks_significant_cells(tmp_path):
+def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_test_beside_it(tmp_path):
+    """A one-seed row whose bootstrap alone gives p 0.004 (the paper's test: ++) is tested with the seed
+    noise pooled over a three-seed comparison of its recipe (spread 0.1033, no own test-set part): var
+    0.1033 + 0.1 on 2 · 0.2033 / 0.1033 df, p 0.046: + only. Without a pool its seed noise is unmeasured: no
+    p, no mark, the paper's test's mark still beside it."""
+    from nmtrepro.evaluation.significance import MeanDifference
+
     paper = tmp_path / "paper.tsv"
     paper.write_text("row\tcolumn\tvalue\tnote\nBase\tEn-De\t27.38\t\n+PR\tEn-De\t28.67\t† p < 0.01\n")
     entry = {"score": 30.0, "signature": "sig", "precisions": [0] * 4, "bp": 1.0, "sys_len": 1, "ref_len": 1}
     bleu = tmp_path / "b.json"
     bleu.write_text(json.dumps({"n": 1, "tok_bleu": entry, "chrf": entry}))
-    sig = tmp_path / "s.json"
-    entry = {"score": 30.0, "baseline": 29.0, "delta": 1.0, "var": 0.1, "df": None, "p_greater": 0.004, "mean": 30.0,
-             "ci": 0.5, "ci_low": 29.5, "ci_high": 30.5, "samples": 10000, "bootstrap_seed": 12345,
-             "seeds": [{"seed": 1, "score": 30.0, "baseline": 29.0, "delta": 1.0}]}
-    sig.write_text(json.dumps({"tok_bleu": entry, "chrf": entry}))
+
+    def significance(name, deltas, var):
+        entry = {"score": 30.0, "baseline": 29.0, "delta": float(np.mean(deltas)), "var": var, "df": None,
+                 "p_greater": 0.004, "var_seeds": float(np.var(deltas, ddof=1)) / 3 if len(deltas) > 1 else None,
+                 "var_bootstrap_mean": var, "var_bootstrap_each": var, "samples": 10000, "bootstrap_seed": 12345,
+                 "recipe": "phrase/transformer",
+                 "seeds": [{"seed": i + 1, "score": 29.0 + d, "baseline": 29.0, "delta": d} for i, d in enumerate(deltas)]}
+        (tmp_path / name).write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry, "chrf": entry}))
+        return str(tmp_path / name)
+    sig, central = significance("s.json", [1.0], 0.1), significance("c.json", [0.6, 1.2, 1.1], 0.1)
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
-    assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
-                     "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
-                     "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]) == 0
+    argv = ["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
+            "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
+            "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]
+    assert cli.main(argv + ["--pool", f"central={central}"]) == 0
     md = out["md"].read_text()
-    assert "30.00++" in md and "+0.48 to +1.52" in md and "0.004" in md and "| base " in md  # 1.0 ± 1.645 √0.1
-    assert "p (one-sided)" in md and "10,000 resamples, seed 12345" in md
-    assert "\\begin{tabular}" in out["tex"].read_text()
+    spread = np.var([0.6, 1.2, 1.1], ddof=1)
+    test = MeanDifference(1.0, spread + 0.1, 2 * (spread + 0.1) / spread)
+    row = [cell.strip() for cell in next(line for line in md.splitlines() if line.startswith("| pr ")).split("|")]
+    assert f"{test.p(+1):.3f}" == "0.046" and f"{test.p(+1):.3f}" in row
+    assert "30.00+" in row and "{:+.2f} to {:+.2f}".format(*test.bounds(0.9)) in row and row[-2] == "++"
+    assert "the claims pages' test" in md and "'paper's test': the mark the papers' own kind of test" in md
+    assert "1 of the 1 compared with their baseline improve on it significantly (1 by the paper's test alone)" in md
+    assert "10,000 resamples, seed 12345" in md and "\\begin{tabular}" in out["tex"].read_text()
+    assert cli.main(argv) == 0
+    row = [cell.strip() for cell in next(line for line in out["md"].read_text().splitlines()
+                                         if line.startswith("| pr ")).split("|")]
+    assert "30.00" in row and "seed noise unmeasured" in row and row[-2] == "++"
 
 
 def test_a_baseline_on_another_test_set_is_refused_naming_the_key():

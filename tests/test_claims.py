@@ -1,6 +1,7 @@
 """The claims pages: each claim's test with the run's pooled seed noise, the page's procedure (a primary
 claim gating Holm over the others), the verdicts worded for their cause, and the pages across scales."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,15 +13,17 @@ from nmtrepro.evaluation.metrics import METRICS
 from nmtrepro.evaluation.multiplicity import holm
 from nmtrepro.evaluation.seed_noise import SeedNoise
 from nmtrepro.evaluation.significance import MeanDifference
-from nmtrepro.reporting import report as report_module
+from nmtrepro.reporting import pooled as pooled_module
 from nmtrepro.reporting.claims import reading
 
 
-def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, **metrics):
+def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, recipe="",
+                       **metrics):
     """A significance JSON of seed pairs with these differences (default: one, `score - baseline`) whose
     bootstrap puts `sd`² on the mean difference (the test-set part) and `own` on each pair's own
-    test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter. Every metric
-    holds the same entry, unless `metrics` gives one ({"chrf": entry}: `entry_of`'s)."""
+    test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter; `recipe`: the
+    kind of comparison it is. Every metric holds the same entry, unless `metrics` gives one ({"chrf":
+    entry}: `entry_of`'s)."""
     deltas = seed_deltas or [score - baseline]
     k = len(deltas)
     scores = seed_scores or [(baseline + d, baseline) for d in deltas]
@@ -30,7 +33,7 @@ def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0
              "var_bootstrap_mean": sd ** 2, "var_bootstrap_each": sd ** 2 + own * (k - 1) / k,
              "p_greater": test.p(+1), "p_less": test.p(-1), "samples": 10000, "bootstrap_seed": 12345,
              "seeds": [{"seed": i + 1, "score": s, "baseline": b, "delta": d}
-                       for i, (d, (s, b)) in enumerate(zip(deltas, scores))]}
+                       for i, (d, (s, b)) in enumerate(zip(deltas, scores))], "recipe": recipe}
     path.write_text(json.dumps({**{name: entry for name in METRICS}, **metrics}))
     return str(path)
 
@@ -150,6 +153,47 @@ def test_a_one_seed_claim_takes_the_pooled_seed_noise_of_the_runs_multi_seed_com
     assert row["MDE"] == f"{(student_t(test.df).isf(0.025) + student_t(test.df).ppf(0.8)) * np.sqrt(test.var):.2f}"
 
 
+def test_a_claim_whose_recipes_seeds_vary_more_takes_its_recipes_seed_noise_not_the_runs_pool(tmp_path):
+    """Three quiet Transformer comparisons (seed pairs' SD 0.1) and a GRU-against-Transformer one whose seeds
+    vary fifteen times as much: pooled over all four (σu² 0.59 on 8 df), a one-seed GRU claim of +2.0 (test
+    set SD 0.3) reads reproduced (two-sided p 0.04); with the seed noise of its own recipe (σu² 2.33 on 2 df)
+    it is inconclusive, in BLEU and in chrF alike."""
+    quiet = [f"t{i}={write_significance(tmp_path / f't{i}.json', 30, 29, 0.2, [1.0, 1.1, 0.9], recipe=r)}"
+             for i, r in enumerate(["transformer/transformer"] * 3)]
+    loud = [f"g={write_significance(tmp_path / 'g.json', 30, 29, 0.2, [0.0, 2.0, -1.0], recipe='gru/transformer')}"]
+    for recipe, word in (("", "reproduced"), ("gru/transformer", "inconclusive")):
+        pool = [spec.replace(".json", f"{recipe == ''}.json") for spec in quiet + loud]
+        for spec, original in zip(pool, quiet + loud):   # the same comparisons, recipes dropped where recipe == ""
+            entry = json.loads(Path(original.split("=")[1]).read_text())
+            Path(spec.split("=")[1]).write_text(json.dumps({m: {**e, "recipe": e["recipe"] if recipe else ""}
+                                                            for m, e in entry.items()}))
+        one = write_significance(tmp_path / "one.json", 31.0, 29.0, 0.3, recipe=recipe)
+        row = rows(page(tmp_path, claim("GRU beats Transformer", 2.0, one), pool=pool))["GRU beats Transformer"]
+        assert row["verdict"].startswith(word) and row["chrF verdict"].startswith(word), row
+
+
+def test_a_claim_of_a_recipe_the_run_does_not_measure_says_whose_seed_noise_it_takes(tmp_path):
+    """A one-seed claim of a recipe no pooled comparison has: tested with the other recipes' pool where
+    Bartlett's test finds them alike, its verdict saying so; no verdict where they differ. A three-seed one:
+    its own seeds' spread."""
+    def pool(spreads):
+        return [f"c{i}={write_significance(tmp_path / f'c{i}.json', 30, 29, 0.2, deltas, recipe=f'r{i}/r{i}')}"
+                for i, deltas in enumerate(spreads)]
+    one = write_significance(tmp_path / "one.json", 31.0, 29.0, 0.3, recipe="phrase/phrase")
+    three = write_significance(tmp_path / "three.json", 30.0, 29.0, 0.1, [1.0, 1.2, 0.8], recipe="phrase/phrase")
+    claims = (claim("one seed", 1.0, one), claim("three seeds", 1.0, three))
+    alike = rows(page(tmp_path, *claims, pool=pool([[1.0, 1.2, 0.8], [0.9, 1.2, 1.0]])))
+    assert "; seed noise from the run's other recipes (none of its own, phrase/phrase; theirs alike, Bartlett p" \
+        in alike["one seed"]["verdict"]
+    assert alike["three seeds"]["verdict"].endswith(
+        "; seed noise from its own seed pairs (no other comparison of its recipe, phrase/phrase, at this scale)")
+    text = page(tmp_path, *claims, pool=pool([[1.0, 1.01, 0.99], [0.0, 3.0, -2.0]]))
+    assert rows(text)["one seed"]["verdict"].startswith(
+        "seed noise unmeasured (one seed pair, and no multi-seed comparison of its recipe, phrase/phrase, at this "
+        "scale, and the run's recipes differ in seed noise (Bartlett p 0.0")
+    assert "r0/r0: 0.01 points on 2 degrees of freedom" in text and "Each claim takes its own recipe's" in text
+
+
 def test_a_run_with_nothing_to_pool_leaves_one_seed_claims_without_a_verdict(tmp_path):
     """No multi-seed comparison (paper scale with central_seeds 1): a one-seed claim shows its numbers,
     no verdict, and leaves the family; a three-seed claim is tested with its own seeds' spread."""
@@ -257,7 +301,7 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
     (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
     (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
     (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
-    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'sacrebleu', 'segment_length', 'ter', 'tok_bleu']"),
+    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'probe_"),
     (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
     (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
     (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),
@@ -349,7 +393,7 @@ def test_a_pooled_comparison_whose_seed_does_not_translate_is_left_out_of_the_po
                              seed_scores=[(30.0, 29.0), (1.0, 29.0), (30.0, 29.0)])
     one = write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)
     text = page(tmp_path, claim("one seed", 1.0, one), pool=[f"good={good}", f"bad={bad}"])
-    assert "pooled on 2 degrees of freedom" in text and "good 0.32" in text and "bad " not in text
+    assert "on 2 degrees of freedom" in text and "good 0.32" in text and "bad " not in text
 
 
 def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tmp_path, capsys):
@@ -367,8 +411,8 @@ def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tm
 def test_a_page_reads_each_significance_json_once(tmp_path, monkeypatch):
     """The claim's JSON is also the pool's (a central claim's page): parsed once, and again once changed."""
     reads = []
-    read_json = report_module.read_json
-    monkeypatch.setattr(report_module, "read_json", lambda path: reads.append(path) or read_json(path))
+    read_json = pooled_module.read_json
+    monkeypatch.setattr(pooled_module, "read_json", lambda path: reads.append(path) or read_json(path))
     sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.2, [1.0, 1.2, 0.8])
     page(tmp_path, claim("+PR helps", 1.29, sig), primary=["+PR helps"], pool=[f"central={sig}"])
     assert reads == [sig]

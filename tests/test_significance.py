@@ -215,7 +215,7 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
     # the statistics give what the hypotheses' own test gives, in every metric
     pairs = [(degraded(REFS, 3), degraded(REFS, 2)), (degraded(REFS, 3, 1), degraded(REFS, 2, 1))]
     for name, metric in METRICS.items():
-        assert written[name] == pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), name
+        assert written[name] == {**pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), "recipe": ""}, name
     assert cli.main(argv[:-2]) == 2  # a system's statistics without its baseline's
     assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 
@@ -240,7 +240,7 @@ def test_a_length_buckets_claim_is_tested_on_its_long_sources_alone_or_written_e
     long = [i for i in range(len(REFS)) if i % 3 == 0]
     expected = pooled_bootstrap([([system[i] for i in long], [baseline[i] for i in long])], [[REFS[i] for i in long]],
                                 METRICS["tok_bleu"])
-    assert json.loads(out.read_text())["tok_bleu"] == expected
+    assert json.loads(out.read_text())["tok_bleu"] == {**expected, "recipe": ""}
     assert cli.main([*argv, "--longer-than", "46"]) == 0
     assert json.loads(out.read_text()) == {
         "empty": f"empty bucket: no test source is longer than 46 tokens (of {len(REFS):,})"}

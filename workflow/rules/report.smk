@@ -7,6 +7,8 @@ rule table:
     input:
         unpack(table_cells),
         unpack(table_significance),
+        # the marks' seed noise, pooled over the central claims' comparisons as on the claims pages
+        pool=lambda w: list(table_pool(w).values()),
         numbers=lambda w: TABLES[w.table]["paper_numbers"],
         annotation_stats=lambda w: [path for paths in table_annotation_stats(w).values() for path in paths],
     output:
@@ -28,6 +30,7 @@ rule table:
         metric=lambda w: TABLES[w.table]["metric"],
         cells=table_cell_args,
         marks=lambda w: TABLES[w.table]["marks"],
+        pool=lambda w: shlex.join(f"--pool={name}={path}" for name, path in table_pool(w).items()),
         columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         lowercased=lambda w: "--lowercased" if lowercased(c["experiment"] for c in TABLES[w.table]["cells"]) else "",
         annotation_stats=lambda w: shlex.join(
@@ -44,7 +47,7 @@ rule table:
         ),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {params.scale} {params.lowercased} {params.cells} --marks {params.marks} {params.columns} "
+        "--scale {params.scale} {params.lowercased} {params.cells} --marks {params.marks} {params.pool} {params.columns} "
         "{params.annotation_stats} {params.notes} --out-md {output.md} --out-html {output.html} "
         "--out-tex {output.tex} 2> {log}"
 

@@ -23,6 +23,12 @@ def table_significance(wildcards):
     }
 
 
+def table_pool(wildcards):
+    """The central claims' significance JSONs that a table's marks pool their seed noise over, as the
+    claims pages' verdicts do (docs/statistics.md); none for a table that marks nothing."""
+    return claim_significance(CENTRAL["claims"]) if table_significance(wildcards) else {}
+
+
 def table_cell_args(wildcards, input):
     args = []
     for i, cell in enumerate(TABLES[wildcards.table]["cells"]):

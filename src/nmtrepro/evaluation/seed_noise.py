@@ -13,6 +13,14 @@ degrees of freedom that grow from the pool's with the known part's share (`SeedN
 comparison's own σe² is taken out before pooling, so that comparisons on test sets of other sizes or of
 systems that differ more sentence by sentence pool only what they share. docs/statistics.md says which
 comparisons pool (the central claims') and why; `bench/verdict_calibration.py` measures the rates.
+
+One σu² for every claim assumes every recipe's seeds vary alike, and a claim whose recipe varies twice as
+much as the pool's is rejected twice as often as its level says (a GRU against a Transformer beside
+Transformer variants). So the pool is kept per recipe (`recipe` in the significance JSON: the workflow
+names the two model families), and a claim takes the seed noise of its own recipe's comparisons
+(`SeedNoise.basis`); where the run measures its recipe in none, a claim of several seed pairs is tested
+with its own seeds' spread, and a one-seed claim takes the other recipes' pool only where Bartlett's test
+finds their spreads alike (else its seed noise is unmeasured, and it gets no verdict).
 """
 from __future__ import annotations
 
@@ -31,13 +39,28 @@ class Comparison:
     k: int
     spread: float     # s², the sample variance of the k seed pairs' differences: σu² + σe²
     test_own: float   # σe², each pair's own test-set variance, from the paired bootstrap
+    recipe: str = ""  # the kind of comparison ("phrase/transformer"): seed noise pools within one
 
     @classmethod
     def of(cls, name: str, entry: dict) -> "Comparison":
         """From a significance JSON's entry of k >= 2 seed pairs."""
         k = len(entry["seeds"])
         return cls(name, k, entry["var_seeds"] * k,
-                   max(0.0, (entry["var_bootstrap_each"] - entry["var_bootstrap_mean"]) * k / (k - 1)))
+                   max(0.0, (entry["var_bootstrap_each"] - entry["var_bootstrap_mean"]) * k / (k - 1)),
+                   entry.get("recipe", ""))
+
+
+# Bartlett's level below which the run's recipes are taken to differ in seed noise: a one-seed claim of a
+# recipe the run does not measure then gets no verdict.
+ALIKE = 0.05
+
+
+@dataclass(frozen=True)
+class Basis:
+    """A claim's test with the seed noise it takes (None: unmeasured), and where that comes from in words
+    for its verdict ("": its own recipe's pool, the page's note says so)."""
+    test: MeanDifference | None
+    words: str
 
 
 @dataclass(frozen=True)
@@ -82,9 +105,39 @@ class SeedNoise:
         scale = 1 + (sum(1 / n for n, _ in parts) - 1 / self.df) / (3 * (len(parts) - 1))
         return float(special.chdtrc(len(parts) - 1, statistic / scale))  # scipy.stats' chi2.sf
 
+    def within(self, recipe: str) -> "SeedNoise":
+        """The pool of one recipe's comparisons."""
+        return SeedNoise(tuple(c for c in self.comparisons if c.recipe == recipe))
+
+    def basis(self, entry: dict) -> Basis:
+        """A claim's test (`entry`: its significance entry) with the seed noise of its recipe: its recipe's
+        pooled comparisons where the run has any; else its own seeds' spread where it has several seed
+        pairs (its own t-test, exact whatever its recipe); else, for one seed pair, the other recipes' pool
+        where Bartlett's test finds their spreads alike (p >= ALIKE: the assumption that its recipe varies
+        as they do is then the only one left, and the verdict says it rests on it), and none where they
+        differ or there are fewer than two to compare."""
+        recipe = entry.get("recipe", "")
+        own = self.within(recipe)
+        if own.df:
+            return Basis(own.test(entry), "")
+        named = f", {recipe}," if recipe else ""
+        if len(entry["seeds"]) > 1:
+            return Basis(MeanDifference.of(entry), "" if not self.df else f"seed noise from its own seed pairs "
+                                                   f"(no other comparison of its recipe{named} at this scale)")
+        alike = self.homogeneity()
+        if alike is not None and alike >= ALIKE:
+            its = f", {recipe}" if recipe else ""
+            return Basis(self.test(entry), f"seed noise from the run's other recipes (none of its own{its}; theirs "
+                                           f"alike, Bartlett p {alike:.2f})")
+        why = ("no multi-seed comparison at this scale to pool it from" if not self.df else
+               f"no multi-seed comparison of its recipe{named} at this scale, and " +
+               ("Bartlett's test cannot compare the other recipes' spreads" if alike is None else
+                f"the run's recipes differ in seed noise (Bartlett p {alike:.3f})"))
+        return Basis(None, f"one seed pair, and {why}")
+
     def test(self, entry: dict) -> MeanDifference:
-        """A claim's test over its k seed pairs: σu²/k plus its bootstrap variance of the mean difference,
-        on df · var / (s²/k) degrees of freedom (s²/k, the pooled spread's part, is the estimated one; the
+        """A claim's test over its k seed pairs with this pool's seed noise: σu²/k plus its bootstrap
+        variance of the mean difference, on df · var / (s²/k) degrees of freedom (s²/k, the pooled spread's part, is the estimated one; the
         bootstrap's as known). Satterthwaite's rule would square that ratio; with the pool's plug-in
         spread its far tail is liberal (1.2-1.5 times the level at 0.001, Holm's levels on a page,
         docs/statistics.md), while this one is exact where the spread is all the variance and a little

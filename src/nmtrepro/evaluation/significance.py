@@ -224,11 +224,12 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
 
 
 def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[int] | None = None,
-            keep: list[int] | None = None) -> dict:
+            keep: list[int] | None = None, recipe: str = "") -> dict:
     """Every metric's test (evaluation/metrics), pooled over the seed pairs (systems[i], baselines[i]):
     each a sentence statistics file of `nmtrepro bleu` (`read_statistics`), scored against the same
     references (the same sentences, the same signatures). `keep`: only these sentences (their indices),
-    e.g. the sources longer than a paper's length bucket (`longer_than`)."""
+    e.g. the sources longer than a paper's length bucket (`longer_than`). `recipe` names the kind of
+    comparison whose seed noise it shares (evaluation/seed_noise.py; the workflow: the two model families)."""
     if len(systems) != len(baselines) or not systems:
         raise InputError(f"{len(systems)} system statistics but {len(baselines)} baseline ones: one pair a seed")
     paths = [path for pair in zip(systems, baselines) for path in pair]
@@ -244,7 +245,7 @@ def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[
                              f"same way: {', '.join(f'{p} ({s[name].shape[0]} sentences, {g[name]})' for p, (s, g) in zip(paths, saved))}")
         stacked = np.array([stats[name] for stats, _ in saved], dtype="float32")         # [2k, n, S]
         result = statistics_test(stacked.reshape(len(systems), 2, *stacked.shape[1:]), metric, samples, seeds)
-        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result)}
+        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result), "recipe": recipe}
     return out
 
 
@@ -264,6 +265,9 @@ def add_arguments_significance(parser) -> None:
     parser.add_argument("--src-bpe", help="the BPE'd test source the statistics are of (with --longer-than)")
     parser.add_argument("--longer-than", type=int, metavar="N",
                         help="test only the sentences whose source has more than N tokens (a length bucket's claim)")
+    parser.add_argument("--recipe", default="", help="the kind of comparison whose seed noise this one shares (the "
+                                                     "claims pages pool seed noise within it): the workflow names the "
+                                                     "two model families, 'phrase/transformer'")
     parser.add_argument("--out", required=True,
                         help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences; "
                              'with --longer-than and no such sentence, {"empty": WHY} (a claims page: not judged)')
@@ -284,7 +288,7 @@ def run_significance(args) -> None:
             log.info("%s", why)
             write_json(args.out, {"empty": why})
             return
-    result = compare(args.stats, args.base_stats, args.samples, args.seed or None, keep)
+    result = compare(args.stats, args.base_stats, args.samples, args.seed or None, keep, args.recipe)
     write_json(args.out, result)
     for metric, entry in result.items():
         log.info("%s: %.2f vs baseline %.2f over %d seed pair(s), one-sided p = %.4f (higher) / %.4f (lower), "

@@ -22,7 +22,8 @@ from ..core.files import InputError
 from ..evaluation.quantities import QUANTITIES
 from . import budget
 from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
-                     empty_subsets, forest_plot, mark_primaries, parse_claim, parse_pool, read_entry, shown_table)
+                     empty_subsets, forest_plot, mark_primaries, parse_claim, shown_table)
+from .pooled import parse_pool, read_entry
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",

@@ -2,8 +2,9 @@
 
 A claim is config data (a paper file's `claims`): a sentence, the experiment and the baseline it
 compares, and the difference the paper printed. Ours is the test of the same two experiments over the
-seeds both trained, with the seed noise pooled over the run's multi-seed comparisons (the central
-claims', `--pool`; evaluation/seed_noise.py) and the claim's own test-set noise from its paired
+seeds both trained, with the seed noise of its recipe (its two model families) pooled over the run's
+multi-seed comparisons of it (the central claims', `--pool`; evaluation/seed_noise.py, which says what a
+claim of an unmeasured recipe takes) and the claim's own test-set noise from its paired
 bootstrap; the verdict follows from it alone, never from typing. Each claim is a one-sided hypothesis
 (its `tested` column): the paper's direction (Δ > 0, or Δ < 0 for a negative paper Δ), or for a claim of
 no gain ("the reordering layer does not help", a `margin`) non-superiority, Δ below the margin.
@@ -26,9 +27,10 @@ The verdicts of a judged claim:
   interval holds both the threshold and the paper's Δ;
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
-has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison at
-this scale to pool the seed noise from); or not judged, where the claim's subset of the test set is empty
-(a length bucket without sentences at this scale: `empty_subsets`).
+has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison of
+its recipe at this scale, nor other recipes' that Bartlett's test finds alike, to pool the seed noise from);
+or not judged, where the claim's subset of the test set is empty (a length bucket without sentences at
+this scale: `empty_subsets`).
 
 Where the paper qualifies its claim ("the stack strategy marginally outperforms ..."), its word stands
 beside the verdict. Each row also says whether the paper's Δ lies inside our interval.
@@ -56,8 +58,9 @@ from ..evaluation.quantities import QUANTITIES
 from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
 from . import budget
+from .pooled import BLEUS, MIN_BASELINE_BLEU, collapsed, floor_metric, parse_pool, read_entry, seed_noises
 from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
-from .report import format_p, read_significance, resampling
+from .report import format_p, resampling
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA  # the interval whose bounds are two-sided tests at ALPHA: 95%, as the JSON's
@@ -69,19 +72,12 @@ CI = f"{CONFIDENCE:.0%} CI of ours"
 MDE = "MDE"
 METRIC_LABELS = {name: metric.label for name, metric in METRICS.items()} | {
     name: quantity.label for name, quantity in QUANTITIES.items()}
-# The BLEUs a model's floor (MIN_BASELINE_BLEU) is read in; a claim in another metric reads sacreBLEU's,
-# of the same detokenized text.
-BLEUS = ("tok_bleu", "sacrebleu")
 COLUMNS = ["claim", "metric", "paper Δ", "tested", "ours Δ", "Δ per seed", CI, MDE, "p", "page p", "verdict", "size"]
 # The numbers behind a row that the page does not print: the interval's bounds and each seed pair's Δ (the
 # forest plot draws them), the baseline's BLEU as the test wrote it (the page across scales prints it).
 HIDDEN = ["_low", "_high", "_seeds", "_baseline"]
 NOT_MEASURED = "-"  # the significance path of a claim not comparable at this scale
-# Below this BLEU a claim is not judged: a model there writes a few frequent words, and two such models
-# can "agree" on 0.00 (a claim of no gain reproduced) or differ by a lucky n-gram. Every trained seed of
-# `tiny` and above scores 19 or more; `ci` and `smoke` models score 0-2. Each seed of both systems is held
-# to it, so that one collapsed seed among good ones shows by name.
-MIN_BASELINE_BLEU = 5.0
+
 
 
 @dataclass(frozen=True)
@@ -127,11 +123,6 @@ def seen_in(claim: Claim, metric: str) -> Claim | None:
     return replace(claim, metric=metric, paper_delta=None, expects=sign)
 
 
-def floor_metric(metric: str) -> str:
-    """The BLEU a model's floor is read in beside a test in `metric`."""
-    return metric if metric in BLEUS else "sacrebleu"
-
-
 def floor_entry(claim: Claim, sig: dict) -> dict:
     """The entry whose seeds' BLEU the floor holds a claim's models to: its own in a BLEU, the BLEU its
     JSON carries for a quantity (`floor`), else sacreBLEU's of the same JSON."""
@@ -140,13 +131,6 @@ def floor_entry(claim: Claim, sig: dict) -> dict:
     if claim.metric in QUANTITIES:
         return sig["floor"]
     return read_entry(claim.significance, floor_metric(claim.metric))
-
-
-def collapsed(sig: dict) -> list[str]:
-    """The seeds of either system that score below MIN_BASELINE_BLEU, by name ("seed 2's system scores
-    0.31"): a claim with any is not judged."""
-    return [f"seed {entry['seed']}'s {side} scores {entry[key]:.2f}" for entry in sig["seeds"]
-            for side, key in (("system", "score"), ("baseline", "baseline")) if entry[key] < MIN_BASELINE_BLEU]
 
 
 def hypothesis(direction: int, threshold: float) -> str:
@@ -162,24 +146,25 @@ def detectable(test: MeanDifference, level: float) -> float:
 
 @dataclass(frozen=True)
 class Judged:
-    """A judged claim's test (pooled seed noise, or its own seeds' spread where nothing pools), the
+    """A judged claim's test (its recipe's pooled seed noise, or the basis `SeedNoise.basis` words), the
     one-sided p's of its hypothesis and of the opposite, the sides of the threshold our mean and each
     seed pair fall on (+1: the claim's)."""
     test: MeanDifference
     p_for: float
     p_against: float
     sides: list[int]
+    basis: str = ""
 
     @property
     def two_sided(self) -> float:
         return min(1.0, 2 * min(self.p_for, self.p_against))
 
 
-def judge(claim: Claim, sig: dict, noise: SeedNoise | None) -> Judged:
-    test = noise.test(sig) if noise is not None and noise.df else MeanDifference.of(sig)
+def judge(claim: Claim, sig: dict, test: MeanDifference, basis: str = "") -> Judged:
     sides = [int(np.sign(claim.direction * (delta - claim.threshold)))
              for delta in [test.delta] + [entry["delta"] for entry in sig["seeds"]]]
-    return Judged(test, test.p(claim.direction, claim.threshold), test.p(-claim.direction, claim.threshold), sides)
+    return Judged(test, test.p(claim.direction, claim.threshold), test.p(-claim.direction, claim.threshold), sides,
+                  basis)
 
 
 def decide(claim: Claim, judged: Judged, page_p: float, low: float, high: float, mde: float) -> str:
@@ -205,33 +190,6 @@ def decide(claim: Claim, judged: Judged, page_p: float, low: float, high: float,
         return (f"inconclusive: this run detects only {mde:.2f} or more from {claim.threshold:g}, the paper's "
                 f"Δ lies {claim.paper_distance:.2f} from it")
     return "inconclusive: our interval holds both the threshold and the paper's Δ"
-
-
-def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
-    """The run's seed noise in each of `metrics`, pooled over the significance JSONs `pool` ({name:
-    path}) whose every seed translates (a model below the floor has no seed noise worth the name); None
-    where none is named."""
-    noises = {}
-    for metric in sorted(set(metrics)):
-        if metric in QUANTITIES:        # the pool is of BLEU comparisons: a quantity's seed pairs alone
-            noises[metric] = None
-            continue
-        entries = {name: read_entry(path, metric) for name, path in pool.items()}
-        translating = {name: entry for name, entry in entries.items()
-                       if not collapsed(read_entry(pool[name], floor_metric(metric)))}
-        noises[metric] = SeedNoise.of(translating) if pool else None
-    return noises
-
-
-def read_entry(path: str, metric: str) -> dict:
-    """A significance JSON's entry as a claims page needs it: with the bootstrap's two variances that
-    seed noise pools with (a JSON written before 2026-12-01 lacks them; a table reads it still)."""
-    entry = read_significance(path, metric)
-    if "var_bootstrap_mean" not in entry:
-        raise InputError(f"{path}: written by an earlier version of the test, without the bootstrap variances "
-                         "that the claims pages pool seed noise with; compute it again (no training): "
-                         "snakemake --forcerun significance")
-    return entry
 
 
 def empty_subsets(claims: list[Claim]) -> list[Claim]:
@@ -261,11 +219,11 @@ def build_claims(claims: list[Claim], pool: dict[str, str] | None = None) -> pd.
 def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoise | None]) -> pd.DataFrame:
     """`build_claims` on loaded entries and pooled noises."""
     unjudged = {i: collapsed(floor_entry(claims[i], sig)) for i, sig in sigs.items()}
-    for i, sig in sigs.items():
-        noise = noises[claims[i].metric]
-        if not unjudged[i] and len(sig["seeds"]) == 1 and not (noise and noise.df):
+    bases = {i: (noises[claims[i].metric] or SeedNoise(())).basis(sig) for i, sig in sigs.items()}
+    for i in sigs:
+        if not unjudged[i] and bases[i].test is None:
             unjudged[i] = None                             # seed noise unmeasured
-    judged = {i: judge(claims[i], sig, noises[claims[i].metric]) for i, sig in sigs.items() if unjudged[i] == []}
+    judged = {i: judge(claims[i], sig, bases[i].test, bases[i].words) for i, sig in sigs.items() if unjudged[i] == []}
     primaries = [i for i in judged if claims[i].primary]
     secondaries = [i for i in judged if not claims[i].primary]
     page_p = {i: min(1.0, judged[i].two_sided / PRIMARY_WEIGHT) for i in primaries}
@@ -295,8 +253,7 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
         if i not in judged:
             test = MeanDifference.of(sigs[i])
             why = (f"not comparable at this scale ({'; '.join(unjudged[i])}, below {MIN_BASELINE_BLEU:g} BLEU)"
-                   if unjudged[i] else "seed noise unmeasured (one seed pair, and no multi-seed comparison at "
-                                       "this scale to pool it from)")
+                   if unjudged[i] else f"seed noise unmeasured ({bases[i].words})")
             rows.append({**row, "ours Δ": test.delta, "verdict": why + says})
             continue
         test = judged[i].test
@@ -307,7 +264,8 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
                     "size": "" if claim.paper_delta is None else
                     "consistent" if low <= claim.paper_delta <= high else "paper Δ outside"})
         found = decide(claim, judged[i], page_p[i], low, high, mde)
-        rows.append({**row, "page p": page_p[i], "verdict": found + says})
+        basis = f"; {judged[i].basis}" if judged[i].basis else ""
+        rows.append({**row, "page p": page_p[i], "verdict": found + says + basis})
     return pd.DataFrame(rows, columns=COLUMNS + HIDDEN)
 
 
@@ -380,20 +338,26 @@ def disagreements(claims: list[Claim], table: pd.DataFrame) -> str:
 
 
 def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
-    """The pooled seed noise in words, each comparison's spread beside it."""
+    """The pooled seed noise in words, per recipe (seed_noise.py), each comparison's spread beside it."""
     if noise is None or not noise.df:
         return (f"Seed noise ({METRIC_LABELS[metric]}): no multi-seed comparison at this scale whose every seed scores "
                 f"{MIN_BASELINE_BLEU:g} BLEU or more to pool it from; a claim of one seed pair gets no verdict, one of "
                 f"more is tested with its own seeds' spread.")
-    each = ", ".join(f"{c.name} {np.sqrt(c.spread):.2f} (own test-set part {np.sqrt(c.test_own):.2f}, k = {c.k})"
-                     for c in noise.comparisons)
+    recipes = sorted({c.recipe for c in noise.comparisons})
+    pools = "; ".join(
+        f"{recipe + ': ' if recipe else ''}{np.sqrt(pool.var):.2f} points on {pool.df} degrees of freedom, from "
+        + ", ".join(f"{c.name} {np.sqrt(c.spread):.2f} (own test-set part {np.sqrt(c.test_own):.2f}, k = {c.k})"
+                    for c in pool.comparisons)
+        for recipe, pool in ((recipe, noise.within(recipe)) for recipe in recipes))
     homogeneity = noise.homogeneity()
-    same = ("" if homogeneity is None else f"; Bartlett's test that the spreads share one variance: p "
-            f"{format_p(homogeneity)}" + (" (they differ: the pooled value averages recipes whose seed noise "
-                                          "differs)" if homogeneity < ALPHA else ""))
-    return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, {np.sqrt(noise.var):.2f} points, "
-            f"pooled on {noise.df} degrees of freedom from the spreads (SD) of the seed pairs' differences of {each}, "
-            f"less each one's own test-set part{same}.")
+    same = ("" if homogeneity is None else f" Bartlett's test that the comparisons' spreads share one variance: p "
+            f"{format_p(homogeneity)}" + (" (they differ)." if homogeneity < ALPHA else "."))
+    return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, pooled within each recipe (the "
+            f"model families a comparison sets against each other) from the spreads (SD) of its comparisons' seed "
+            f"pairs' differences less each one's own test-set part: {pools}.{same} Each claim takes its own "
+            f"recipe's; a claim of a recipe the run does not measure is tested with its own seeds' spread, or, with "
+            f"one seed pair, with all the recipes' pool where Bartlett's test finds them alike (its verdict says "
+            f"so), and gets no verdict where they differ.")
 
 
 def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoise | None]) -> str:
@@ -402,7 +366,8 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
     runs = resampling(sigs) or "none run"
     ours = (f"Ours: the difference of the claim's system and baseline on this run's test set, the mean over the "
             f"seeds both were trained with (each seed pair's own difference beside it). Its variance: the seed "
-            f"noise pooled over this run's multi-seed comparisons, divided by the claim's seed pairs, plus the "
+            f"noise pooled over this run's multi-seed comparisons of the claim's recipe, divided by the claim's "
+            f"seed pairs, plus the "
             f"claim's own test-set part (a paired bootstrap of the sentences, {runs}), against a t distribution "
             f"whose degrees of freedom grow from the pool's with the test-set part's share (docs/statistics.md). "
             f"p: one-sided, of the hypothesis in 'tested' (the paper's "
@@ -446,9 +411,9 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
                "our interval rules out a difference as large as the paper's. Inconclusive: neither, for the cause "
                "it names. Not comparable: the claim was not measured at this scale, or a seed of either system "
                f"scores below {MIN_BASELINE_BLEU:g} BLEU (a model that has not learned to translate); seed noise "
-               "unmeasured: one seed pair, with nothing at this scale to pool the seed noise from. Those two are "
-               "shown with their numbers and stay out of the page's family, as does a claim not judged: its part of "
-               "the test set (a length bucket) holds no sentence at this scale.")
+               "unmeasured: one seed pair, with nothing at this scale to pool its recipe's seed noise from. Those two "
+               "are shown with their numbers and stay out of the page's family, as does a claim not judged: its part "
+               "of the test set (a length bucket) holds no sentence at this scale.")
     return " ".join([ours, noise, procedure, meaning])
 
 
@@ -632,14 +597,6 @@ def mark_primaries(claims: list[Claim], primaries: list[str]) -> list[Claim]:
     if unknown:
         raise InputError(f"--primary {sorted(unknown)}: no --claim has that sentence")
     return [replace(claim, primary=claim.text in primaries) for claim in claims]
-
-
-def parse_pool(specs: list[str]) -> dict[str, str]:
-    """NAME=JSON per --pool."""
-    pool = dict(spec.partition("=")[::2] for spec in specs)
-    if any(not name or not path for name, path in pool.items()):
-        raise InputError(f"--pool wants NAME=JSON, got {specs!r}")
-    return pool
 
 
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -7,9 +7,7 @@ writes the files); the `run_*` functions only wire files to them.
 """
 from __future__ import annotations
 
-import functools
 import json
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
@@ -19,16 +17,20 @@ from ..core.files import InputError, read_json, require_file
 from ..data.annotations import annotation, registry
 from ..evaluation.metrics import METRICS, SECOND_METRIC
 from .papers import read_paper_numbers
+from .pooled import parse_pool, read_entry, read_significance, seed_noises
 from .render import figure, save_figure, write_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 SECOND = METRICS[SECOND_METRIC].label
+# The column of the mark that the papers' own kind of test gives a row: the comparison alone, which with one
+# seed pair is the paired bootstrap of the test set, blind to seed noise (docs/statistics.md).
+PAPERS_TEST = "paper's test"
 # Beside ours and its difference from the baseline, the same in SECOND_METRIC (the papers print BLEU only).
 TABLE_COLUMNS = ["experiment", "row", "column", "paper BLEU", "paper note", "ours", "per seed", f"ours {SECOND}", "Δ",
                  "our test set", "signature", "baseline", "vs baseline", f"{SECOND} vs baseline", "p (one-sided)",
-                 "CI", "mark"]
+                 "CI", "mark", PAPERS_TEST]
 # How a table's note says each BLEU of the JSON was scored.
 SCORED = {
     "tok_bleu": "tokenized case-sensitive BLEU (multi-bleu.perl style, Moses tokens)",
@@ -101,26 +103,6 @@ def read_score(path, metric: str) -> dict:
     return entry
 
 
-@functools.lru_cache(maxsize=None)
-def _significance_json(path: str, version: tuple[int, int]) -> dict:
-    """A significance JSON, parsed once a process while its (mtime, size) `version` holds: a claims page
-    reads each several times (its claim, its budgets, the seed noise's pool). Callers never change it."""
-    return read_json(path)
-
-
-def read_significance(path, metric: str) -> dict:
-    """The metric's entry of a JSON written by `nmtrepro significance`."""
-    try:
-        stat = os.stat(require_file(path))
-        entry = _significance_json(str(path), (stat.st_mtime_ns, stat.st_size))[metric]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
-    if "var" not in entry:  # the two-level bootstrap's JSON, before 2026-11-28
-        raise InputError(f"{path}: written by the seed-resampling test this project used before 2026-11-28; "
-                         "compute it again: snakemake --forcerun significance")
-    return entry
-
-
 def resampling(entries: list[dict]) -> str:
     """How the bootstraps behind these significance entries resampled ("10,000 resamples, seed 12345"),
     each count and seed once, so that a page says what redoes its p's."""
@@ -138,18 +120,21 @@ def shared_seeds(sig: dict, seeds: int) -> str:
 def build_table(paper_numbers, cells: list[Cell], metric: str,
                 test_sets: dict[str, str] | None = None, significance: dict[str, str] | None = None,
                 baselines: dict[str, str] | None = None, marks: str = "dagger",
-                columns: list[str] | None = None) -> pd.DataFrame:
+                columns: list[str] | None = None, pool: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
 
     `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
     row then carries p, the CI at the level of the paper's marks (style `marks`: `mark_confidence`) and
-    the mark for a significant improvement.
+    the mark for a significant improvement, all by the claims pages' test: the seed noise of the row's
+    recipe pooled over `pool` ({name: significance JSON}, the central claims'; pooled.py), none where it
+    is unmeasured. PAPERS_TEST keeps the mark of the comparison's own test beside it, the papers' kind.
     A cell of several seeds shows their mean, and each seed's score beside it.
     Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
     those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
     """
-    # the significance module (scipy), only for tables that mark
-    from ..evaluation.significance import MeanDifference, mark, mark_confidence
+    # the significance module and the pooled seed noise (scipy), only for tables that mark
+    from ..evaluation.seed_noise import SeedNoise
+    from ..evaluation.significance import mark, mark_confidence
 
     paper = read_paper_numbers(paper_numbers)
     if columns:
@@ -173,15 +158,16 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
     if unknown:
         raise InputError(f"--test-set names experiments with no cell: {sorted(unknown)}")
 
+    noise = seed_noises(pool or {}, [metric])[metric] or SeedNoise(()) if significance else None
     rows = []
     for entry in paper.itertuples(index=False):
         cell = by_cell.get((entry.row, entry.column))
         measured = [read_score(path, metric) for path in cell.paths] if cell else []
         ours = round(sum(m["score"] for m in measured) / len(measured), 2) if measured else float("nan")
         second = [read_score(path, SECOND_METRIC)["score"] for path in cell.paths] if cell else []
-        sig = read_significance(significance[cell.experiment], metric) \
-            if cell and cell.experiment in significance else None
+        sig = read_entry(significance[cell.experiment], metric) if cell and cell.experiment in significance else None
         second_sig = read_significance(significance[cell.experiment], SECOND_METRIC) if sig else None
+        test = noise.basis(sig).test if sig else None   # None: the row's seed noise is unmeasured
         rows.append({
             "experiment": cell.experiment if cell else "",
             "row": entry.row,
@@ -197,9 +183,11 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "baseline": baselines.get(cell.experiment, "") + shared_seeds(sig, len(cell.paths)) if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
             f"{SECOND} vs baseline": round(second_sig["delta"], 2) if sig else float("nan"),
-            "p (one-sided)": sig["p_greater"] if sig else float("nan"),
-            "CI": "{:+.2f} to {:+.2f}".format(*MeanDifference.of(sig).bounds(mark_confidence(marks))) if sig else "",
-            "mark": mark(sig["score"], sig["baseline"], sig["p_greater"], marks) if sig else "",
+            "p (one-sided)": test.p(+1) if test else float("nan"),
+            "CI": "{:+.2f} to {:+.2f}".format(*test.bounds(mark_confidence(marks))) if test else
+                  "seed noise unmeasured" if sig else "",
+            "mark": mark(sig["score"], sig["baseline"], test.p(+1), marks) if test else "",
+            PAPERS_TEST: mark(sig["score"], sig["baseline"], sig["p_greater"], marks) if sig else "",
         })
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -262,7 +250,9 @@ def table_reading(table: pd.DataFrame) -> str:
     line = f"{int(measured.sum())} of {len(table)} rows measured at this scale"
     if compared.any():
         marked = int((table["mark"][compared] != "").sum())
-        line += f"; {marked} of the {int(compared.sum())} compared with their baseline improve on it significantly"
+        papers = int((table[PAPERS_TEST][compared] != "").sum())
+        line += (f"; {marked} of the {int(compared.sum())} compared with their baseline improve on it significantly "
+                 f"({papers} by the paper's test alone)")
     return line + "."
 
 
@@ -308,6 +298,9 @@ def add_arguments_table(parser) -> None:
                         help="every cell's data were lowercased when prepared: the note says so, not 'case-sensitive'")
     parser.add_argument("--significance", action="append", default=[], metavar="EXPERIMENT=BASELINE=PATH",
                         help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
+    parser.add_argument("--pool", action="append", default=[], metavar="NAME=JSON",
+                        help="a significance JSON whose seed pairs' spread the marks' seed noise pools over, as the "
+                             "claims pages' (repeat: the central claims')")
     parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
                         help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
     parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
@@ -327,7 +320,7 @@ def run_table(args) -> None:
     baselines = {e: spec.partition("=")[0] for e, spec in pairs.items()}
     significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
     table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
-                        significance, baselines, args.marks, args.paper_column)
+                        significance, baselines, args.marks, args.paper_column, parse_pool(args.pool))
     note = comparability_note(args.metric, args.scale, args.lowercased)
     note += (f" Ours {SECOND}: sacreBLEU's {SECOND} on the same detokenized output (character n-grams, "
              f"its signature in the JSON), the mean over the same seeds" + (f"; '{SECOND} vs baseline' its "
@@ -336,15 +329,22 @@ def run_table(args) -> None:
         from ..evaluation.significance import MARK_STYLES, mark_confidence
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
         runs = resampling([read_significance(path, args.metric) for path in significance.values()])
-        note += (f" Significance, against the row's baseline over the seed pairs they share: the mean "
-                 f"difference over its standard error, the seeds' spread plus the test set's noise that all "
-                 f"pairs share (a paired bootstrap of the sentences, sacreBLEU's statistics; {runs}), against "
-                 f"a t distribution with Satterthwaite's degrees of freedom (docs/statistics.md); 'vs "
-                 f"baseline' = ours − baseline (means over those seeds, named beside the baseline where fewer "
-                 f"than the row's); p one-sided, the chance of a difference at least this far above the "
-                 f"baseline were the row no better; {levels} for an improvement; CI: the "
+        note += (f" Marks, p and CI: the claims pages' test, against the row's baseline over the seed pairs "
+                 f"they share: the mean difference over its standard error, the seed noise of the row's recipe "
+                 f"(its two model families) pooled over this run's central comparisons and divided by the row's "
+                 f"seed pairs, plus the row's own test-set noise (a paired bootstrap of the sentences, "
+                 f"sacreBLEU's statistics; {runs}), against a t distribution (docs/statistics.md); a row of several "
+                 f"seed pairs whose recipe no central comparison measures is tested on its own seeds' spread, and "
+                 f"one of one seed pair whose seed noise the run cannot measure gets no p and no mark ('seed "
+                 f"noise unmeasured'). So a mark means what a claims page's verdict means. 'vs baseline' = ours − "
+                 f"baseline (means over those seeds, named beside the baseline where fewer than the row's); p "
+                 f"one-sided, the chance of a difference at least this far above the baseline were the row no "
+                 f"better; {levels} for an improvement, uncorrected for the table's many rows; CI: the "
                  f"{mark_confidence(args.marks):.0%} interval of the difference, whose lower bound is above 0 "
-                 f"exactly where the row earns a mark. 'per seed': each seed's score where a row has several.")
+                 f"exactly where the row earns a mark. '{PAPERS_TEST}': the mark the papers' own kind of test "
+                 f"gives, the comparison alone (with one seed pair, the paired bootstrap of the test set, blind to "
+                 f"seed noise: where seeds vary as much as the test set it marks 14% of rows with no true difference at "
+                 f"5%, docs/statistics.md), for comparison with the paper's marks, not a verdict. 'per seed': each seed's score where a row has several.")
     stats = {}  # annotation name -> its stats files
     for spec in args.annotation_stats:
         name, _, path = spec.partition("=")
