@@ -83,9 +83,11 @@ def test_a_quantity_claim_on_models_below_the_bleu_floor_is_shown_and_not_judged
     systems = [heads(tmp_path / f"s{i}.json", [[0.5, 1.0], [1.2, 2.0]]) for i in (1, 2)]
     bases = [heads(tmp_path / f"b{i}.json", [[0.8, 1.0], [1.6, 2.0]]) for i in (1, 2)]
     out = tmp_path / "q.json"
-    argv = ["quantity-test", "--quantity", "head_similarity", "--floor", floor, "--samples", "100", "--out", str(out)]
+    argv = ["quantity-test", "--quantity", "head_similarity", "--floor", floor, "--samples", "100", "--out", str(out),
+            "--recipe", "diverse/transformer"]   # the workflow passes significance's flags, the recipe with them
     argv += [a for s, b, seed in zip(systems, bases, "12") for a in ("--stats", s, "--base-stats", b, "--seed", seed)]
     assert cli.main(argv) == 0
+    assert json.loads(out.read_text())["head_similarity"]["recipe"] == "diverse/transformer"
     row = rows(page(tmp_path, claim("heads less alike", -0.185, out, metric="head_similarity")))["heads less alike"]
     assert row["verdict"].startswith("not comparable at this scale (seed 1's system scores 1.00") and row["ours Δ"] == "-0.23"  # 1.7 / 3 - 2.4 / 3
 

@@ -93,6 +93,9 @@ def add_arguments_quantity_test(parser) -> None:
                         help="the same two experiments' significance JSON: its seeds' BLEU, which the claims page "
                              "holds to its floor")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
+    parser.add_argument("--recipe", default="", help="the kind of comparison, as significance records it (the "
+                                                     "workflow: the two model families); a quantity's claim takes "
+                                                     "its own seeds' spread whatever it is")
     parser.add_argument("--out", required=True)
 
 
@@ -103,4 +106,5 @@ def run_quantity_test(args) -> None:
         raise InputError(f"{args.floor}: seeds {[e['seed'] for e in floor['seeds']]}, but the quantity's pairs are "
                          f"seeds {[e['seed'] for e in entry['seeds']]}")
     entry["floor"] = {"metric": FLOOR_METRIC, "seeds": floor["seeds"]}
+    entry["recipe"] = args.recipe
     write_json(args.out, {args.quantity: entry})
