@@ -343,15 +343,17 @@ def test_the_reading_counts_what_each_verdict_says():
 
 def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp_path):
     """Two scales' JSONs of the same claims: one row a (claim, scale), claims first, each scale's verdict
-    by its own test with its own pooled seed noise; a JSON of the old test at another scale is named in
-    the reading, not read."""
+    by its own test with its own pooled seed noise; a JSON of the old test at another scale, or a file
+    there that is no JSON at all, is named in the reading, not read."""
     specs = []
     for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
         path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
         pool = write_significance(tmp_path / f"{scale}-pool.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])
         specs += ["--claim", claim("+PR helps", 1.29, path, scale=scale), "--pool", f"{scale}=central={pool}"]
     (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
+    (tmp_path / "torn.json").write_text("smoke run: torn.json")
     specs += ["--claim", claim("+PR helps", 1.29, tmp_path / 'old.json', scale="gpu"),
+              "--claim", claim("+PR helps", 1.29, tmp_path / 'torn.json', scale="smoke"),
               "--claim", claim("NPMT helps", 2.0, None, scale="tiny"), "--primary", "+PR helps"]
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
     assert cli.main(["across-scales", "--title", "Claims at every scale", *specs,
@@ -361,7 +363,7 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
     assert [line.split("|")[2].strip() for line in lines] == ["ci", "tiny", "tiny"]
     assert "paper's Δ excluded" in lines[0] and "| reproduced" in lines[1] and "not comparable" in lines[2]
     assert "29.00" in lines[0] and "+0.20" in lines[0] and "+1.50" in lines[1]
-    assert "Not read, written by an earlier version of the test" in text and "gpu: +PR helps" in text
+    assert "Not read, written by an earlier version of the test" in text and "gpu: +PR helps; smoke: +PR helps" in text
     assert "<figure><svg" in out["html"].read_text() and "+PR helps [tiny]" in out["svg"].read_text()
     assert_balanced_html(out["html"].read_text())
 

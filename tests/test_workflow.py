@@ -804,7 +804,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     # Figure 3 at ci: no test source over 45 tokens, said on the figure and its table, and its claim
     # (+PR's gain there above Big's) listed with the paper's Δ and not judged
     figure3 = (results / "report/A_figure3.md").read_text()
-    assert "Bucket >45: no test sentence at this scale" in figure3 and "| no test sentence " in figure3
+    assert "Buckets (30,45], >45: no test sentence at this scale" in figure3 and "| no test sentence " in figure3
     assert "no test sentence" in (results / "report/A_figure3.svg").read_text()
     assert json.loads((results / "analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json").read_text()) == {
         "empty": "empty bucket: no test source is longer than 45 tokens (of 300)"}

@@ -196,11 +196,19 @@ def empty_subsets(claims: list[Claim]) -> list[Claim]:
     """`claims` with each whose significance JSON tested an empty subset of the test set (`nmtrepro
     significance --longer-than` where no source is that long: {"empty": WHY}) made unjudged, WHY its cause."""
     def marked(claim):
-        if not claim.comparable:
-            return claim
-        why = read_json(claim.significance).get("empty")
+        why = empty_cause(claim.significance) if claim.comparable else None
         return claim if why is None else replace(claim, comparable=False, significance=NOT_MEASURED, unjudged=why)
     return [marked(claim) for claim in claims]
+
+
+def empty_cause(path: str) -> str | None:
+    """The cause a significance JSON gives for an empty subset; None where it gives none, or is no JSON
+    object at all (its reader names the file, or a page across scales names it not read)."""
+    try:
+        data = read_json(path)
+    except json.JSONDecodeError:
+        return None
+    return data.get("empty") if isinstance(data, dict) else None
 
 
 def load(claims: list[Claim]) -> dict[int, dict]:
