@@ -809,7 +809,7 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     assert json.loads((results / "analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json").read_text()) == {
         "empty": "empty bucket: no test source is longer than 45 tokens (of 300)"}
     long_claim = next(line for line in claims.splitlines() if line.startswith("| On sources over 45 tokens"))
-    assert "| +0.52 " in long_claim and "not judged: empty bucket: no test source is longer than 45" in long_claim
+    assert "  +0.52 | Δ > 0 " in long_claim and "not judged: empty bucket: no test source is longer than 45" in long_claim
     assert "1 not judged (its part of the test set is empty)" in claims
     # Figure 4: the stand-in pairs and our distance named on the figure and in its numbers table, "> 10" pooled
     figure4 = (results / "report/A_figure4.md").read_text()
