@@ -222,8 +222,10 @@ def test_a_system_without_a_baseline_gets_no_delta_per_bucket(tmp_path):
     assert json.loads(out.read_text())[1]["delta"] is not None
 
 
-def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
-    buckets = bucket_scores([3, 50], [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
+def plot_two_sentences(tmp_path, lengths) -> dict:
+    """plot-buckets over two test sentences of `lengths` (the first translated exactly), paper A's Δ >45
+    beside them: its outputs by extension."""
+    buckets = bucket_scores(lengths, [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
     result = tmp_path / "b.json"
     result.write_text(json.dumps(buckets))
     paper = tmp_path / "paper.tsv"
@@ -231,6 +233,11 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
     out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
     assert cli.main(["plot-buckets", "--system", f"Ours={result}", "--paper-numbers", str(paper), "--title", "F",
                      *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    return out
+
+
+def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
+    out = plot_two_sentences(tmp_path, [3, 50])
     assert out["png"].read_bytes()[:4] == b"\x89PNG" and "<svg" in out["svg"].read_text()
     md = out["md"].read_text()
     assert "paper: Δ >45" in md and "| Ours " in md and "-1.72" in md   # ours Δ 0 on >45: 0 − 1.72
@@ -241,14 +248,7 @@ def test_plot_buckets_writes_figure_and_table_with_the_papers_delta(tmp_path):
 def test_an_empty_length_bucket_says_so_on_the_figure_and_in_the_table(tmp_path):
     """Paper A's >45 on a test set without such sources: its cells and its tick say "no test sentence", the
     table's reading names it, and the paper's number stands alone beside it."""
-    buckets = bucket_scores([3, 20], [(["a b", "c d"], ["a b", "x y"])], ["a b", "c d"], [15, 30, 45])
-    result = tmp_path / "b.json"
-    result.write_text(json.dumps(buckets))
-    paper = tmp_path / "paper.tsv"
-    paper.write_text("row\tcolumn\tvalue\tnote\nOurs\tΔ >45\t1.72\t\n", encoding="utf-8")
-    out = {ext: tmp_path / f"f.{ext}" for ext in ("png", "svg", "md", "html", "tex")}
-    assert cli.main(["plot-buckets", "--system", f"Ours={result}", "--paper-numbers", str(paper), "--title", "F",
-                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    out = plot_two_sentences(tmp_path, [3, 20])
     md = out["md"].read_text()
     assert "Buckets (30,45], >45: no test sentence at this scale, so nothing there is measured or judged" in md
     ours = next(line for line in md.splitlines() if line.startswith("| Ours"))
