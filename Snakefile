@@ -20,7 +20,7 @@ include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
-# Jobs on this machine start as forks of one process that has imported torch (src/nmtrepro/forkserver.py).
+# Jobs on this machine start as forks of one process that has imported torch (src/nmtrepro/forks/server.py).
 onstart:
     forkserver.start(results("logs/forkserver.log"), local=workflow.local_exec and not workflow.touch)
 

@@ -1,4 +1,4 @@
-"""The gap over training (reporting/budget.py) and the claims page that draws it."""
+"""The gap over training (reporting/gaps.py) and the claims page that draws it."""
 import json
 
 import numpy as np

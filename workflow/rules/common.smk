@@ -4,8 +4,8 @@ import os
 import shlex
 from pathlib import Path
 
-from nmtrepro.budgets import budget_pairs
-from nmtrepro.config import (
+from nmtrepro.study.budgets import budget_pairs
+from nmtrepro.study.config import (
     analyses_at_scale,
     at_scale,
     central_study,
@@ -24,8 +24,8 @@ from nmtrepro.config import (
     validate,
     with_scale_data,
 )
-from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
-from nmtrepro import forkserver
+from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data import costs
@@ -153,7 +153,7 @@ def link_commands(wildcards, input, output):
 
 
 def dataset_preparation(dataset):
-    """The scale's preparation with the dataset's own options over it (nmtrepro.config)."""
+    """The scale's preparation with the dataset's own options over it (nmtrepro.study.config)."""
     return preparation_of(config, dataset)
 
 
