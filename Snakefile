@@ -13,14 +13,14 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/prepare.smk"
-include: "workflow/rules/annotate.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/analyse.smk"
-include: "workflow/rules/report.smk"
+include: "workflow/rules/annotations.smk"
+include: "workflow/rules/training.smk"
+include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/analyses.smk"
+include: "workflow/rules/reporting.smk"
 
 
-# Jobs on this machine start as forks of one process that has imported torch (src/nmtrepro/forkserver.py).
+# Jobs on this machine start as forks of one process that has imported torch (src/nmtrepro/forks/server.py).
 onstart:
     forkserver.start(results("logs/forkserver.log"), local=workflow.local_exec and not workflow.touch)
 

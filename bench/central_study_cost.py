@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmtrepro.config import central_study, experiments, load, replicates, training_of, validate
-from nmtrepro.experiment import Experiment
+from nmtrepro.study.config import central_study, experiments, load, replicates, training_of, validate
+from nmtrepro.study.experiment import Experiment
 
 
 def trainings(config: dict, resolved: dict[str, Experiment]) -> dict[str, int]:

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from fairseq_compare import MALLOC, VENV, binarize, ensure_venv, fairseq_hypotheses, fairseq_train_args, sh
 
-from nmtrepro.config import experiments, load, replicates, validate
+from nmtrepro.study.config import experiments, load, replicates, validate
 from nmtrepro.core.text import detokenize
-from nmtrepro.experiment import Experiment
+from nmtrepro.study.experiment import Experiment
 from nmtrepro.evaluation.significance import compare
 
 EXPERIMENT, TGT_LANG = "base_en_de", "de"

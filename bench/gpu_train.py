@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 from synthetic import write_datasets
 
-from nmtrepro.config import experiments, load, validate
+from nmtrepro.study.config import experiments, load, validate
 from nmtrepro.core.files import InputError
 from nmtrepro.training.profiling import head
 from nmtrepro.training.rates import log_rates

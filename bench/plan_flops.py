@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from synthetic import wmt_lengths
 
-from nmtrepro.config import experiments, load
+from nmtrepro.study.config import experiments, load
 from nmtrepro.models import build_model
 from nmtrepro.training.flops import PEAK_BF16_TFLOPS, per_target_token, sentence_flops, update_flops
 

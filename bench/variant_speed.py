@@ -29,7 +29,7 @@ import time
 import synthetic
 import torch
 
-from nmtrepro.config import load, model_options
+from nmtrepro.study.config import load, model_options
 from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.core.vocab import SPECIALS, Vocab
 from nmtrepro.models import build_model

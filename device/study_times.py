@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nmtrepro.config import seed_replica
+from nmtrepro.study.config import seed_replica
 from nmtrepro.reporting.report import read_curve
 
 

@@ -193,7 +193,7 @@ def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_tes
 def test_a_baseline_on_another_test_set_is_refused_naming_the_key():
     from pathlib import Path
 
-    from nmtrepro.config import experiments, load, validate
+    from nmtrepro.study.config import experiments, load, validate
 
     repo = Path(__file__).resolve().parents[1]
     config, _ = load(repo / "config.yaml")

@@ -165,7 +165,7 @@ def test_the_known_annotations_are_the_data_modules_own():
 
 def test_a_toy_annotation_flows_through_the_package_named_nowhere_else(toy, tmp_path):
     from nmtrepro.evaluation.sources import Sources
-    from nmtrepro.plan import preprocess_output
+    from nmtrepro.planning.plan import preprocess_output
     from nmtrepro.reporting.report import annotation_note
     from nmtrepro.training.flops import probe_batch
     from nmtrepro.training.train import Corpus, Settings, Trainer

@@ -1,11 +1,11 @@
-"""The claims at several training budgets (nmtrepro.budgets): which windows each training keeps, the
+"""The claims at several training budgets (nmtrepro.study.budgets): which windows each training keeps, the
 experiments of its shorter budgets, and a longer budget's own results tree."""
 from pathlib import Path
 
 import pytest
 
-from nmtrepro import budgets
-from nmtrepro.config import central_study, experiments, load, seed_pairs, validate
+from nmtrepro.study import budgets
+from nmtrepro.study.config import central_study, experiments, load, seed_pairs, validate
 from nmtrepro.core.files import InputError, results_tree
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from nmtrepro import cli
-from nmtrepro.config import load, validate
+from nmtrepro.study.config import load, validate
 from nmtrepro.core.files import InputError, read_json
 from nmtrepro.data.costs import MIN_RUNTIME, job_runtime, load_rates, shard_count, stage_rate
-from nmtrepro.plan import preprocessing, render
+from nmtrepro.planning.plan import preprocessing, render
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"

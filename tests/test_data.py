@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nmtrepro import cli
-from nmtrepro.config import load, validate
+from nmtrepro.study.config import load, validate
 from nmtrepro.core.files import InputError, evenly_spaced, read_json, read_lines, write_lines
 from nmtrepro.core.text import BPE, detokenize, learn_bpe, strip_bpe, tokenize
 from nmtrepro.core import vocab

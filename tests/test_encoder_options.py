@@ -11,7 +11,7 @@ from nmtrepro.models import build_model, warm_start_mismatch
 from nmtrepro.models.layers import ModelConfig, MultiheadAttention, directional_mask, relative_positions
 from nmtrepro.models.phrase import PhraseConfig
 from nmtrepro.models.size import parameter_counts, spec_parameter_counts
-from nmtrepro.param_count import PAPER_A_VOCAB
+from nmtrepro.planning.param_count import PAPER_A_VOCAB
 from nmtrepro.training.criterion import model_loss
 
 OPTIONS = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro import forkserver
-from nmtrepro.core import fork_client
+from nmtrepro.forks import server as forkserver
+from nmtrepro.forks import client as fork_client
 
 NAP = '''
 import os, sys, time
@@ -42,7 +42,7 @@ def server(tmp_path_factory):
     socket_path = folder / "run" / "socket"
     socket_path.parent.mkdir()
     log = open(folder / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-c", with_nap(folder, f"from nmtrepro.forkserver import serve; "
+    proc = subprocess.Popen([sys.executable, "-c", with_nap(folder, f"from nmtrepro.forks.server import serve; "
                                                                     f"serve({str(socket_path)!r})")],
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120

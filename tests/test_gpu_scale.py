@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nmtrepro.config import central_study, experiments, replicates, validate
+from nmtrepro.study.config import central_study, experiments, replicates, validate
 
 from test_workflow import SCHEMA, repo_config, repo_copy
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro import config_checks, meta_models
+from nmtrepro.study import config_checks, meta_models
 from nmtrepro.core.files import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ HEAVY = ("torch", "scipy.stats")
 
 RESOLVE = f"""
 import sys
-from nmtrepro.config import experiments, load, validate
+from nmtrepro.study.config import experiments, load, validate
 from nmtrepro.data.annotations import registry
 for scale in ("ci", "paper"):
     config, _ = load({str(REPO / "config.yaml")!r}, [f"scale={{scale}}"])

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from sacrebleu.metrics import CHRF, TER
 
-from nmtrepro.config_checks import check_quantity_claim
+from nmtrepro.study.config_checks import check_quantity_claim
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.metrics import METRICS, get
 from nmtrepro.evaluation.metrics.bleu import make_metric

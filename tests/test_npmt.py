@@ -225,7 +225,7 @@ def test_greedy_never_emits_banned_tokens():
 
 # -- the `npmt` family: training loss, greedy and beam search over segments --------------------------
 
-from nmtrepro.config import experiments, load, validate  # noqa: E402
+from nmtrepro.study.config import experiments, load, validate  # noqa: E402
 from nmtrepro.core.vocab import Vocab  # noqa: E402
 from nmtrepro.evaluation.kneser_ney import LMPLZ_FALLBACK, KneserNeyLM  # noqa: E402
 from nmtrepro.models import build_model  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmtrepro.config import load, model_options
+from nmtrepro.study.config import load, model_options
 from nmtrepro.core.pos import POS_VOCAB
 from nmtrepro.data.parse import pad_spans
 from nmtrepro.models import REGISTRY, build_model

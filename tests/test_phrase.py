@@ -9,7 +9,7 @@ from nmtrepro.models import build_model
 from nmtrepro.models.phrase import (PhraseAttention, PhraseBuilder, PhraseConfig, ResidueCombiner, gather_index,
                                     gather_tokens, ngram_spans)
 from nmtrepro.models.size import spec_parameter_counts
-from nmtrepro.param_count import PAPER_A_VOCAB
+from nmtrepro.planning.param_count import PAPER_A_VOCAB
 from nmtrepro.training.batching import collate
 from nmtrepro.training.criterion import model_loss
 

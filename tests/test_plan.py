@@ -8,7 +8,7 @@ import pytest
 
 from nmtrepro import cli
 from nmtrepro.core.files import read_json
-from nmtrepro.plan import parse_summary
+from nmtrepro.planning.plan import parse_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = """Building DAG of jobs...

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from nmtrepro.config import experiments, load, training_of, validate
+from nmtrepro.study.config import experiments, load, training_of, validate
 from nmtrepro.core.files import InputError
-from nmtrepro.experiment import AUTO_MAX_TOKENS
+from nmtrepro.study.experiment import AUTO_MAX_TOKENS
 from nmtrepro.data.costs import part_lines
-from nmtrepro.plan import plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
+from nmtrepro.planning.plan import plan, preprocessing, preprocessing_jobs, render, throughput, update_tokens
 from nmtrepro.training import memory
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nmtrepro.config import experiments
+from nmtrepro.study.config import experiments
 from test_workflow import repo_config, workdir
 
 

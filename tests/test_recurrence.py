@@ -14,7 +14,7 @@ from nmtrepro.models import build_model
 from nmtrepro.models.layers import run_bidirectional
 from nmtrepro.models.recurrence import RecurrenceConfig, RecurrenceDecoderLayer
 from nmtrepro.models.size import spec_parameter_counts
-from nmtrepro.param_count import PAPER_A_VOCAB
+from nmtrepro.planning.param_count import PAPER_A_VOCAB
 
 VARIANTS = {
     "birnn": {"recurrence": "rnn"},

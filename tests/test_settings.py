@@ -11,7 +11,7 @@ from typing import get_args, get_type_hints
 import pytest
 import yaml
 
-from nmtrepro.config import experiments, load, validate
+from nmtrepro.study.config import experiments, load, validate
 from nmtrepro.core.files import InputError
 from nmtrepro.core.runtime import PRECISIONS
 from nmtrepro.training.schedule import SCHEDULES

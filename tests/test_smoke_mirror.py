@@ -69,7 +69,7 @@ def test_every_download_of_a_paper_run_has_a_smoke_entry_of_the_same_kind():
 
 
 def test_smoke_runs_the_paper_scales_study_from_its_own_data():
-    from nmtrepro.config import load, model_options, tables_at_scale, with_scale_data
+    from nmtrepro.study.config import load, model_options, tables_at_scale, with_scale_data
 
     smoke, _ = load(ROOT / "config.yaml", ["scale=smoke"])
     paper, _ = load(ROOT / "config.yaml", ["scale=paper"])

@@ -16,11 +16,11 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import assert_balanced_html
-from nmtrepro.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
+from nmtrepro.study.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
                              seed_pairs, tables_at_scale, validate)
-from nmtrepro import forkserver
+from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError
-from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
 from nmtrepro.reporting.claims import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
 from nmtrepro.reporting.status import newest_log, trainings

@@ -6,11 +6,11 @@ import re
 from argparse import Namespace
 from pathlib import Path
 
-from nmtrepro.config import experiments, load, validate
+from nmtrepro.study.config import experiments, load, validate
 from nmtrepro.core.files import read_lines, write_lines
 from nmtrepro.core.text import detokenize, tokenize
 from nmtrepro.data import prepare, tatoeba
-from nmtrepro.config_checks import check_dataset_files
+from nmtrepro.study.config_checks import check_dataset_files
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/tatoeba-cmn"

@@ -16,8 +16,8 @@ import re
 import sys
 from pathlib import Path
 
-from .core import fork_client
 from .core.files import InputError
+from .forks.client import run_through_server
 
 COMMANDS = {
     "train": ("nmtrepro.training.train", "train a model, resuming from the last checkpoint"),
@@ -28,8 +28,8 @@ COMMANDS = {
     "bundle": ("nmtrepro.evaluation.bundle", "a model's folder that translates alone: weights, vocabularies, BPE, settings"),
     "export-ct2": ("nmtrepro.evaluation.ct2", "a standard Transformer as a CTranslate2 model folder"),
     "bleu": ("nmtrepro.evaluation.bleu", "score a hypothesis in every metric: sacreBLEU, tokenized BLEU, chrF, chrF++, TER"),
-    "plan": ("nmtrepro.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
-    "calibrate": ("nmtrepro.calibrate", "time every CPU stage on a sample of the scale's data here, for plan and the shards"),
+    "plan": ("nmtrepro.planning.plan", "training jobs, GPU-hours and disk per table, from the dry-run DAG"),
+    "calibrate": ("nmtrepro.planning.calibrate", "time every CPU stage on a sample of the scale's data here, for plan and the shards"),
     "table": ("nmtrepro.reporting.report", "render a results table beside the paper's numbers"),
     "plot-curves": ("nmtrepro.reporting.report", "plot training curves"),
     "claims": ("nmtrepro.reporting.claims", "each paper's claims beside the measured differences, with verdicts"),
@@ -38,7 +38,7 @@ COMMANDS = {
     "landing": ("nmtrepro.reporting.landing", "a claims page in brief (its reading, its verdicts) for the report's first screen"),
     "across-scales": ("nmtrepro.reporting.across_scales", "claims beside the same claims measured at other scales"),
     "significance": ("nmtrepro.evaluation.significance", "paired bootstrap resampling of a system against its baseline"),
-    "param-count": ("nmtrepro.param_count", "parameter counts of the configured models at a scale (meta device)"),
+    "param-count": ("nmtrepro.planning.param_count", "parameter counts of the configured models at a scale (meta device)"),
     "with-gpus": ("nmtrepro.core.gpus", "run a command on N GPUs of this machine that no other job holds"),
 }
 
@@ -73,11 +73,11 @@ def huge_pages() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command: `argv`, or as a program the command line, handed to the run's fork server where
-    there is one (forkserver.py)."""
+    there is one (forks/server.py)."""
     huge_pages()
     if argv is None:
         argv = sys.argv[1:]
-        if (code := fork_client.run_through_server(argv)) is not None:
+        if (code := run_through_server(argv)) is not None:
             return code
     parser = argparse.ArgumentParser(prog="nmtrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")

@@ -1,4 +1,4 @@
-# The claims pages' inputs and arguments (rules claims and across_scales, report.smk): each claim's
+# The claims pages' inputs and arguments (rules claims and across_scales, reporting.smk): each claim's
 # significance, curves, shorter budgets and other scales' results, as the claims command reads them.
 from nmtrepro.reporting.claims import GIVEN as GIVEN_CLAIM_FIELDS
 

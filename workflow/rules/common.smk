@@ -4,8 +4,8 @@ import os
 import shlex
 from pathlib import Path
 
-from nmtrepro.budgets import budget_pairs
-from nmtrepro.config import (
+from nmtrepro.study.budgets import budget_pairs
+from nmtrepro.study.config import (
     analyses_at_scale,
     at_scale,
     central_study,
@@ -24,8 +24,8 @@ from nmtrepro.config import (
     validate,
     with_scale_data,
 )
-from nmtrepro.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
-from nmtrepro import forkserver
+from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
 from nmtrepro.data import costs
@@ -37,7 +37,7 @@ from nmtrepro.reporting.measured import MEASURED, label as measured_label
 from nmtrepro.reporting.protocol import protocol_note
 
 # One rule file per analysis kind (workflow/rules/analyses/<kind>.smk), one per source annotation's stage
-# (workflow/rules/annotations/<stage>.smk); analyse.smk and annotate.smk include them all.
+# (workflow/rules/annotations/<stage>.smk); analyses.smk and annotations.smk include them all.
 ANALYSIS_RULES = rule_files(workflow.basedir, "analyses")
 ANNOTATION_RULES = rule_files(workflow.basedir, "annotations")
 
@@ -82,7 +82,7 @@ if SCALE["needs_gpu"] and not config["allow_cpu"] and not count_visible():
     )
 
 # Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
-# their models and outputs are links (train.smk, evaluate.smk).
+# their models and outputs are links (training.smk, evaluation.smk).
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as and not e.stops_at}
 # Shorter budgets of a training (budgets.py, `<name>_at<N>`): its averaging window ending at update N.
 STOPPED = [name for name, e in EXPERIMENTS.items() if e.stops_at]
@@ -153,7 +153,7 @@ def link_commands(wildcards, input, output):
 
 
 def dataset_preparation(dataset):
-    """The scale's preparation with the dataset's own options over it (nmtrepro.config)."""
+    """The scale's preparation with the dataset's own options over it (nmtrepro.study.config)."""
     return preparation_of(config, dataset)
 
 

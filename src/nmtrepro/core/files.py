@@ -23,7 +23,7 @@ os.umask(_UMASK)
 
 def results_tree(scale: str, budget: int = 1) -> str:
     """Where a run writes: results/<scale>, or results/<scale>-budget<N> for a longer budget N
-    (nmtrepro.budgets), which never mixes with the scale's own run."""
+    (nmtrepro.study.budgets), which never mixes with the scale's own run."""
     return f"results/{scale}" + (f"-budget{budget}" if budget > 1 else "")
 
 

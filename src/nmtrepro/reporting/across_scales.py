@@ -20,9 +20,9 @@ import pandas as pd
 
 from ..core.files import InputError
 from ..evaluation.quantities import QUANTITIES
-from . import budget
 from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
                      empty_subsets, forest_plot, mark_primaries, parse_claim, shown_table)
+from .gaps import no_curves, read_gaps, scales_gap_figure
 from .pooled import parse_pool, read_entry
 from .render import figure_svg, save_figure, write_table
 
@@ -102,11 +102,11 @@ def gap_panels(specs: list[str], texts: list[str]):
         scale, _, path = spec.rpartition("=")
         if not scale:
             raise InputError(f"--gaps wants SCALE=TSV, got {spec!r}")
-        for text, table in budget.read_gaps(path).items():
+        for text, table in read_gaps(path).items():
             if text in texts:
                 gaps.setdefault(text, {})[scale] = table
     ordered = {text: gaps[text] for text in texts if text in gaps}
-    return budget.scales_gap_figure(ordered) if ordered else None
+    return scales_gap_figure(ordered) if ordered else None
 
 
 def run_across_scales(args) -> None:
@@ -139,7 +139,7 @@ def run_across_scales(args) -> None:
     save_figure(plot, None, args.out_svg)
     figures = [(figure_svg(plot), Path(args.out_svg).name)]
     if args.out_gap_svg:
-        gaps = gap_panels(args.gaps, list(dict.fromkeys(table["claim"]))) or budget.no_curves()
+        gaps = gap_panels(args.gaps, list(dict.fromkeys(table["claim"]))) or no_curves()
         save_figure(gaps, None, args.out_gap_svg)
         figures.append((figure_svg(gaps), Path(args.out_gap_svg).name))
     write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, figures=figures,

@@ -57,7 +57,7 @@ from ..evaluation.multiplicity import holm
 from ..evaluation.quantities import QUANTITIES
 from ..evaluation.seed_noise import SeedNoise
 from ..evaluation.significance import MeanDifference
-from . import budget
+from . import gaps as budget
 from .pooled import BLEUS, MIN_BASELINE_BLEU, collapsed, floor_metric, parse_pool, read_entry, seed_noises
 from .render import PALETTE, Label, figure, figure_svg, save_figure, write_table
 from .report import format_p, resampling

@@ -1,6 +1,6 @@
 """The protocol note under a results table or a claims page: how its rows were trained at this scale.
 
-It reads the resolved experiments (`nmtrepro.experiment.Experiment`, as `nmtrepro.config.experiments`
+It reads the resolved experiments (`nmtrepro.study.experiment.Experiment`, as `nmtrepro.study.config.experiments`
 makes them) by their fields alone: the report stage sits below the config and imports none of it.
 """
 from __future__ import annotations

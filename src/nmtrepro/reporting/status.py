@@ -20,7 +20,7 @@ from ..core.files import InputError, results_tree
 STEP = re.compile(r"step (\d+)/(\d+) .*?(\d+) tgt tok/s \| (\d+) s trained, ~(\d+) s left")
 VALID = re.compile(r"step (\d+) \| valid loss [-\d.]+ \| valid nll ([-\d.]+)")
 # A started training as Snakemake 9 logs a rule with a message: "Job <id>: <message>", the train rule's
-# message (workflow/rules/train.smk) beginning "Training <experiment> (".
+# message (workflow/rules/training.smk) beginning "Training <experiment> (".
 STARTED = re.compile(r"^Job (\d+): Training (\S+) \(", re.MULTILINE)
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)", re.MULTILINE)
 FAILED = re.compile(r"^Error in rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)", re.MULTILINE)

@@ -1,6 +1,6 @@
 """A claim's gap over training, from what every training already logs: the difference in validation NLL
 (bits a target token, system minus baseline) at each validation step, per seed pair, and its trend over
-the last half of training; and, where the run kept shorter budgets' windows (nmtrepro.budgets), the
+the last half of training; and, where the run kept shorter budgets' windows (nmtrepro.study.budgets), the
 BLEU difference per seed pair at each budget.
 
 A BLEU verdict is taken at one budget; the curves say whether the gap was still moving there. A system

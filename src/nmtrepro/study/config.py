@@ -4,7 +4,7 @@ config.yaml holds the datasets, scales and shared models; each paper's models, e
 and analyses live in a file of their own (config.yaml `papers`), merged in by `merge_papers`. The
 JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; `experiments`
 checks what a schema cannot as it resolves (that names refer to things that exist, a model option the
-family accepts, the cross-checks between keys), with the checks of `nmtrepro.config_checks`. Every error
+family accepts, the cross-checks between keys), with the checks of `nmtrepro.study.config_checks`. Every error
 names the offending key path.
 """
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Sequence
 import jsonschema
 import yaml
 
+from ..core.files import InputError, require_file
+from ..evaluation.options import DEFAULTS as DECODE
+from ..evaluation.quantities import QUANTITIES
+from ..training.settings import Settings
 from . import budgets
 from .config_checks import (buildable, check_claim_test, check_known, check_languages, check_quantity_claim,
                             comparable, contains, enough_checkpoints, known_scales)
-from .core.files import InputError, require_file
-from .evaluation.options import DEFAULTS as DECODE
-from .evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import family_options
-from .training.settings import Settings
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 

@@ -1,16 +1,16 @@
 """An experiment resolved at a scale: the record that the rules, the plan and the config's checks read.
 
-`nmtrepro.config.experiments` makes one of each configured experiment (and of each of its seeds); its
+`nmtrepro.study.config.experiments` makes one of each configured experiment (and of each of its seeds); its
 fields name the functions there that set them. The record is data: it imports no config, so the checks
-of the config (`nmtrepro.config_checks`) can read it too.
+of the config (`nmtrepro.study.config_checks`) can read it too.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .data.annotations import annotation
+from ..data.annotations import annotation
+from ..training.settings import AUTO_START as AUTO_MAX_TOKENS
 from .meta_models import extra_inputs
-from .training.settings import AUTO_START as AUTO_MAX_TOKENS
 
 
 @dataclass(frozen=True)

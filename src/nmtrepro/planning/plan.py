@@ -27,14 +27,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import experiments, load, replicates, tables_at_scale, training_of, validate
-from .core.files import InputError, write_json
-from .data.annotations import registry
-from .data.costs import job_runtime, load_rates, part_lines, stage_rate
-from .data.download import load_manifest
-from .data.shards import shard_range
-from .experiment import batch_tokens
-from .models.size import spec_parameter_counts
+from ..core.files import InputError, write_json
+from ..data.annotations import registry
+from ..data.costs import job_runtime, load_rates, part_lines, stage_rate
+from ..data.download import load_manifest
+from ..data.shards import shard_range
+from ..models.size import spec_parameter_counts
+from ..study.config import experiments, load, replicates, tables_at_scale, training_of, validate
+from ..study.experiment import batch_tokens
 
 TRAIN_OUTPUT = re.compile(r"^results/[^/]+/train/(?P<experiment>[^/]+)/final\.pt$")
 DOWNLOAD_OUTPUT = re.compile(r"^results/[^/]+/downloads/(?P<resource>[^/]+)\.json$")

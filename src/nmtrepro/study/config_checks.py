@@ -1,7 +1,7 @@
 """The config's cross-checks: every name must name something defined, and keys must agree.
 
 The JSON schema (workflow/schemas/config.schema.yaml) checks each key's type and spelling; this module
-holds what a schema cannot check. `nmtrepro.config` calls it as it resolves the experiments:
+holds what a schema cannot check. `nmtrepro.study.config` calls it as it resolves the experiments:
 `check_known` for each name it looks up (an experiment's model and task, a table's experiments, a size
 in the scale), and
 the cross-checks of what it resolved (a model its family builds, a warm start whose weights fit, a
@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .core.files import InputError
-from .data.datasets import expected_checksum
-from .evaluation.metrics import METRICS
-from .evaluation.quantities import QUANTITIES
+from ..core.files import InputError
+from ..data.datasets import expected_checksum
+from ..evaluation.metrics import METRICS
+from ..evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import cached, meta_shapes
 
@@ -84,7 +84,7 @@ def contains(variant: dict, source: dict, key: str) -> None:
     own, theirs = (json.dumps(options, sort_keys=True) for options in (variant, source))
 
     def compare() -> str | None:
-        from .models import warm_start_mismatch
+        from ..models import warm_start_mismatch
 
         return warm_start_mismatch(meta_shapes(own)["shapes"], meta_shapes(theirs)["shapes"])
 

@@ -1,4 +1,4 @@
-# The inputs and arguments of the report's tables, training curves and targets (rules in report.smk).
+# The inputs and arguments of the report's tables, training curves and targets (rules in reporting.smk).
 def table_cells(wildcards):
     """Each cell's BLEU files, one a seed replicate of its experiment."""
     return {

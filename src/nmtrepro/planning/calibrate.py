@@ -25,16 +25,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from .config import dataset_preparation, experiments, load, validate, with_scale_data
-from .core.files import InputError, count_lines, evenly_spaced, iter_lines, results_tree, write_json, write_lines
-from .core.text import BPE
-from .data.costs import rates_file
-from .data.nlp import resolve_backend
-from .data.parse import parse_file, parse_lines
-from .data.pos import tag_file, tag_lines, tagger_name
-from .data.prepare import prepare, recipe_tokenized, tokenize_side
+from ..core.files import InputError, count_lines, evenly_spaced, iter_lines, results_tree, write_json, write_lines
+from ..core.text import BPE
+from ..data.costs import rates_file
+from ..data.nlp import resolve_backend
+from ..data.parse import parse_file, parse_lines
+from ..data.pos import tag_file, tag_lines, tagger_name
+from ..data.prepare import prepare, recipe_tokenized, tokenize_side
+from ..study.config import dataset_preparation, experiments, load, validate, with_scale_data
 
-log = logging.getLogger("nmtrepro.calibrate")
+log = logging.getLogger("nmtrepro.planning.calibrate")
 
 
 def sample_pairs(src: Path, tgt: Path, n: int) -> tuple[list[str], list[str]]:

@@ -28,7 +28,7 @@ rule decode:
         "{params.annotations} --threads {threads} --out {output.hyp} --out-tok {output.tok} --stats {output.stats} 2> {log}"
 
 
-# An experiment that trains as another (`same_as`, train.smk) and decodes with the same options gives
+# An experiment that trains as another (`same_as`, training.smk) and decodes with the same options gives
 # the same output on the same split, so its files are linked.
 ruleorder: shared_decode > decode
 

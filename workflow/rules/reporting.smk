@@ -1,5 +1,5 @@
 # The report: paper tables, training curves, claims pages and the targets that build them.
-include: "report_inputs.smk"
+include: "reporting_inputs.smk"
 include: "claims_inputs.smk"
 
 

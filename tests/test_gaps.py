@@ -1,4 +1,4 @@
-"""The gap over training (reporting/budget.py) and the claims page that draws it."""
+"""The gap over training (reporting/gaps.py) and the claims page that draws it."""
 import json
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from conftest import claim
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
-from nmtrepro.reporting import budget
+from nmtrepro.reporting import gaps
 from test_claims import rows, write_significance
 
 STEPS = range(100, 1001, 100)
@@ -38,9 +38,9 @@ def pair_curves(tmp_path, gap_at, pairs=3, noise=0.0):
 
 def test_the_gap_is_system_minus_baseline_at_each_validation_step_per_seed_pair(tmp_path):
     system, baseline = pair_curves(tmp_path, lambda step, pair: -0.1 * pair)
-    gaps = budget.gaps(system, baseline)
-    assert len(gaps) == 3 * len(STEPS)
-    assert np.allclose(gaps.groupby("pair")["delta"].mean(), [-0.1, -0.2, -0.3])
+    table = gaps.gaps(system, baseline)
+    assert len(table) == 3 * len(STEPS)
+    assert np.allclose(table.groupby("pair")["delta"].mean(), [-0.1, -0.2, -0.3])
 
 
 @pytest.mark.parametrize("gap_at, closing", [
@@ -50,14 +50,14 @@ def test_the_gap_is_system_minus_baseline_at_each_validation_step_per_seed_pair(
     (lambda step, pair: 0.5 - step / 2500, True),        # a loss shrinking toward zero
 ])
 def test_a_gap_moving_toward_zero_over_the_last_half_is_closing(tmp_path, gap_at, closing):
-    found = budget.trend(budget.gaps(*pair_curves(tmp_path, gap_at, noise=0.01)))
+    found = gaps.trend(gaps.gaps(*pair_curves(tmp_path, gap_at, noise=0.01)))
     assert found.pairs == 3 and found.low <= found.slope <= found.high
     assert found.closing is closing
-    assert bool(budget.qualifier(found)) is closing
+    assert bool(gaps.qualifier(found)) is closing
 
 
 def test_the_slope_is_per_thousand_updates_and_its_interval_spans_the_seed_pairs(tmp_path):
-    found = budget.trend(budget.gaps(*pair_curves(tmp_path, lambda step, pair: step * pair / 10000)))
+    found = gaps.trend(gaps.gaps(*pair_curves(tmp_path, lambda step, pair: step * pair / 10000)))
     assert np.isclose(found.slope, 0.2)                  # 0.1, 0.2, 0.3 per 1,000 updates
     assert found.low < 0.1 and found.high > 0.3
 
@@ -65,7 +65,7 @@ def test_the_slope_is_per_thousand_updates_and_its_interval_spans_the_seed_pairs
 def test_curves_of_unequal_seed_counts_are_refused(tmp_path):
     system, baseline = pair_curves(tmp_path, lambda step, pair: 0.0)
     with pytest.raises(InputError, match="pairs seeds"):
-        budget.gaps(system, baseline[:2])
+        gaps.gaps(system, baseline[:2])
 
 
 def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it(tmp_path):
@@ -140,8 +140,8 @@ def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_
                          "--out-svg", str(folder / "c.svg"), "--out-gap-svg", str(folder / "c.gap.svg"),
                          "--out-gap-tsv", str(tables[scale][1]), "--claim", claim(text, 1.0, sig),
                          "--pool", f"x={sig}", "--curves", json.dumps({text: {"system": system, "baseline": baseline}})]) == 0
-    gaps = budget.read_gaps(str(tables["gpu"][1]))[text]
-    assert len(gaps) == 3 * len(STEPS) and abs(gaps["delta"].mean() + 0.02) < 0.01
+    table = gaps.read_gaps(str(tables["gpu"][1]))[text]
+    assert len(table) == 3 * len(STEPS) and abs(table["delta"].mean() + 0.02) < 0.01
     argv = ["across-scales", "--title", "t", "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
             "--out-svg", str(tmp_path / "a.svg"), "--out-gap-svg", str(tmp_path / "a.gap.svg")]
     for scale, (sig, gap_tsv) in tables.items():

@@ -1,4 +1,4 @@
-"""A job's side of the fork server (nmtrepro/forkserver.py): hand a command to the run's server, wait for
+"""A job's side of the fork server (nmtrepro/forks/server.py): hand a command to the run's server, wait for
 it, forward signals to it, exit as it did. Kept apart from the server so that the command line's entry
 point loads only this."""
 from __future__ import annotations

@@ -35,8 +35,8 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .core.fork_client import ENV, interpreter, receive, send
-from .core.gpus import count_visible
+from ..core.gpus import count_visible
+from .client import ENV, interpreter, receive, send
 
 LOAD_TIME = ("LD_", "MALLOC_", "GLIBC_", "PYTHON", "TORCH", "PYTORCH_", "KMP_", "GOMP_", "OMP_", "MKL_",
              "OPENBLAS_", "GOTO_", "THP_", "MPL", "LC_", "LANG")  # prefixes of variables read as a library loads
@@ -130,7 +130,7 @@ def child(request: dict, fds: list[int], servers: list) -> None:
     if threads := os.environ.get("OMP_NUM_THREADS"):
         import torch
         torch.set_num_threads(int(threads))
-    from . import cli
+    from .. import cli
     code = 1
     try:
         code = cli.main(request["argv"])
@@ -155,7 +155,7 @@ def child(request: dict, fds: list[int], servers: list) -> None:
 
 def preload() -> None:
     """Import torch, what torch.optim imports on its first call, and every command's module."""
-    from . import cli
+    from .. import cli
     importlib.import_module("torch._dynamo")
     for module, _ in {**cli.COMMANDS, **cli.declared_commands()}.values():
         try:
@@ -261,7 +261,7 @@ def serve(path: str) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s forkserver | %(message)s", datefmt="%H:%M:%S")
     began = time.monotonic()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # through `finally`: the socket goes
-    from . import cli
+    from .. import cli
     cli.huge_pages()  # as each job's own process sets it, before its request
     started = dict(os.environ)
     preload()

@@ -6,9 +6,9 @@ and the totals pin the vocabulary only in part (docs/papers.md#paper-as-vocabula
 """
 from __future__ import annotations
 
-from .config import load, model_options
-from .core.files import write_json
-from .models.size import spec_parameter_counts
+from ..core.files import write_json
+from ..models.size import spec_parameter_counts
+from ..study.config import load, model_options
 
 PAPER_A_VOCAB = {"src_vocab": 45_767, "tgt_vocab": 40_000}
 

@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from .core.files import write_json
+from ..core.files import write_json
 
 
 def extra_inputs(options: dict) -> list[str]:
@@ -27,7 +27,7 @@ def extra_inputs(options: dict) -> list[str]:
 def family_options() -> dict[str, list[str]]:
     """The option names of each model family (models.REGISTRY's config classes), cached as builds are."""
     def read() -> dict[str, list[str]]:
-        from .models import REGISTRY, option_names
+        from ..models import REGISTRY, option_names
 
         return {family: sorted(option_names(family)) for family in REGISTRY}
 
@@ -41,7 +41,7 @@ def meta_shapes(options: str) -> dict:
     def build() -> dict:
         import torch
 
-        from .models import build_model, configure
+        from ..models import build_model, configure
 
         spec = json.loads(options)
         try:
@@ -91,7 +91,7 @@ def _sources_digest() -> str:
 @functools.cache
 def _package_files() -> tuple[Path, ...]:
     """The package's own sources, listed once a process (the walk costs ~1 ms, and a parse asks ~70 times)."""
-    return tuple(Path(__file__).parent.rglob("*.py"))
+    return tuple(Path(__file__).parents[1].rglob("*.py"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .core.files import InputError
+from ..core.files import InputError
 from .experiment import Experiment
 
 
