@@ -28,7 +28,7 @@ The verdicts of a judged claim:
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
 has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison of
-its recipe at this scale, nor other recipes' that Bartlett's test finds alike, to pool the seed noise from);
+its recipe at this scale to pool the seed noise from);
 or not judged, where the claim's subset of the test set is empty (a length bucket without sentences at
 this scale: `empty_subsets`).
 
@@ -363,9 +363,8 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
     return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, pooled within each recipe (the "
             f"model families a comparison sets against each other) from the spreads (SD) of its comparisons' seed "
             f"pairs' differences less each one's own test-set part: {pools}.{same} Each claim takes its own "
-            f"recipe's; a claim of a recipe the run does not measure is tested with its own seeds' spread, or, with "
-            f"one seed pair, with all the recipes' pool where Bartlett's test finds them alike (its verdict says "
-            f"so), and gets no verdict where they differ.")
+            f"recipe's; a claim of a recipe the run does not measure is tested with its own seeds' spread, and gets "
+            f"no verdict with one seed pair.")
 
 
 def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoise | None]) -> str:
