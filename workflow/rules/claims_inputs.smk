@@ -34,7 +34,7 @@ def claim_significance(names):
 
 def claim_curves(names):
     """{claim: {"system": [curve TSV of each seed], "baseline": [...]}} of these claims comparable at this
-    scale, on the seeds both train, as the significance test pairs them (config.py `seed_pairs`); not of a
+    scale, on the seeds both train, as the significance test pairs them (study/config.py `seed_pairs`); not of a
     claim on a part of the test set (`source_longer_than`), which the validation curves do not measure."""
     curves = {}
     for name in names:
@@ -57,7 +57,7 @@ def curves_arg(names):
 
 def claim_budgets(names):
     """{claim: [(fraction, its significance JSON there, the system's updates there)]}: these claims'
-    shorter budgets (budgets.py; the central claims' trainings keep their windows)."""
+    shorter budgets (study/budgets.py; the central claims' trainings keep their windows)."""
     found = {}
     for name in names:
         claim = config["claims"][name]

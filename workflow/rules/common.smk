@@ -81,15 +81,15 @@ if SCALE["needs_gpu"] and not config["allow_cpu"] and not count_visible():
         "to run it here all the same, add allow_cpu=true after --config."
     )
 
-# Experiments that train (and decode) as an earlier one (config.py `_shared_trainings`) -> that one:
+# Experiments that train (and decode) as an earlier one (study/config.py `_shared_trainings`) -> that one:
 # their models and outputs are links (training.smk, evaluation.smk).
 SHARED = {name: e.same_as for name, e in EXPERIMENTS.items() if e.same_as and not e.stops_at}
-# Shorter budgets of a training (budgets.py, `<name>_at<N>`): its averaging window ending at update N.
+# Shorter budgets of a training (study/budgets.py, `<name>_at<N>`): its averaging window ending at update N.
 STOPPED = [name for name, e in EXPERIMENTS.items() if e.stops_at]
 # ... and of those, the ones that also decode as it (paper C decodes one model greedily and by beam).
 SHARED_DECODES = [name for name, source in SHARED.items() if EXPERIMENTS[name].decode == EXPERIMENTS[source].decode]
 TABLES = tables_at_scale(config)  # the tables built at this scale (a table's `scales`), with their cells there
-# Each configured experiment -> its seed replicates (itself first; `seeds`, config.py `_seeded`).
+# Each configured experiment -> its seed replicates (itself first; `seeds`, study/config.py `_seeded`).
 REPLICATES = replicates(EXPERIMENTS)
 # What the central study builds (`claims.<name>.central`): its claims, and the tables and analyses that
 # its models fill; `snakemake` alone builds it where the scale's `target` is `central` (tiny).
@@ -293,7 +293,7 @@ QUANTITY_FILES = {}
 
 def quantity_files(side):
     """Input function: the file of each seed pair's system (side 0) or baseline (side 1) that measures the
-    claim's quantity, in seed order (config.py `seed_pairs`)."""
+    claim's quantity, in seed order (study/config.py `seed_pairs`)."""
     return lambda w: [
         QUANTITY_FILES[w.metric][side](w.analysis, pair[side])
         for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)
@@ -430,7 +430,7 @@ def shard_files(stage, ext):
 # The seed pairs of a paired test (rule significance).
 def seed_pair_files(ext, side):
     """Input function: the evaluate-stage `ext` file of each seed pair's system (side 0) or baseline
-    (side 1), in seed order (config.py `seed_pairs`)."""
+    (side 1), in seed order (study/config.py `seed_pairs`)."""
     return lambda w: [evaluated(pair[side], ext) for pair in seed_pairs(EXPERIMENTS, w.experiment, w.baseline)]
 
 

@@ -203,7 +203,7 @@ rule tables:
         all_outputs(),
 
 
-# The claims over a longer budget (budgets.py): `snakemake budget_sweep --config budget=4` trains the
+# The claims over a longer budget (study/budgets.py): `snakemake budget_sweep --config budget=4` trains the
 # sweep's central claims (`budget_sweep.claims`) 4x as long in results/<scale>-budget4 and judges them at
 # 1x, 2x and 4x; at budget 1 it is the central claims page with the scale's own `budgets`.
 rule budget_sweep:

@@ -6,7 +6,7 @@
 # between Snakemake and torchrun would die at once on SIGTERM, Snakemake would take the job for
 # done and end the step, and SLURM would kill the trainers before they saved their checkpoint.
 # An experiment that starts from another (`init_from`, paper B) loads that one's averaged model, the
-# replicate of its own seed (config.py); an experiment whose training is another's links that one's
+# replicate of its own seed (study/config.py); an experiment whose training is another's links that one's
 # models (`SHARED`).
 # Resources per experiment: the scale's, with its model size's `by_size` over them; retries are a
 # rule's constant in Snakemake, so they stay the scale's.

@@ -572,7 +572,7 @@ def add_arguments_claims(parser) -> None:
     parser.add_argument("--budgets", default="{}", metavar="JSON",
                         help='{"levels": [{"label": L, "claims": {"SENTENCE": {"significance": JSON, "updates": N'
                              '[, "label": L]}}, "pool": {"NAME": JSON}}], "final": L, "updates": {"SENTENCE": N}}: the '
-                             "claims at shorter budgets of the same trainings (nmtrepro.budgets), judged at each")
+                             "claims at shorter budgets of the same trainings (nmtrepro.study.budgets), judged at each")
     parser.add_argument("--others", default="{}", metavar="JSON",
                         help='{"SCALE": {"claims": {"SENTENCE": JSON}, "pool": {"NAME": JSON}}}: other scales\' tests of '
                              "these claims; the reading names each whose verdict there differs from this run's")
@@ -716,7 +716,7 @@ def elsewhere(claims: list[Claim], table: pd.DataFrame, others: dict, scale: str
 
 
 def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale: str | None):
-    """The gap over training of each claim `curves` names (budget.py): the table with the qualifier of a
+    """The gap over training of each claim `curves` names (gaps.py): the table with the qualifier of a
     closing gap added to its verdict, the reading's clause on them, and the small multiples' panels
     (empty where `curves` names none)."""
     panels, closing = {}, []

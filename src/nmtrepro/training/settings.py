@@ -1,7 +1,7 @@
 """Training settings (config `scales.<scale>.train`, a model size's and a paper's regime over them): their
 defaults, types and the rules between them, in one place that imports nothing heavy.
 
-The workflow reads every training's settings through `Settings` as it loads (config.py), so a misspelt
+The workflow reads every training's settings through `Settings` as it loads (study/config.py), so a misspelt
 key, a value of the wrong type or a combination that cannot run (`fast: graphs` without `buckets: true`)
 fails `snakemake -n`, naming the key, and not the training job after hours of preprocessing; the trainer
 reads the same class from the JSON of its `--settings`. The config schema
@@ -49,7 +49,7 @@ class Settings:
     save_every: int = 1500
     keep_last: int = 5
     keep_steps: list[int] = field(default_factory=list)  # checkpoints also kept past the rotation: the
-                                    # averaging windows of shorter budgets (config.py, the scale's `budgets`)
+                                    # averaging windows of shorter budgets (study/config.py, the scale's `budgets`)
     log_every: int = 100
     seed: int = 1
     threads: int = 0                # 0: torch's default
