@@ -1,4 +1,4 @@
-"""Host memory at scale: binarized corpora are memory-mapped and an epoch's batches are planned in numpy."""
+"""Host memory at scale: binarized corpora are read a batch at a time and an epoch's batches are planned in numpy."""
 import random
 from pathlib import Path
 
@@ -14,9 +14,9 @@ from nmtrepro.training.batching import token_batches
 SENTENCES = [[5, 6, 2], [7, 2], [9, 10, 11, 12, 2], [2]]
 
 
-def test_mapped_file_reads_what_loading_it_whole_reads(tmp_path):
+def test_a_file_reads_what_loading_it_whole_reads(tmp_path):
     save_indexed(tmp_path / "c.bin", SENTENCES)
-    whole = torch.load(tmp_path / "c.bin", weights_only=True)  # the reading before memory-mapping
+    whole = torch.load(tmp_path / "c.bin", weights_only=True)  # the reading before reading by batches
     data = IndexedData(tmp_path / "c.bin")
     assert len(data) == len(SENTENCES) and data.sizes.tolist() == [3, 2, 5, 1]
     for i in range(len(data)):
@@ -37,21 +37,32 @@ def test_a_padded_batch_gathers_the_sentences_of_one_at_a_time(tmp_path):
             assert got.dtype == torch.int64 and torch.equal(got, expected), (name, indices)
 
 
-def test_tokens_are_mapped_from_the_file_not_read_into_memory(tmp_path):
+def test_tokens_are_read_a_batch_at_a_time_not_mapped(tmp_path):
+    """A mapping would leave every page an epoch touched in a rank's RSS (core/token_store.py)."""
     maps = Path("/proc/self/maps")
     if not maps.exists():
         pytest.skip("needs Linux's /proc to see mappings")
-    save_indexed(tmp_path / "mapped.bin", SENTENCES)
-    data = IndexedData(tmp_path / "mapped.bin")
-    assert str(tmp_path / "mapped.bin") in maps.read_text()
+    save_indexed(tmp_path / "read.bin", SENTENCES)
+    data = IndexedData(tmp_path / "read.bin")
     assert data[0].tolist() == SENTENCES[0]
+    assert str(tmp_path / "read.bin") not in maps.read_text()
+
+
+def test_a_file_cut_short_after_loading_is_an_error_not_short_sentences(tmp_path):
+    save_indexed(tmp_path / "cut.bin", SENTENCES * 100)
+    data = IndexedData(tmp_path / "cut.bin")
+    with open(tmp_path / "cut.bin", "r+b") as handle:
+        handle.truncate(data.store.start + 10)
+    assert data[0].tolist() == SENTENCES[0]
+    with pytest.raises(InputError, match="cut.bin: shorter than its offsets say"):
+        data.padded(range(len(data)), 0)
 
 
 def test_tokens_take_uint16_where_every_id_fits_else_int32(tmp_path):
     save_indexed(tmp_path / "small.bin", [[65535, 2]])
     save_indexed(tmp_path / "large.bin", [[65536, 2]])
-    assert IndexedData(tmp_path / "small.bin").tokens.dtype == np.uint16
-    assert IndexedData(tmp_path / "large.bin").tokens.dtype == np.int32
+    assert IndexedData(tmp_path / "small.bin").dtype == np.uint16
+    assert IndexedData(tmp_path / "large.bin").dtype == np.int32
     assert IndexedData(tmp_path / "large.bin")[0].tolist() == [65536, 2]
 
 

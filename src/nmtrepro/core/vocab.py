@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from .files import InputError, atomic_open, require_file
+from .token_store import ArrayTokens, FileTokens, stored_at
 
 if TYPE_CHECKING:
     import torch
@@ -179,10 +180,10 @@ class IndexedData:
     """Read-only view of a binarized file (or of sequences in memory, `of`): `data[i]` is sequence i
     as an int64 tensor.
 
-    A file's tokens are memory-mapped, not read: at WMT14 En-Fr scale every training rank would
-    otherwise hold its own copy of the corpus, whereas mapped pages are shared through the page cache
-    and only those of sentences being batched are touched. Files written with int32 tokens (before
-    uint16) read the same.
+    A file's tokens are neither loaded nor mapped but read a batch's sentences at a time (`token_store`):
+    at WMT14 En-Fr scale every training rank would otherwise hold the whole corpus, as its own copy or
+    as mapped pages, whereas reads share the page cache's one copy and a rank holds its offsets (8 bytes
+    a sentence) and its batch. Files written with int32 tokens (before uint16) read the same.
     """
 
     def __init__(self, path: str | Path | None, blob: dict[str, torch.Tensor] | None = None):
@@ -197,8 +198,12 @@ class IndexedData:
             if (tokens.dim() != 1 or offsets.dim() != 1 or offsets.dtype != torch.int64 or not len(offsets)
                     or offsets[-1] != len(tokens)):
                 raise InputError(f"{path}: tokens and offsets do not match; re-run prepare")
-        self.tokens = blob["tokens"].numpy()    # (total tokens,) uint16 or int32, mapped from the file
-        self.offsets = blob["offsets"].numpy()  # (sentences + 1,) int64
+            start = stored_at(Path(path), tokens, offsets) if len(tokens) else 0
+            self.store = FileTokens(Path(path), start, tokens.numpy().dtype, len(tokens))
+        else:
+            self.store = ArrayTokens(blob["tokens"].numpy())
+        self.dtype = self.store.dtype                                    # uint16 or int32
+        self.offsets = np.array(blob["offsets"].numpy())                 # (sentences + 1,) int64, a copy
         self.sizes = np.diff(self.offsets).astype(np.int32)  # (sentences,) tokens per sentence, EOS included
 
     @classmethod
@@ -209,21 +214,18 @@ class IndexedData:
         return len(self.sizes)
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        """Sentence i, copied out of the mapped file (a fresh tensor the caller may keep or change)."""
-        import torch
-
-        return torch.from_numpy(self.tokens[self.offsets[i]: self.offsets[i + 1]].astype(np.int64))
+        """Sentence i, a fresh tensor the caller may keep or change."""
+        return self.padded([i], Vocab.pad)[0]
 
     def padded(self, indices: Sequence[int], pad: int) -> torch.Tensor:
-        """(B, n) int64: sentences `indices`, right-padded with `pad` to the longest, n. One gather over
-        the mapped tokens rather than a tensor a sentence: a training step on a GPU waits on the host's
+        """(B, n) int64: sentences `indices`, right-padded with `pad` to the longest, n. One take from
+        the store rather than a tensor a sentence: a training step on a GPU waits on the host's
         batches, and a 4,096-token micro-batch holds ~100 sentences."""
         import torch
 
         indices = np.asarray(indices, dtype=np.int64)
         sizes = self.sizes[indices]
-        positions = np.arange(int(sizes.max()) if len(sizes) else 0)
-        real = positions < sizes[:, None]                                       # (B, n)
+        real = np.arange(int(sizes.max()) if len(sizes) else 0) < sizes[:, None]    # (B, n)
         out = np.full(real.shape, pad, dtype=np.int64)
-        out[real] = self.tokens[(self.offsets[indices][:, None] + positions)[real]]
+        out[real] = self.store.take(self.offsets[indices], sizes)
         return torch.from_numpy(out)
