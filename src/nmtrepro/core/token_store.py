@@ -4,7 +4,9 @@ an array in memory. Both give the same thing, `take`: some sentences' tokens end
 A file is read, not memory-mapped. A mapping counts every page a process has touched in its RSS, and
 this kernel maps a page-cache file in whole folios (up to 2 MiB a fault), so one epoch's random batches
 leave the whole corpus in each training rank's RSS (docs/measurements.md). pread copies only a batch's
-sentences out of the page cache, which still holds one copy for the host's ranks."""
+sentences out of the page cache, which still holds one copy for the host's ranks. The offsets (8 bytes a
+sentence, every one read when the sizes are) stay mapped, as their own range, so that the ranks share
+them too."""
 from __future__ import annotations
 
 import os
@@ -38,8 +40,8 @@ class ArrayTokens:
 class FileTokens:
     """The tokens of a binarized corpus file, read by pread where they are stored."""
 
-    def __init__(self, path: Path, start: int, dtype: np.dtype, count: int):
-        self.path, self.start, self.dtype, self.count = path, start, np.dtype(dtype), count
+    def __init__(self, path: Path, start: int, dtype: np.dtype):
+        self.start, self.dtype = start, np.dtype(dtype)
         self.file = open(path, "rb", buffering=0)
 
     def take(self, begins: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -47,16 +49,14 @@ class FileTokens:
         sentence (~1 µs each from the page cache; a 4,096-token batch holds ~100-300 sentences)."""
         width, fd = self.dtype.itemsize, self.file.fileno()
         data = b"".join(os.pread(fd, int(n) * width, self.start + int(b) * width) for b, n in zip(begins, sizes))
-        if len(data) != int(sizes.sum()) * width:
-            raise InputError(f"{self.path}: shorter than its offsets say (changed while being read?); re-run prepare")
         return np.frombuffer(data, dtype=self.dtype)
 
 
-def stored_at(path: Path, tokens, offsets) -> int:
-    """The byte in `path` (a torch.save zip, storages stored uncompressed) where `tokens`'s values start,
-    `tokens` and `offsets` being the file's two tensors as `torch.load(mmap=True)` gives them. That maps
-    the file as one storage, so the tensors lie as far apart in memory as their records in the file:
-    which record holds the tokens follows from that distance."""
+def stored_at(path: Path, tokens, offsets) -> tuple[int, int]:
+    """The bytes in `path` (a torch.save zip, storages stored uncompressed) where the values of `tokens`
+    and of `offsets` start, the two being the file's tensors as `torch.load(mmap=True)` gives them. That
+    maps the file as one storage, so the tensors lie as far apart in memory as their records in the file:
+    which record holds which follows from that distance."""
     with zipfile.ZipFile(path) as archive, open(path, "rb") as raw:
         starts = []
         for info in archive.infolist():
@@ -67,5 +67,5 @@ def stored_at(path: Path, tokens, offsets) -> int:
     apart = tokens.data_ptr() - offsets.data_ptr()
     for tokens_at, offsets_at in permutations(starts, 2):
         if tokens_at - offsets_at == apart:
-            return tokens_at
+            return tokens_at, offsets_at
     raise InputError(f"{path}: its tokens' record was not found (a torch.save file of another layout?); re-run prepare")

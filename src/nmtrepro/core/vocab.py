@@ -141,7 +141,7 @@ def save_chunks(path: str | Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]
     the chunks go to int32 token and int64 offset spool files beside `path`, which are narrowed
     (`narrow`, read a block at a time) and written by torch.save from their memory maps. A corpus of any
     size costs a chunk's memory of the process's own (the mapped spool pages are the page cache's);
-    the file loads in milliseconds, memory-mapped (`IndexedData`)."""
+    the file loads in milliseconds (`IndexedData`: its offsets, then a batch's tokens at a time)."""
     import torch
 
     path = Path(path)
@@ -169,7 +169,7 @@ def save_chunks(path: str | Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]
 def save_flat(path: str | Path, blob: dict[str, torch.Tensor]) -> None:
     """Write sequences already flat ("tokens" and "offsets" as `flatten` makes them; the memory bench
     builds a 36M-pair corpus this way) as a torch.save file, whose tensors are stored uncompressed and
-    aligned, so that `IndexedData` can memory-map them."""
+    aligned, so that `IndexedData` can read a sentence where it lies."""
     import torch
 
     with atomic_open(path, "wb") as handle:
@@ -182,8 +182,8 @@ class IndexedData:
 
     A file's tokens are neither loaded nor mapped but read a batch's sentences at a time (`token_store`):
     at WMT14 En-Fr scale every training rank would otherwise hold the whole corpus, as its own copy or
-    as mapped pages, whereas reads share the page cache's one copy and a rank holds its offsets (8 bytes
-    a sentence) and its batch. Files written with int32 tokens (before uint16) read the same.
+    as mapped pages, whereas reads share the page cache's one copy and a rank holds its sizes (4 bytes a
+    sentence, private), its offsets (8, mapped) and its batch. Files written with int32 tokens (before uint16) read the same.
     """
 
     def __init__(self, path: str | Path | None, blob: dict[str, torch.Tensor] | None = None):
@@ -198,12 +198,13 @@ class IndexedData:
             if (tokens.dim() != 1 or offsets.dim() != 1 or offsets.dtype != torch.int64 or not len(offsets)
                     or offsets[-1] != len(tokens)):
                 raise InputError(f"{path}: tokens and offsets do not match; re-run prepare")
-            start = stored_at(Path(path), tokens, offsets) if len(tokens) else 0
-            self.store = FileTokens(Path(path), start, tokens.numpy().dtype, len(tokens))
+            tokens_at, offsets_at = stored_at(Path(path), tokens, offsets)
+            self.store = FileTokens(Path(path), tokens_at, tokens.numpy().dtype)
+            self.offsets = np.memmap(path, np.int64, "r", offsets_at, len(offsets))  # (sentences + 1,), mapped
         else:
             self.store = ArrayTokens(blob["tokens"].numpy())
-        self.dtype = self.store.dtype                                    # uint16 or int32
-        self.offsets = np.array(blob["offsets"].numpy())                 # (sentences + 1,) int64, a copy
+            self.offsets = blob["offsets"].numpy()                          # (sentences + 1,) int64
+        self.dtype = self.store.dtype                                       # uint16 or int32
         self.sizes = np.diff(self.offsets).astype(np.int32)  # (sentences,) tokens per sentence, EOS included
 
     @classmethod

@@ -6,8 +6,8 @@ An annotation (parser phrases "spans" for paper A, POS tags "pos" for paper D) i
 - read back aligned with the binarized source (`read`), or made on the fly for lines that no stage saw
   (`make`: probing tasks, contrastive sources);
 - for the training splits, binarized once (`binarize`, its rows `ids`) into <part>.<name>.bin, which
-  every training rank memory-maps as it maps the source tokens (`binarized`), rather than each building
-  the values of millions of sentences in its own memory;
+  every training rank reads a batch at a time as it reads the source tokens (`binarized`), rather than
+  each building the values of millions of sentences in its own memory;
 - batched (`pad`), with what a row holding no sentence carries first (`blank_first`) and the shapes a
   bucketed batch adds (`shapes`), and stood in for on the meta device when FLOPs are counted (`stand_in`);
 - named under a table by who made it (`note`, from its stats' `stats_key`).
@@ -31,7 +31,7 @@ from ..core.files import InputError
 from ..core.vocab import IndexedData, save_indexed
 
 COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
-    "binarize-annotation": "a training split's annotation as the memory-mapped file every training rank reads",
+    "binarize-annotation": "a training split's annotation as the binarized file every training rank reads",
 }
 
 
@@ -125,9 +125,9 @@ def binarize(name: str, text: str | Path, source: str | Path, out: str | Path) -
 
 
 def binarized(folder: str | Path, split: str, name: str, source: IndexedData) -> IndexedData:
-    """Annotation `name` of a training split, memory-mapped from its binarized file (made by
-    `binarize`, which checked it against the source), as the source's tokens are: every rank on a host
-    shares one copy through the page cache."""
+    """Annotation `name` of a training split, read from its binarized file (made by `binarize`, which
+    checked it against the source) a batch at a time, as the source's tokens are: every rank on a host
+    reads the page cache's one copy."""
     annotation(name)
     path = binarized_file(folder, split, name)
     values = IndexedData(path)

@@ -191,7 +191,7 @@ def parse_lines(lines: Sequence[str], backend: str, batch_size: int = 64,
 
 def flat_spans(spans: Sequence[list[Span]]) -> IndexedData:
     """Each sentence's spans as one flat sequence (start, end, start, end, ...) in compact arrays, as a
-    training corpus maps them from their binarized file (`span_bounds`): a batch of them is one gather
+    training corpus reads them from their binarized file (`span_bounds`): a batch of them is one take
     (`pad_spans`)."""
     return IndexedData.of([bound for span in sentence for bound in span] for sentence in spans)
 

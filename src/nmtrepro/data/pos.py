@@ -138,7 +138,7 @@ def encoded(tags: Iterable[Sequence[str]]) -> Iterator[list[int]]:
 
 
 def tag_ids(tags: Iterable[Sequence[str]]) -> IndexedData:
-    """The sentences' tag ids (`encoded`), in compact arrays, as a training corpus maps them from their
+    """The sentences' tag ids (`encoded`), in compact arrays, as a training corpus reads them from their
     binarized file (`pos_ids`)."""
     return IndexedData.of(encoded(tags))
 

@@ -11,8 +11,8 @@ from .batching import collate, token_batches
 
 
 class Corpus:
-    """The binarized training and validation data of a prepared dataset, memory-mapped (`IndexedData`):
-    every training rank on a host shares one copy of the tokens through the page cache."""
+    """The binarized training and validation data of a prepared dataset, read a batch at a time
+    (`IndexedData`): every training rank on a host reads the page cache's one copy of the tokens."""
 
     def __init__(self, data_dir: str | Path, annotations: dict[str, str | Path] | None = None):
         """`annotations`: name -> the folder of the binarized train/valid files of each source annotation
