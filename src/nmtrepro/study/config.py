@@ -24,8 +24,8 @@ from ..evaluation.options import DEFAULTS as DECODE
 from ..evaluation.quantities import QUANTITIES
 from ..training.settings import Settings
 from . import budgets
-from .config_checks import (buildable, check_claim_test, check_known, check_languages, check_quantity_claim,
-                            comparable, contains, enough_checkpoints, known_scales)
+from .config_checks import (buildable, check_claim_test, check_known, check_quantity_claim, comparable, contains,
+                            enough_checkpoints, known_scales)
 from .experiment import Experiment
 from .meta_models import family_options
 
@@ -170,17 +170,27 @@ def rule_files(workflow_dir: str | Path, folder: str) -> list[Path]:
     return sorted(Path(workflow_dir, "workflow/rules", folder).glob("*.smk"))
 
 
-def with_analysis_kinds(schema: dict, rule_files: Sequence[Path]) -> dict:
-    """The schema with each analysis kind's own options (<kind>.schema.yaml beside its rule file; a kind
-    without one takes none): an analysis of that kind takes the common keys and those, no others."""
-    entry = schema["properties"]["analyses"]["additionalProperties"]
-    branches = []
+def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
+    """Each analysis kind (a rule file of workflow/rules/analyses/) -> what it declares in <kind>.schema.yaml
+    beside it ({} where it has none): what it is (`description`), the languages its systems must translate
+    (`languages`: `src`, `tgt`, each left out for any) and the options it takes (`properties`, `required`)."""
+    kinds = {}
     for rules in rule_files:
-        own_path = rules.with_suffix(".schema.yaml")
-        own = yaml.safe_load(own_path.read_text(encoding="utf-8")) if own_path.is_file() else {}
-        branches.append({"if": {"properties": {"kind": {"const": rules.stem}}},
-                         "then": {"properties": {**entry["properties"], **own.get("properties", {})},
-                                  "required": own.get("required", []), "additionalProperties": False}})
+        path = rules.with_suffix(".schema.yaml")
+        kinds[rules.stem] = own = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+        if unknown := sorted(set(own.get("languages", {})) - {"src", "tgt"}):
+            raise InputError(f"{path}: languages.{unknown[0]}: a kind's languages are `src` and `tgt`")
+    return kinds
+
+
+def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
+    """The schema with each analysis kind's own options (`analysis_kinds`; a kind without a schema file
+    takes none): an analysis of that kind takes the common keys and those, no others."""
+    entry = schema["properties"]["analyses"]["additionalProperties"]
+    branches = [{"if": {"properties": {"kind": {"const": kind}}},
+                 "then": {"properties": {**entry["properties"], **own.get("properties", {})},
+                          "required": own.get("required", []), "additionalProperties": False}}
+                for kind, own in kinds.items()]
     analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "allOf": branches}}
     return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
 
@@ -191,7 +201,7 @@ def validate(config: dict, schema_path: str | Path) -> None:
     per error, each naming its key. Scales that come from another (`from`) are resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
-    schema = with_analysis_kinds(schema, rule_files(Path(schema_path).resolve().parents[2], "analyses"))
+    schema = with_analysis_kinds(schema, analysis_kinds(rule_files(Path(schema_path).resolve().parents[2], "analyses")))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
@@ -305,7 +315,6 @@ def experiments(config: dict) -> dict[str, Experiment]:
                         f"analyses.{name}.systems[{i}].baseline")
         if "paper_size" in spec:
             check_known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
-        check_languages(out, name, spec)
     return out
 
 
