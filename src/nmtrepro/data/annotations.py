@@ -55,6 +55,7 @@ class Annotation:
     blank_first: int | None = None  # what a row without a sentence holds first (collate's fixed shapes)
     shapes: Callable | None = None  # (its (B, ...) batch, rows) -> further inputs of a bucketed batch
     tool: Callable[[str, str], str] = field(default=_parse_backend)  # (source lang, backend) -> the plan's cost key
+    tools: str = "tool"  # what those keys name, for the schema: "tagger (stanza, spacy, jieba)"
 
 
 @functools.cache

@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 from ..core.files import InputError, require_file
+from ..data.annotations import registry
 from ..evaluation.options import DEFAULTS as DECODE
 from ..evaluation.quantities import QUANTITIES
 from ..training.settings import Settings
@@ -195,13 +196,30 @@ def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
     return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
 
 
+def with_annotation_stages(schema: dict) -> dict:
+    """The schema with each source annotation's stage (`nmtrepro.data.annotations`) among the CPU stages:
+    what one of its jobs asks for (`scales.<scale>.preprocess.<stage>`) and its assumed seconds a line by
+    tool (`plan.cpu_seconds_per_line.<stage>`, keyed as its `tools` say). A new annotation's config then
+    edits no schema, and a stage no annotation has is still refused by name."""
+    schema = copy.deepcopy(schema)
+    resources = schema["$defs"]["scale"]["properties"]["preprocess"]["properties"]
+    costs = schema["properties"]["plan"]["properties"]["cpu_seconds_per_line"]["properties"]
+    for annotation in registry().values():
+        resources[annotation.stage] = {"$ref": "#/$defs/stage_resources", "default": {},
+                                       "description": f"one {annotation.stage} job (a shard)"}
+        costs[annotation.stage] = {"type": "object", "description": f"per source line by {annotation.tools}",
+                                   "additionalProperties": {"type": "number", "minimum": 0}}
+    return schema
+
+
 def validate(config: dict, schema_path: str | Path) -> None:
     """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with the analysis kinds'
-    options of its workflow merged in, filling defaults and typing command-line strings (above); one line
-    per error, each naming its key. Scales that come from another (`from`) are resolved first."""
+    options of its workflow and the annotations' stages merged in, filling defaults and typing
+    command-line strings (above); one line per error, each naming its key. Scales that come from another (`from`) are resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
     schema = with_analysis_kinds(schema, analysis_kinds(rule_files(Path(schema_path).resolve().parents[2], "analyses")))
+    schema = with_annotation_stages(schema)
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
