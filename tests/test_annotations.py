@@ -49,19 +49,25 @@ def add_arguments_marks(parser):
     parser.add_argument("--stats", required=True)
 
 
+def annotate_marks(bpe, out, lang, backend, batch_size, stanza_dir):
+    marks = marks_of(read_lines(bpe))
+    with open(out, "w") as handle:
+        handle.writelines(" ".join(map(str, marks[i][:-1].tolist())) + "\\n" for i in range(len(marks)))
+    return {"maker": "toy"}
+
+
 def run_marks(args):
-    marks = marks_of(read_lines(args.src_bpe))
-    with open(args.out, "w") as out:
-        out.writelines(" ".join(map(str, marks[i][:-1].tolist())) + "\\n" for i in range(len(marks)))
+    stats = annotate_marks(args.src_bpe, args.out, None, None, None, None)
     with open(args.stats, "w") as out:
-        json.dump({"maker": "toy"}, out)
+        json.dump(stats, out)
 
 
 ANNOTATION = Annotation(
     name="marks", stage="marks", read=read_marks, ids=lambda path, lengths: (m.tolist() for m in read_marks(path, lengths)),
-    make=lambda lines, lang, backend, stanza_dir: marks_of(lines),
+    make=lambda lines, lang, backend, stanza_dir: marks_of(lines), annotate=annotate_marks,
     stand_in=lambda n, length, device: {"marks": torch.full((n, length), 4, dtype=torch.long, device=device)},
-    note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"})
+    note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"},
+    tool=lambda lang, backend: "toy", tools="marker (toy)")
 COMMANDS = {"marks": "mark the capitalised source pieces"}
 
 
@@ -207,11 +213,12 @@ def test_a_toy_annotation_flows_through_the_package_named_nowhere_else(toy, tmp_
 def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_side(toy, tmp_path):
     """The workflow's half of the walkthrough: a rule file under workflow/rules/annotations/, a model
     of a family reading the annotation, and its stage's resources and assumed cost in config.yaml;
-    train and decode get `--annotation marks=...`, its job what the scale gives it, and the plan its
-    CPU-hours, with no other rule file or the schema edited. The toy module reaches the Snakemake process
+    train and decode get `--annotation marks=...`, its job what the scale gives it, the plan its CPU-hours
+    and calibrate its rate, with no other rule file, the schema or calibrate edited. The toy module reaches the Snakemake process
     through a sitecustomize."""
     import copy
 
+    from nmtrepro.planning.calibrate import time_annotation
     from nmtrepro.planning.plan import preprocessing
     from nmtrepro.study.config import validate
     from test_workflow import SCHEMA, repo_config, snakemake, workdir
@@ -222,12 +229,15 @@ def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_si
     config["models"]["toy"] = {"family": "marks_test", "size": "base"}
     config["experiments"]["toy_en_de"] = {"model": "toy", "task": "en-de"}
     config["scales"]["ci"]["preprocess"] = {"marks": {"mem_mb": 3000}}
-    config["plan"]["cpu_seconds_per_line"]["marks"] = {"spacy": 0.36}  # the toy's tool: the scale's backend
+    config["plan"]["cpu_seconds_per_line"]["marks"] = {"toy": 0.36}
     checked = copy.deepcopy({**config, "scale": "ci"})
     validate(checked, SCHEMA)
     assert checked["scales"]["ci"]["preprocess"]["marks"] == {"cpus": 1, "mem_mb": 3000, "runtime": 60}
     job = {"stage": "marks", "dataset": "multi30k_en_de", "part": "train", "shard": 1, "shards": 1}
     assert preprocessing(checked, [job])["stages"]["marks"]["cpu_hours"] == pytest.approx(0.03)  # 300 lines
+    (tmp_path / "sample.bpe").write_text("w1 W2\nW3\n")
+    rate = time_annotation(checked, "marks", "multi30k_en_de", tmp_path / "sample.bpe", tmp_path)  # calibrate's
+    assert rate["tool"] == "toy" and rate["seconds_per_line"] > 0
     with pytest.raises(InputError, match=r"scales.ci.preprocess: Additional properties are not allowed \('mark' "):
         validate({**copy.deepcopy(config), "scales": {**config["scales"], "ci": {
             **config["scales"]["ci"], "preprocess": {"mark": {}}}}}, SCHEMA)  # a stage no annotation has
