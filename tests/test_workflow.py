@@ -359,6 +359,18 @@ def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
         check_languages(config, experiments(config), kinds)
 
 
+def test_a_systems_keys_beyond_the_common_ones_are_its_kinds():
+    """head_similarity's `groups` (its <kind>.schema.yaml `system_properties`) on its own systems, refused on
+    another kind's, by key."""
+    config = repo_config()
+    config["analyses"]["D_table4"]["systems"][0]["groups"] = ["Global"] * 4
+    validate(config, SCHEMA)
+    config["analyses"]["A_figure3"]["systems"][0]["groups"] = ["Global"]
+    with pytest.raises(InputError, match=r"analyses.A_figure3.systems.0: Additional properties are not allowed "
+                                         r"\('groups' was unexpected\)"):
+        validate(config, SCHEMA)
+
+
 TOY_KIND = """ANALYSIS_OUTPUTS["toy_counts"] = TABLE
 
 

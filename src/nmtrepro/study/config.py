@@ -174,7 +174,8 @@ def rule_files(workflow_dir: str | Path, folder: str) -> list[Path]:
 def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
     """Each analysis kind (a rule file of workflow/rules/analyses/) -> what it declares in <kind>.schema.yaml
     beside it ({} where it has none): what it is (`description`), the languages its systems must translate
-    (`languages`: `src`, `tgt`, each left out for any) and the options it takes (`properties`, `required`)."""
+    (`languages`: `src`, `tgt`, each left out for any), the options it takes (`properties`, `required`) and
+    those each of its systems takes (`system_properties`)."""
     kinds = {}
     for rules in rule_files:
         path = rules.with_suffix(".schema.yaml")
@@ -186,13 +187,23 @@ def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
 
 def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
     """The schema with each analysis kind's own options (`analysis_kinds`; a kind without a schema file
-    takes none): an analysis of that kind takes the common keys and those, no others."""
+    takes none): an analysis of that kind takes the common keys and those, no others, and each of its
+    systems the common system keys and the kind's `system_properties` (head_similarity's `groups`)."""
     entry = schema["properties"]["analyses"]["additionalProperties"]
+
+    def systems(keys: dict) -> dict:  # the common `systems` entry, its items taking `keys` too
+        items = entry["properties"]["systems"]["items"]
+        return {**entry["properties"]["systems"], "items": {**items, "properties": {**items["properties"], **keys}}}
+
+    every = {key: spec for own in kinds.values() for key, spec in own.get("system_properties", {}).items()}
+    common = {**entry["properties"], "systems": systems(every)}  # the kind's branch refuses another kind's keys
     branches = [{"if": {"properties": {"kind": {"const": kind}}},
-                 "then": {"properties": {**entry["properties"], **own.get("properties", {})},
+                 "then": {"properties": {**common, **own.get("properties", {}),
+                                         "systems": systems(own.get("system_properties", {}))},
                           "required": own.get("required", []), "additionalProperties": False}}
                 for kind, own in kinds.items()]
-    analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "allOf": branches}}
+    analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "properties": common,
+                                                                             "allOf": branches}}
     return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
 
 
