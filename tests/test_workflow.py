@@ -388,22 +388,27 @@ rule toy_counts:
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         top=lambda w: ANALYSES[w.analysis]["top"],
+        lines=SCALE["toy_lines"],
     shell:
-        "nmtrepro toy-counts {params.systems} --top {params.top} --out-md {output.md} --out-html {output.html} 2> {log}"
+        "nmtrepro toy-counts {params.systems} --top {params.top} --lines {params.lines} --out-md {output.md} "
+        "--out-html {output.html} 2> {log}"
 """
 TOY_OPTIONS = """description: the commonest output words of each system (table)
 languages: {src: en, tgt: de}
 properties:
   top: {type: integer, minimum: 1, default: 5, description: words shown per system}
+scale_properties:
+  toy_lines: {type: integer, minimum: 1, default: 2, description: sentences each system's words come from}
 """
 
 
 def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow_side(tmp_path):
     """The walkthrough of docs/organisation.md: a kind's rule file under workflow/rules/analyses/, its
-    languages and options beside it and an analysis naming it are all the workflow needs (its module,
-    whose COMMANDS the CLI reads, and its caption are the package's side): the `tables` target then builds
-    it, its option's default filled in, with no other rule file, schema or check edited; another kind's
-    option is refused, and so is a system translating other languages than the kind declares."""
+    languages, options and scale key beside it and an analysis naming it are all the workflow needs (its
+    module, whose COMMANDS the CLI reads, and its caption are the package's side): the `tables` target then
+    builds it, its option's and scale key's defaults filled in, with no other rule file, schema or check
+    edited; another kind's option is refused, and so is a system translating other languages than the kind
+    declares."""
     work = repo_copy(tmp_path)
     (work / "workflow/rules/analyses/toy_counts.smk").write_text(TOY_KIND)
     (work / "workflow/rules/analyses/toy_counts.schema.yaml").write_text(TOY_OPTIONS)
@@ -415,7 +420,7 @@ def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nmtrepro toy-counts --system Base=results/ci/evaluate/base_en_de/" in run.stdout
-    assert "--top 5 --out-md results/ci/report/A_toy.md" in run.stdout
+    assert "--top 5 --lines 2 --out-md results/ci/report/A_toy.md" in run.stdout
     spec["analyses"]["A_toy"]["edges"] = [15]  # length_buckets' option
     paper.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
     refused = snakemake(work, "-n", "tables")

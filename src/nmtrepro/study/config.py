@@ -174,8 +174,9 @@ def rule_files(workflow_dir: str | Path, folder: str) -> list[Path]:
 def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
     """Each analysis kind (a rule file of workflow/rules/analyses/) -> what it declares in <kind>.schema.yaml
     beside it ({} where it has none): what it is (`description`), the languages its systems must translate
-    (`languages`: `src`, `tgt`, each left out for any), the options it takes (`properties`, `required`) and
-    those each of its systems takes (`system_properties`)."""
+    (`languages`: `src`, `tgt`, each left out for any), the options it takes (`properties`, `required`),
+    those each of its systems takes (`system_properties`), and the config's sections and scale keys its
+    rules read (`config_properties`, `scale_properties`)."""
     kinds = {}
     for rules in rule_files:
         path = rules.with_suffix(".schema.yaml")
@@ -186,9 +187,10 @@ def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
 
 
 def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
-    """The schema with each analysis kind's own options (`analysis_kinds`; a kind without a schema file
-    takes none): an analysis of that kind takes the common keys and those, no others, and each of its
-    systems the common system keys and the kind's `system_properties` (head_similarity's `groups`)."""
+    """The schema with each analysis kind's own keys (`analysis_kinds`; a kind without a schema file
+    has none): an analysis of that kind takes the common keys and its options, no others, and each of its
+    systems the common system keys and the kind's `system_properties` (head_similarity's `groups`); the
+    config and each scale take the sections the kinds' rules read."""
     entry = schema["properties"]["analyses"]["additionalProperties"]
 
     def systems(keys: dict) -> dict:  # the common `systems` entry, its items taking `keys` too
@@ -204,7 +206,23 @@ def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
                 for kind, own in kinds.items()]
     analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "properties": common,
                                                                              "allOf": branches}}
-    return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
+    sections = _kinds_keys(kinds, "config_properties", schema["properties"])
+    scale = schema["$defs"]["scale"]
+    scale = {**scale, "properties": _kinds_keys(kinds, "scale_properties", scale["properties"])}
+    return {**schema, "$defs": {**schema["$defs"], "scale": scale}, "properties": {**sections, "analyses": analyses}}
+
+
+def _kinds_keys(kinds: dict[str, dict], field: str, keys: dict) -> dict:
+    """`keys` (the schema's top-level or a scale's properties) with the ones the kinds read there (their
+    `config_properties`, `scale_properties`: probing's section, agreement's `contrastive`), each key once."""
+    out = dict(keys)
+    for kind, own in kinds.items():
+        for key, spec in own.get(field, {}).items():
+            if key in out:
+                raise InputError(f"workflow/rules/analyses/{kind}.schema.yaml: {field}.{key} is a key the config "
+                                 "schema or another kind has already")
+            out[key] = spec
+    return out
 
 
 def with_annotation_stages(schema: dict) -> dict:
