@@ -242,13 +242,14 @@ def with_annotation_stages(schema: dict) -> dict:
 
 
 def validate(config: dict, schema_path: str | Path) -> None:
-    """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with the analysis kinds'
-    options of its workflow and the annotations' stages merged in, filling defaults and typing
-    command-line strings (above); one line per error, each naming its key. Scales that come from another (`from`) are resolved first."""
+    """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with what the analysis kinds of
+    its workflow and the source annotations declare merged in, filling defaults and typing command-line
+    strings (above); one line per error, each naming its key. Scales that come from another (`from`) are
+    resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
-    schema = with_analysis_kinds(schema, analysis_kinds(rule_files(Path(schema_path).resolve().parents[2], "analyses")))
-    schema = with_annotation_stages(schema)
+    kinds = analysis_kinds(rule_files(Path(schema_path).resolve().parents[2], "analyses"))
+    schema = with_annotation_stages(with_analysis_kinds(schema, kinds))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
