@@ -49,19 +49,25 @@ def add_arguments_marks(parser):
     parser.add_argument("--stats", required=True)
 
 
+def annotate_marks(bpe, out, lang, backend, batch_size, stanza_dir):
+    marks = marks_of(read_lines(bpe))
+    with open(out, "w") as handle:
+        handle.writelines(" ".join(map(str, marks[i][:-1].tolist())) + "\\n" for i in range(len(marks)))
+    return {"maker": "toy"}
+
+
 def run_marks(args):
-    marks = marks_of(read_lines(args.src_bpe))
-    with open(args.out, "w") as out:
-        out.writelines(" ".join(map(str, marks[i][:-1].tolist())) + "\\n" for i in range(len(marks)))
+    stats = annotate_marks(args.src_bpe, args.out, None, None, None, None)
     with open(args.stats, "w") as out:
-        json.dump({"maker": "toy"}, out)
+        json.dump(stats, out)
 
 
 ANNOTATION = Annotation(
     name="marks", stage="marks", read=read_marks, ids=lambda path, lengths: (m.tolist() for m in read_marks(path, lengths)),
-    make=lambda lines, lang, backend, stanza_dir: marks_of(lines),
+    make=lambda lines, lang, backend, stanza_dir: marks_of(lines), annotate=annotate_marks,
     stand_in=lambda n, length, device: {"marks": torch.full((n, length), 4, dtype=torch.long, device=device)},
-    note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"})
+    note="Marks: made by", stats_key="maker", makers={"toy": "the toy marker"},
+    tool=lambda lang, backend: "toy", tools="marker (toy)")
 COMMANDS = {"marks": "mark the capitalised source pieces"}
 
 
@@ -97,6 +103,10 @@ RULE_FILE = '''rule marks:
         part=ANNOTATED_PART,
     conda:
         CONDA_ENV
+    threads: PREPROCESS["marks"]["cpus"]
+    resources:
+        mem_mb=PREPROCESS["marks"]["mem_mb"],
+        runtime=job_runtime("marks"),
     shell:
         "nmtrepro marks --src-bpe {input.bpe} --out {output.marks} --stats {output.stats} 2> {log}"
 '''
@@ -201,16 +211,36 @@ def test_a_toy_annotation_flows_through_the_package_named_nowhere_else(toy, tmp_
 
 
 def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_side(toy, tmp_path):
-    """The workflow's half of the walkthrough: a rule file under workflow/rules/annotations/ and a model
-    of a family reading the annotation; train and decode get `--annotation marks=...` with no other
-    rule file edited. The toy module reaches the Snakemake process through a sitecustomize."""
-    from test_workflow import repo_config, snakemake, workdir
+    """The workflow's half of the walkthrough: a rule file under workflow/rules/annotations/, a model
+    of a family reading the annotation, and its stage's resources and assumed cost in config.yaml;
+    train and decode get `--annotation marks=...`, its job what the scale gives it, the plan its CPU-hours
+    and calibrate its rate, with no other rule file, the schema or calibrate edited. The toy module reaches the Snakemake process
+    through a sitecustomize."""
+    import copy
+
+    from nmtrepro.planning.calibrate import time_annotation
+    from nmtrepro.planning.plan import preprocessing
+    from nmtrepro.study.config import validate
+    from test_workflow import SCHEMA, repo_config, snakemake, workdir
 
     (toy / "sitecustomize.py").write_text(
         f"import nmtrepro.data\nnmtrepro.data.__path__.append({str(toy)!r})\nimport nmtrepro.data.toy_marks\n")
     config = repo_config()
     config["models"]["toy"] = {"family": "marks_test", "size": "base"}
     config["experiments"]["toy_en_de"] = {"model": "toy", "task": "en-de"}
+    config["scales"]["ci"]["preprocess"] = {"marks": {"mem_mb": 3000}}
+    config["plan"]["cpu_seconds_per_line"]["marks"] = {"toy": 0.36}
+    checked = copy.deepcopy({**config, "scale": "ci"})
+    validate(checked, SCHEMA)
+    assert checked["scales"]["ci"]["preprocess"]["marks"] == {"cpus": 1, "mem_mb": 3000, "runtime": 60}
+    job = {"stage": "marks", "dataset": "multi30k_en_de", "part": "train", "shard": 1, "shards": 1}
+    assert preprocessing(checked, [job])["stages"]["marks"]["cpu_hours"] == pytest.approx(0.03)  # 300 lines
+    (tmp_path / "sample.bpe").write_text("w1 W2\nW3\n")
+    rate = time_annotation(checked, "marks", "multi30k_en_de", tmp_path / "sample.bpe", tmp_path)  # calibrate's
+    assert rate["tool"] == "toy" and rate["seconds_per_line"] > 0
+    with pytest.raises(InputError, match=r"scales.ci.preprocess: Additional properties are not allowed \('mark' "):
+        validate({**copy.deepcopy(config), "scales": {**config["scales"], "ci": {
+            **config["scales"]["ci"], "preprocess": {"mark": {}}}}}, SCHEMA)  # a stage no annotation has
     work = workdir(tmp_path, config)
     (work / "workflow/rules/annotations/marks.smk").write_text(RULE_FILE)
     target = "results/ci/evaluate/toy_en_de/test_2016_flickr.bleu.json"
@@ -218,6 +248,8 @@ def test_a_toy_annotation_is_its_rule_file_and_config_entries_on_the_workflow_si
     run = snakemake(work, "-n", "-p", target, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nmtrepro marks --src-bpe results/ci/prepare/multi30k_en_de/train.src.bpe" in run.stdout
+    marks = next(block for block in run.stdout.split("\n\n") if "rule marks:" in block)
+    assert "mem_mb=3000" in marks and "runtime=60" in marks
     assert ("nmtrepro binarize-annotation --name marks --text results/ci/marks/multi30k_en_de/train.marks "
             "--source results/ci/prepare/multi30k_en_de/train.src.bin") in run.stdout
     train = next(line for line in run.stdout.splitlines() if "nmtrepro train" in line)

@@ -16,11 +16,11 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import assert_balanced_html
-from nmtrepro.study.config import (central_study, check_paper_cells, experiments, load, merge_papers, no_gain_margins, replicates,
-                             seed_pairs, tables_at_scale, validate)
+from nmtrepro.study.config import (analysis_kinds, central_study, check_paper_cells, experiments, load, merge_papers,
+                                   no_gain_margins, replicates, rule_files, seed_pairs, tables_at_scale, validate)
 from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError
-from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, check_languages, dataset_files
 from nmtrepro.reporting.claims import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
 from nmtrepro.reporting.status import newest_log, trainings
@@ -341,7 +341,7 @@ def test_each_paper_file_is_merged_once_and_owns_its_tables(tmp_path):
 def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
     config = repo_config()
     validate(config, SCHEMA)
-    kinds = [path.stem for path in (REPO / "workflow/rules/analyses").glob("*.smk")]
+    kinds = analysis_kinds(rule_files(REPO, "analyses"))
     check_analysis_kinds(config, kinds)
     config["analyses"]["D_figure4"]["kind"] = "length_bucket"
     with pytest.raises(InputError, match=r"analyses.D_figure4.kind = 'length_bucket' is not defined"):
@@ -349,12 +349,26 @@ def test_an_analysis_kind_needs_a_rule_file_and_its_languages():
 
     config = repo_config()
     validate(config, SCHEMA)
+    assert {kind: own["languages"] for kind, own in kinds.items() if "languages" in own} == {
+        "agreement": {"src": "en", "tgt": "de"}, "probing": {"src": "en"}}  # each in its own <kind>.schema.yaml
     config["analyses"]["B_table5"]["systems"][0]["experiment"] = "base_en_fr"
-    experiments(config)  # probing needs an English source only
+    check_languages(config, experiments(config), kinds)  # probing needs an English source only
     config["analyses"]["A_figure4"]["systems"][0]["experiment"] = "base_en_fr"
     with pytest.raises(InputError, match=r"analyses.A_figure4.systems\[0\].experiment = 'base_en_fr' translates "
                                          r"en->fr; the agreement analysis needs en->de"):
-        experiments(config)
+        check_languages(config, experiments(config), kinds)
+
+
+def test_a_systems_keys_beyond_the_common_ones_are_its_kinds():
+    """head_similarity's `groups` (its <kind>.schema.yaml `system_properties`) on its own systems, refused on
+    another kind's, by key."""
+    config = repo_config()
+    config["analyses"]["D_table4"]["systems"][0]["groups"] = ["Global"] * 4
+    validate(config, SCHEMA)
+    config["analyses"]["A_figure3"]["systems"][0]["groups"] = ["Global"]
+    with pytest.raises(InputError, match=r"analyses.A_figure3.systems.0: Additional properties are not allowed "
+                                         r"\('groups' was unexpected\)"):
+        validate(config, SCHEMA)
 
 
 TOY_KIND = """ANALYSIS_OUTPUTS["toy_counts"] = TABLE
@@ -374,20 +388,27 @@ rule toy_counts:
     params:
         systems=system_args(lambda s, input, i: input[f"sys{i}"]),
         top=lambda w: ANALYSES[w.analysis]["top"],
+        lines=SCALE["toy_lines"],
     shell:
-        "nmtrepro toy-counts {params.systems} --top {params.top} --out-md {output.md} --out-html {output.html} 2> {log}"
+        "nmtrepro toy-counts {params.systems} --top {params.top} --lines {params.lines} --out-md {output.md} "
+        "--out-html {output.html} 2> {log}"
 """
 TOY_OPTIONS = """description: the commonest output words of each system (table)
+languages: {src: en, tgt: de}
 properties:
   top: {type: integer, minimum: 1, default: 5, description: words shown per system}
+scale_properties:
+  toy_lines: {type: integer, minimum: 1, default: 2, description: sentences each system's words come from}
 """
 
 
 def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow_side(tmp_path):
     """The walkthrough of docs/organisation.md: a kind's rule file under workflow/rules/analyses/, its
-    options beside it and an analysis naming it are all the workflow needs (its module, whose COMMANDS
-    the CLI reads, and its caption are the package's side): the `tables` target then builds it, its
-    option's default filled in, with no other rule file or schema edited; another kind's option is refused."""
+    languages, options and scale key beside it and an analysis naming it are all the workflow needs (its
+    module, whose COMMANDS the CLI reads, and its caption are the package's side): the `tables` target then
+    builds it, its option's and scale key's defaults filled in, with no other rule file, schema or check
+    edited; another kind's option is refused, and so is a system translating other languages than the kind
+    declares."""
     work = repo_copy(tmp_path)
     (work / "workflow/rules/analyses/toy_counts.smk").write_text(TOY_KIND)
     (work / "workflow/rules/analyses/toy_counts.schema.yaml").write_text(TOY_OPTIONS)
@@ -399,11 +420,17 @@ def test_a_new_analysis_kind_is_its_rule_file_and_a_config_entry_on_the_workflow
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nmtrepro toy-counts --system Base=results/ci/evaluate/base_en_de/" in run.stdout
-    assert "--top 5 --out-md results/ci/report/A_toy.md" in run.stdout
+    assert "--top 5 --lines 2 --out-md results/ci/report/A_toy.md" in run.stdout
     spec["analyses"]["A_toy"]["edges"] = [15]  # length_buckets' option
     paper.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
     refused = snakemake(work, "-n", "tables")
     assert refused.returncode != 0 and "analyses.A_toy: Additional properties are not allowed ('edges'" in refused.stdout + refused.stderr
+    del spec["analyses"]["A_toy"]["edges"]
+    spec["analyses"]["A_toy"]["systems"][0]["experiment"] = "base_en_fr"
+    paper.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    refused = snakemake(work, "-n", "tables")
+    assert refused.returncode != 0 and ("analyses.A_toy.systems[0].experiment = 'base_en_fr' translates en->fr; "
+                                        "the toy_counts analysis needs en->de") in refused.stdout + refused.stderr
 
 
 def repo_copy(tmp_path: Path) -> Path:

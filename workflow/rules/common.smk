@@ -7,6 +7,7 @@ from pathlib import Path
 from nmtrepro.study.budgets import budget_pairs
 from nmtrepro.study.config import (
     analyses_at_scale,
+    analysis_kinds,
     at_scale,
     central_study,
     check_paper_cells,
@@ -24,7 +25,7 @@ from nmtrepro.study.config import (
     validate,
     with_scale_data,
 )
-from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, dataset_files
+from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, check_languages, dataset_files
 from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError, results_tree
 from nmtrepro.core.gpus import count_visible
@@ -42,12 +43,14 @@ ANALYSIS_RULES = rule_files(workflow.basedir, "analyses")
 ANNOTATION_RULES = rule_files(workflow.basedir, "annotations")
 
 try:
+    ANALYSIS_KINDS = analysis_kinds(ANALYSIS_RULES)  # kind -> what its <kind>.schema.yaml declares: languages, options
     PAPERS = merge_papers(config, workflow.basedir)  # paper name -> the tables and analyses it defines
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
     config.update(with_scale_data(config))  # the scale's download cache and licensed folders
-    check_analysis_kinds(config, [path.stem for path in ANALYSIS_RULES])
+    check_analysis_kinds(config, ANALYSIS_KINDS)
     check_rule_files([path.stem for path in ANNOTATION_RULES])
     EXPERIMENTS = experiments(config)
+    check_languages(config, EXPERIMENTS, ANALYSIS_KINDS)
     check_dataset_files(config, EXPERIMENTS, ".")
     check_paper_cells(config, workflow.basedir)
     NO_GAIN_MARGINS = no_gain_margins(config, PAPERS)  # each claim of no gain's margin, by docs/statistics.md's rule

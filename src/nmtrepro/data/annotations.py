@@ -2,7 +2,10 @@
 
 An annotation (parser phrases "spans" for paper A, POS tags "pos" for paper D) is
 - made per dataset part by a stage of its own, as results/<scale>/<stage>/<dataset>/<part>.<name> with
-  <part>.stats.json beside it (its rule file under workflow/rules/annotations/, its module's COMMANDS);
+  <part>.stats.json beside it (its rule file under workflow/rules/annotations/, its module's COMMANDS;
+  `annotate`, the work of its job, which `nmtrepro calibrate` times); its jobs' resources and assumed
+  seconds a line are the config's `preprocess.<stage>` and `plan.cpu_seconds_per_line.<stage>`, keyed by
+  its `tool` (the schema takes them from here);
 - read back aligned with the binarized source (`read`), or made on the fly for lines that no stage saw
   (`make`: probing tasks, contrastive sources);
 - for the training splits, binarized once (`binarize`, its rows `ids`) into <part>.<name>.bin, which
@@ -47,6 +50,8 @@ class Annotation:
     ids: Callable[[str | Path, Sequence[int] | None], Iterable[Sequence[int]]]  # read's checks, a line at a
     # time: each sentence's values as ints, the rows of the binarized file a training corpus maps
     make: Callable[[Sequence[str], str | None, str, str | None], Sequence]  # (BPE'd lines, lang, backend, stanza dir)
+    annotate: Callable[..., dict]  # (BPE'd file, out, lang, backend, batch size, stanza dir) -> its stats, the
+    # tool under `stats_key`: a stage job's work over a whole file, which `nmtrepro calibrate` times
     stand_in: Callable[[int, int, str], dict]  # (sentences, source length, device) -> inputs of that shape
     note: str       # how the table's line naming its maker starts, e.g. "Parser phrases: trees made by"
     stats_key: str  # the field of its stats that names the maker
@@ -55,6 +60,7 @@ class Annotation:
     blank_first: int | None = None  # what a row without a sentence holds first (collate's fixed shapes)
     shapes: Callable | None = None  # (its (B, ...) batch, rows) -> further inputs of a bucketed batch
     tool: Callable[[str, str], str] = field(default=_parse_backend)  # (source lang, backend) -> the plan's cost key
+    tools: str = "tool"  # what those keys name, for the schema: "tagger (stanza, spacy, jieba)"
 
 
 @functools.cache

@@ -297,4 +297,6 @@ def run_gather_parse(args) -> None:
 
 ANNOTATION = Annotation(
     name="spans", stage="parse", read=read_spans, ids=span_bounds, make=parse_on_the_fly, stand_in=stand_in,
-    note="Parser phrases: trees made by", stats_key="backend", makers=PARSERS, pad=pad_spans, shapes=span_width)
+    annotate=lambda bpe, out, lang, backend, batch, stanza_dir: parse_file(bpe, out, backend, batch, stanza_dir),
+    note="Parser phrases: trees made by", stats_key="backend", makers=PARSERS, pad=pad_spans, shapes=span_width,
+    tools="parser (stanza, spacy)")

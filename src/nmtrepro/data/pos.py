@@ -252,6 +252,6 @@ def run_gather_pos(args) -> None:
 
 
 ANNOTATION = Annotation(
-    name="pos", stage="pos", read=read_pos, ids=pos_ids, make=tag_on_the_fly, stand_in=stand_in,
+    name="pos", stage="pos", read=read_pos, ids=pos_ids, make=tag_on_the_fly, stand_in=stand_in, annotate=tag_file,
     note="POS tags: made by", stats_key="tagger", makers=TAGGERS,
-    blank_first=POS_VOCAB.eos, tool=tagger_tool)
+    blank_first=POS_VOCAB.eos, tool=tagger_tool, tools="tagger (stanza, spacy, jieba)")

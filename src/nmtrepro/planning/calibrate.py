@@ -5,10 +5,12 @@ the scale's own tools, for `nmtrepro plan` and the workflow's `auto` shard count
 For each dataset the scale trains on, a sample of its training pairs (lines evenly spaced through the
 fetched data, results/<scale>/data/<dataset>, or through the dataset's files in the repository) goes
 through each stage's own code in one process, as a job runs it: `prepare` timed whole, and its
-tokenization and BPE apart (the steps its workers share; the rest runs in one process), then `parse` and
-`pos` over the BPE'd source prepare wrote, with the scale's parser and tagger (stanza at paper scale: its
-models must be in the download cache) on the stage's cores. Each tool's start-up (a parser's models,
-jieba's dictionary) is timed apart on one line first: a job pays it once, not a line at a time.
+tokenization and BPE apart (the steps its workers share; the rest runs in one process), then each
+annotation's stage that the scale's experiments read (`parse`, `pos`: their jobs' own work,
+`Annotation.annotate`) over the BPE'd source prepare wrote, with the scale's parser and tagger (stanza
+at paper scale: its models must be in the download cache) on the stage's cores. Each tool's start-up (a
+parser's models, jieba's dictionary) is timed apart on one line first: a job pays it once, not a line at a
+time.
 
 Learning BPE grows with the corpus's vocabulary rather than its lines, so a small sample prices
 prepare's one-process part only roughly; a larger `--lines` prices it closer.
@@ -16,7 +18,6 @@ prepare's one-process part only roughly; a larger `--lines` prices it closer.
 from __future__ import annotations
 
 import datetime
-import functools
 import logging
 import os
 import platform
@@ -27,10 +28,9 @@ from pathlib import Path
 
 from ..core.files import InputError, count_lines, evenly_spaced, iter_lines, results_tree, write_json, write_lines
 from ..core.text import BPE
+from ..data.annotations import by_stage
 from ..data.costs import rates_file
 from ..data.nlp import resolve_backend
-from ..data.parse import parse_file, parse_lines
-from ..data.pos import tag_file, tag_lines, tagger_name
 from ..data.prepare import prepare, recipe_tokenized, tokenize_side
 from ..study.config import dataset_preparation, experiments, load, validate, with_scale_data
 
@@ -102,27 +102,21 @@ def time_prepare(config: dict, dataset: str, src: list[str], tgt: list[str], tok
 
 
 def time_annotation(config: dict, stage: str, dataset: str, bpe_path: Path, work: Path) -> dict:
-    """A parse or pos job's seconds a line over the sample's BPE'd source, with the scale's tool on the
-    stage's cores; its start-up timed apart on the first line."""
+    """An annotation stage's seconds a line over the sample's BPE'd source, through its job's own work
+    (`Annotation.annotate`) with the scale's tool on the stage's cores; its start-up timed apart on the first
+    line."""
+    annotation = by_stage(stage)
     scale, lang = config["scales"][config["scale"]], config["datasets"][dataset]["src"]
     backend, batch, models = scale["parse_backend"], config["parse"]["batch_size"], f"{config['download_cache']}/stanza"
-    first = next(iter_lines(bpe_path))
-    if stage == "parse":
-        tool = resolve_backend(backend, models)
-        warm = functools.partial(parse_lines, [first], tool, batch, models)
-        run = functools.partial(parse_file, bpe_path, work / "sample.spans", tool, batch, models)
-    elif stage == "pos":
-        tool = tagger_name(lang, backend, models)
-        warm = functools.partial(tag_lines, [first], lang, backend, batch, models)
-        run = functools.partial(tag_file, bpe_path, work / "sample.pos", lang, backend, batch, models)
-    else:
-        raise InputError(f"no calibration for the stage {stage!r} (prepare, parse, pos)")
-    if tool == "stanza":
+    if annotation.tool(lang, backend) == backend and resolve_backend(backend, models) == "stanza":
         limit_threads(scale["preprocess"][stage]["cpus"])
-    setup = timed(warm)
-    seconds = timed(run)
+    first, stats = work / "first.src.bpe", {}
+    write_lines(first, [next(iter_lines(bpe_path))])
+    setup = timed(lambda: annotation.annotate(first, work / f"first.{annotation.name}", lang, backend, batch, models))
+    seconds = timed(lambda: stats.update(annotation.annotate(bpe_path, work / f"sample.{annotation.name}", lang,
+                                                             backend, batch, models)))
     lines = count_lines(bpe_path)
-    return {"tool": tool, "setup_seconds": round(setup, 3), "seconds_per_line": seconds / lines,
+    return {"tool": stats[annotation.stats_key], "setup_seconds": round(setup, 3), "seconds_per_line": seconds / lines,
             "sample_seconds": round(seconds, 3)}
 
 

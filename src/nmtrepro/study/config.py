@@ -20,12 +20,13 @@ import jsonschema
 import yaml
 
 from ..core.files import InputError, require_file
+from ..data.annotations import registry
 from ..evaluation.options import DEFAULTS as DECODE
 from ..evaluation.quantities import QUANTITIES
 from ..training.settings import Settings
 from . import budgets
-from .config_checks import (buildable, check_claim_test, check_known, check_languages, check_quantity_claim,
-                            comparable, contains, enough_checkpoints, known_scales)
+from .config_checks import (buildable, check_claim_test, check_known, check_quantity_claim, comparable, contains,
+                            enough_checkpoints, known_scales)
 from .experiment import Experiment
 from .meta_models import family_options
 
@@ -170,28 +171,85 @@ def rule_files(workflow_dir: str | Path, folder: str) -> list[Path]:
     return sorted(Path(workflow_dir, "workflow/rules", folder).glob("*.smk"))
 
 
-def with_analysis_kinds(schema: dict, rule_files: Sequence[Path]) -> dict:
-    """The schema with each analysis kind's own options (<kind>.schema.yaml beside its rule file; a kind
-    without one takes none): an analysis of that kind takes the common keys and those, no others."""
-    entry = schema["properties"]["analyses"]["additionalProperties"]
-    branches = []
+def analysis_kinds(rule_files: Sequence[Path]) -> dict[str, dict]:
+    """Each analysis kind (a rule file of workflow/rules/analyses/) -> what it declares in <kind>.schema.yaml
+    beside it ({} where it has none): what it is (`description`), the languages its systems must translate
+    (`languages`: `src`, `tgt`, each left out for any), the options it takes (`properties`, `required`),
+    those each of its systems takes (`system_properties`), and the config's sections and scale keys its
+    rules read (`config_properties`, `scale_properties`)."""
+    kinds = {}
     for rules in rule_files:
-        own_path = rules.with_suffix(".schema.yaml")
-        own = yaml.safe_load(own_path.read_text(encoding="utf-8")) if own_path.is_file() else {}
-        branches.append({"if": {"properties": {"kind": {"const": rules.stem}}},
-                         "then": {"properties": {**entry["properties"], **own.get("properties", {})},
-                                  "required": own.get("required", []), "additionalProperties": False}})
-    analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "allOf": branches}}
-    return {**schema, "properties": {**schema["properties"], "analyses": analyses}}
+        path = rules.with_suffix(".schema.yaml")
+        kinds[rules.stem] = own = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+        if unknown := sorted(set(own.get("languages", {})) - {"src", "tgt"}):
+            raise InputError(f"{path}: languages.{unknown[0]}: a kind's languages are `src` and `tgt`")
+    return kinds
+
+
+def with_analysis_kinds(schema: dict, kinds: dict[str, dict]) -> dict:
+    """The schema with each analysis kind's own keys (`analysis_kinds`; a kind without a schema file
+    has none): an analysis of that kind takes the common keys and its options, no others, and each of its
+    systems the common system keys and the kind's `system_properties` (head_similarity's `groups`); the
+    config and each scale take the sections the kinds' rules read."""
+    entry = schema["properties"]["analyses"]["additionalProperties"]
+
+    def systems(keys: dict) -> dict:  # the common `systems` entry, its items taking `keys` too
+        items = entry["properties"]["systems"]["items"]
+        return {**entry["properties"]["systems"], "items": {**items, "properties": {**items["properties"], **keys}}}
+
+    every = {key: spec for own in kinds.values() for key, spec in own.get("system_properties", {}).items()}
+    common = {**entry["properties"], "systems": systems(every)}  # the kind's branch refuses another kind's keys
+    branches = [{"if": {"properties": {"kind": {"const": kind}}},
+                 "then": {"properties": {**common, **own.get("properties", {}),
+                                         "systems": systems(own.get("system_properties", {}))},
+                          "required": own.get("required", []), "additionalProperties": False}}
+                for kind, own in kinds.items()]
+    analyses = {**schema["properties"]["analyses"], "additionalProperties": {**entry, "properties": common,
+                                                                             "allOf": branches}}
+    sections = _kinds_keys(kinds, "config_properties", schema["properties"])
+    scale = schema["$defs"]["scale"]
+    scale = {**scale, "properties": _kinds_keys(kinds, "scale_properties", scale["properties"])}
+    return {**schema, "$defs": {**schema["$defs"], "scale": scale}, "properties": {**sections, "analyses": analyses}}
+
+
+def _kinds_keys(kinds: dict[str, dict], field: str, keys: dict) -> dict:
+    """`keys` (the schema's top-level or a scale's properties) with the ones the kinds read there (their
+    `config_properties`, `scale_properties`: probing's section, agreement's `contrastive`), each key once."""
+    out = dict(keys)
+    for kind, own in kinds.items():
+        for key, spec in own.get(field, {}).items():
+            if key in out:
+                raise InputError(f"workflow/rules/analyses/{kind}.schema.yaml: {field}.{key} is a key the config "
+                                 "schema or another kind has already")
+            out[key] = spec
+    return out
+
+
+def with_annotation_stages(schema: dict) -> dict:
+    """The schema with each source annotation's stage (`nmtrepro.data.annotations`) among the CPU stages:
+    what one of its jobs asks for (`scales.<scale>.preprocess.<stage>`) and its assumed seconds a line by
+    tool (`plan.cpu_seconds_per_line.<stage>`, keyed as its `tools` say). A new annotation's config then
+    edits no schema, and a stage no annotation has is still refused by name."""
+    schema = copy.deepcopy(schema)
+    resources = schema["$defs"]["scale"]["properties"]["preprocess"]["properties"]
+    costs = schema["properties"]["plan"]["properties"]["cpu_seconds_per_line"]["properties"]
+    for annotation in registry().values():
+        resources[annotation.stage] = {"$ref": "#/$defs/stage_resources", "default": {},
+                                       "description": f"one {annotation.stage} job (a shard)"}
+        costs[annotation.stage] = {"type": "object", "description": f"per source line by {annotation.tools}",
+                                   "additionalProperties": {"type": "number", "minimum": 0}}
+    return schema
 
 
 def validate(config: dict, schema_path: str | Path) -> None:
-    """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with the analysis kinds'
-    options of its workflow merged in, filling defaults and typing command-line strings (above); one line
-    per error, each naming its key. Scales that come from another (`from`) are resolved first."""
+    """Check `config` against the JSON schema (<workflow>/workflow/schemas/) with what the analysis kinds of
+    its workflow and the source annotations declare merged in, filling defaults and typing command-line
+    strings (above); one line per error, each naming its key. Scales that come from another (`from`) are
+    resolved first."""
     inherit_scales(config)
     schema = yaml.safe_load(require_file(schema_path).read_text(encoding="utf-8"))
-    schema = with_analysis_kinds(schema, rule_files(Path(schema_path).resolve().parents[2], "analyses"))
+    kinds = analysis_kinds(rule_files(Path(schema_path).resolve().parents[2], "analyses"))
+    schema = with_annotation_stages(with_analysis_kinds(schema, kinds))
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     while _type_strings(config, validator.iter_errors(config)):
         pass
@@ -305,7 +363,6 @@ def experiments(config: dict) -> dict[str, Experiment]:
                         f"analyses.{name}.systems[{i}].baseline")
         if "paper_size" in spec:
             check_known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
-        check_languages(out, name, spec)
     return out
 
 

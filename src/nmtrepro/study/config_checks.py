@@ -5,8 +5,8 @@ holds what a schema cannot check. `nmtrepro.study.config` calls it as it resolve
 `check_known` for each name it looks up (an experiment's model and task, a table's experiments, a size
 in the scale), and
 the cross-checks of what it resolved (a model its family builds, a warm start whose weights fit, a
-baseline tested on the same sentences, the languages an analysis needs, the checkpoints kept for
-averaging, a claim's direction). The workflow calls the rest after it (analysis kinds that have rules,
+baseline tested on the same sentences, the checkpoints kept for averaging, a claim's direction). The
+workflow calls the rest around it (analysis kinds that have rules, the languages each kind declares,
 dataset files on disk). Every error names the offending key path.
 """
 from __future__ import annotations
@@ -20,10 +20,6 @@ from ..evaluation.metrics import METRICS
 from ..evaluation.quantities import QUANTITIES
 from .experiment import Experiment
 from .meta_models import cached, meta_shapes
-
-# Analyses whose systems must translate from (source, target) = these languages; None: any.
-ANALYSIS_LANGUAGES = {"probing": ("en", None), "agreement": ("en", "de")}
-
 
 def check_analysis_kinds(config: dict, kinds) -> None:
     """Every analysis names a kind the workflow has rules for (one rule file per kind)."""
@@ -94,15 +90,19 @@ def contains(variant: dict, source: dict, key: str) -> None:
                          f"of the model it starts from: its {mismatch} (another size?)")
 
 
-def check_languages(experiments: dict[str, Experiment], name: str, spec: dict) -> None:
-    """Probing tasks are English sentences, LingEval97 pairs English->German: refuse other systems."""
-    src, tgt = ANALYSIS_LANGUAGES.get(spec["kind"], (None, None))
-    for i, system in enumerate(spec["systems"]):
-        e = experiments[system["experiment"]]
-        if (src and e.src_lang != src) or (tgt and e.tgt_lang != tgt):
-            raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
-                             f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
-                             f"{src or 'any'}->{tgt or 'any'}")
+def check_languages(config: dict, experiments: dict[str, Experiment], kinds: dict[str, dict]) -> None:
+    """Each analysis's systems translate the languages its kind declares (`languages` in <kind>.schema.yaml,
+    `nmtrepro.study.config.analysis_kinds`: probing's tasks are English sentences, LingEval97 pairs
+    English->German): refuse other systems."""
+    for name, spec in config.get("analyses", {}).items():
+        needs = kinds.get(spec["kind"], {}).get("languages", {})
+        src, tgt = needs.get("src"), needs.get("tgt")
+        for i, system in enumerate(spec["systems"]):
+            e = experiments[system["experiment"]]
+            if (src and e.src_lang != src) or (tgt and e.tgt_lang != tgt):
+                raise InputError(f"config: analyses.{name}.systems[{i}].experiment = {e.name!r} translates "
+                                 f"{e.src_lang}->{e.tgt_lang}; the {spec['kind']} analysis needs "
+                                 f"{src or 'any'}->{tgt or 'any'}")
 
 
 def enough_checkpoints(config: dict, name: str, experiment: Experiment) -> None:
