@@ -61,7 +61,7 @@ from nmtrepro.evaluation.significance import MeanDifference, sentence_counts, st
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
-from nmtrepro.reporting.claims import Claim, assess, verdict_word  # noqa: E402
+from nmtrepro.evaluation.verdicts import Claim, assess, verdict_word  # noqa: E402
 
 ALPHA = 0.05
 MIXES = [

@@ -13,8 +13,8 @@ from nmtrepro.evaluation.metrics import METRICS
 from nmtrepro.evaluation.multiplicity import holm
 from nmtrepro.evaluation.seed_noise import SeedNoise
 from nmtrepro.evaluation.significance import MeanDifference
-from nmtrepro.reporting import pooled as pooled_module
-from nmtrepro.reporting.claims import reading
+from nmtrepro.evaluation import pooled as pooled_module
+from nmtrepro.reporting.claims_prose import reading
 
 
 def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, recipe="",

@@ -19,11 +19,13 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
+from ..evaluation.pooled import parse_pool, read_entry
 from ..evaluation.quantities import QUANTITIES
-from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
-                     empty_subsets, forest_plot, mark_primaries, parse_claim, shown_table)
+from ..evaluation.verdicts import CI, HIDDEN, METRIC_LABELS, Claim, build_claims, empty_subsets
+from .claims import add_procedure_arguments, mark_primaries, parse_claim
+from .claims_prose import NUMERIC, shown_table
+from .forest import forest_plot
 from .gaps import no_curves, read_gaps, scales_gap_figure
-from .pooled import parse_pool, read_entry
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
