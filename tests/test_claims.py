@@ -50,13 +50,20 @@ def quiet(tmp_path):
     return [f"quiet={write_significance(tmp_path / 'quiet.json', 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])}"]
 
 
-def page(tmp_path, *claims, primary=(), pool=(), command="claims"):
-    """The markdown claims page of these --claim specs, its primaries and its pool."""
+def document(*claims, primary=(), pool=(), **parts) -> str:
+    """A claims page's inputs (reporting/claims_inputs.py): these claims (`conftest.claim`'s JSON) by the
+    ids c0, c1, ..., those whose sentence `primary` names primary, the pool of NAME=JSON specs, and
+    `parts` (curves, budgets, others, notes) as given, by those ids."""
+    given = {f"c{i}": json.loads(spec) for i, spec in enumerate(claims)}
+    return json.dumps({"claims": given, "primary": [i for i, c in given.items() if c["text"] in primary],
+                       "pool": dict(spec.split("=", 1) for spec in pool), **parts})
+
+
+def page(tmp_path, *claims, primary=(), pool=()):
+    """The markdown claims page of these claims, its primaries and its pool (`document`)."""
     out = tmp_path / "claims.md"
-    argv = [command, "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html"),
-            "--out-svg", str(tmp_path / "claims.svg")]
-    argv += [arg for claim in claims for arg in ("--claim", claim)]
-    argv += [arg for text in primary for arg in ("--primary", text)] + [arg for spec in pool for arg in ("--pool", spec)]
+    argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html"),
+            "--out-svg", str(tmp_path / "claims.svg"), "--inputs", document(*claims, primary=primary, pool=pool)]
     assert cli.main(argv) == 0
     return out.read_text()
 
@@ -296,20 +303,26 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
     assert found.startswith("inconclusive") and found.endswith("(the paper: marginally)")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
-    (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
-    (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
-    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'probe_"),
-    (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
-    (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
-    (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),
-    (["--claim", claim("a text", 1, None), "--primary", "another text"], "no --claim has that sentence"),
+@pytest.mark.parametrize("inputs, message", [
+    (document(claim("a text", "big", "x.json")), "--inputs claims.c0: paper_delta and margin are numbers"),
+    (document(claim("a text", 0, "x.json")), "needs a non-zero paper difference"),
+    (document(claim("a text", -0.2, "x.json", margin=0)), "needs a positive margin"),
+    (document(claim("a text", 1, "x.json", metric="comet")), "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'probe_"),
+    (document(claim("a text", 1, "x.json", sigma=2)), "unknown ['sigma']"),
+    (document('{"text": "a text", "paper_delta": 1}'), "missing ['metric', 'significance']"),
+    ("1.0=tok_bleu=yes=x.json=a text", "--inputs is not valid JSON"),
+    (json.dumps({"claims": {"c0": json.loads(claim("a text", 1, None))}, "primary": ["c1"]}),
+     "--inputs primary: unknown claim id(s) ['c1']"),
+    (document(claim("a text", 1, None), claim("a text", 2, None)), "two claims share the sentence(s) ['a text']"),
+    (document(claim("a text", 1, None), curves={"a text": {"system": [], "baseline": []}}),
+     "--inputs curves: unknown claim id(s) ['a text']; the claims are ['c0']"),
+    (json.dumps({"claims": {}}), "--inputs claims: no claim"),
+    (document(claim("a text", 1, None), note="x"), "--inputs: unknown key(s) ['note']"),
 ])
-def test_a_malformed_claim_is_named(tmp_path, capsys, argv, message):
-    assert cli.main(["claims", "--title", "t", *argv, "--out-md", str(tmp_path / "a.md"),
+def test_a_malformed_page_input_is_named_by_its_key(tmp_path, capsys, inputs, message):
+    assert cli.main(["claims", "--title", "t", "--inputs", inputs, "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
-    assert message in capsys.readouterr().err
+    assert message in capsys.readouterr().err and not (tmp_path / "a.md").exists()
 
 
 def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_verdicts(tmp_path, quiet):
@@ -368,18 +381,17 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
 
 
 def test_a_claims_page_reads_where_another_scales_verdict_differs_from_its_own(tmp_path, quiet):
-    """--others: the gpu run (converged, kept as data) finds no gain where this run reproduces one; the
+    """The inputs' others: the gpu run (converged, kept as data) finds no gain where this run reproduces one; the
     reading says so by name, and says nothing of a claim whose verdicts agree."""
     here = write_significance(tmp_path / "here.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
     there = write_significance(tmp_path / "there.json", 38.3, 38.3, 0.2, [0.1, -0.1, 0.0])
     same = write_significance(tmp_path / "same.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
-    others = {"gpu measured on H200, 2026-11-26, commit abc": {"claims": {"D helps": there, "A helps": same},
+    others = {"gpu measured on H200, 2026-11-26, commit abc": {"claims": {"c0": there, "c1": same},
                                                              "pool": {"quiet": there}}}
     out = tmp_path / "c.md"
+    inputs = document(claim("D helps", 1.28, here), claim("A helps", 1.29, here), pool=quiet, others=others)
     assert cli.main(["claims", "--title", "t", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
-                     "--out-svg", str(tmp_path / "c.svg"), "--claim", claim("D helps", 1.28, here),
-                     "--claim", claim("A helps", 1.29, here), "--scale", "tiny", "--pool", quiet[0],
-                     "--others", json.dumps(others)]) == 0
+                     "--out-svg", str(tmp_path / "c.svg"), "--inputs", inputs, "--scale", "tiny"]) == 0
     reading = out.read_text().split("\n\n")[1]
     assert ("At gpu measured on H200, 2026-11-26, commit abc the verdict differs from this run's (tiny) for 1: "
             "D helps (reproduced here, paper's Δ excluded there).") in reading
@@ -404,7 +416,7 @@ def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tm
     entry = json.loads(open(write_significance(tmp_path / "s.json", 30.0, 29.0)).read())["tok_bleu"]
     del entry["var_bootstrap_mean"]
     old.write_text(json.dumps({"tok_bleu": entry}))
-    assert cli.main(["claims", "--title", "t", "--claim", claim("x", 1.0, old), "--out-md", str(tmp_path / "a.md"),
+    assert cli.main(["claims", "--title", "t", "--inputs", document(claim("x", 1.0, old)), "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert "old.json: written by an earlier version" in capsys.readouterr().err and not (tmp_path / "a.md").exists()
 

@@ -104,7 +104,7 @@ rule across_scales:
                 for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()
             ]
         ),
-        procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools(), scaled=True),
+        procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools()),
         gaps=lambda w: shlex.join(
             f"--gaps={scale}={path}"
             for scale, path in {
@@ -157,20 +157,12 @@ rule claims:
     params:
         scale=config["scale"],
         title=lambda w: f"{claims_title(w.page)} beside this run (scale {config['scale']})",
-        claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
-        # the central claims, each its paper's primary; the seed noise pooled over their comparisons
-        procedure=lambda w: procedure_args(
-            CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}
-        ),
-        protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
-        curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
-        budgets=lambda w: budgets_arg(CLAIMS_PAGES[w.page]),
-        others=lambda w: others_arg(CLAIMS_PAGES[w.page]),
+        # its claims by name, the central ones primary, the seed noise pooled over their comparisons, ...
+        inputs=lambda w: claims_document(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
-        "--budgets {params.budgets} --others {params.others} "
-        "--note {params.protocol:q} --scale {params.scale} --out-md {output.md} --out-html {output.html} "
-        "--out-svg {output.svg} --out-gap-svg {output.gap_svg} --out-gap-tsv {output.gap_tsv} 2> {log}"
+        "nmtrepro claims --title {params.title:q} --inputs {params.inputs:q} --scale {params.scale} "
+        "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} "
+        "--out-gap-tsv {output.gap_tsv} 2> {log}"
 
 
 # A claims page in brief (its reading; the central page's verdicts too), which the report's first screen

@@ -91,6 +91,7 @@ class Claim:
     primary: bool = False      # its paper's central claim: the larger share of the page's ALPHA
     expects: int = 0           # the claimed sign of the difference where paper_delta is None
     unjudged: str = ""         # why a claim measured at this scale is not judged (an empty length bucket)
+    id: str = ""               # its key in the page's inputs: its name in the config (reporting/claims_inputs.py)
 
     @property
     def direction(self) -> int:

@@ -22,7 +22,7 @@ from ..core.files import InputError
 from ..evaluation.pooled import parse_pool, read_entry
 from ..evaluation.quantities import QUANTITIES
 from ..evaluation.verdicts import CI, HIDDEN, METRIC_LABELS, Claim, build_claims, empty_subsets
-from .claims import add_procedure_arguments, mark_primaries, parse_claim
+from .claims_inputs import parse_claim
 from .claims_prose import NUMERIC, shown_table
 from .forest import forest_plot
 from .gaps import no_curves, read_gaps, scales_gap_figure
@@ -94,6 +94,26 @@ def add_arguments_across_scales(parser) -> None:
     parser.add_argument("--gaps", action="append", default=[], metavar="SCALE=TSV",
                         help="a scale's gaps over training as its claims page wrote them (--out-gap-tsv; repeat)")
     parser.add_argument("--out-gap-svg", help="each claim's gap over training at every scale --gaps names")
+
+
+def add_procedure_arguments(parser) -> None:
+    """The options that set the page's procedure: its primary claims and the comparisons its seed noise
+    pools over."""
+    parser.add_argument("--primary", action="append", default=[], metavar="TEXT",
+                        help="the sentence of a primary claim (its paper's central one): tested two-sided at "
+                             "0.8 of 0.05, the page's others by Holm at the rest, and at all once it is rejected (repeat)")
+    parser.add_argument("--pool", action="append", default=[], metavar="NAME=JSON",
+                        help="a significance JSON whose seed pairs' spread the seed noise pools over, under "
+                             "its name on the page (repeat: the central claims')")
+
+
+def mark_primaries(claims: list[Claim], primaries: list[str]) -> list[Claim]:
+    """`claims` with those whose sentence `primaries` names marked primary; a name that matches none is
+    refused."""
+    unknown = set(primaries) - {claim.text for claim in claims}
+    if unknown:
+        raise InputError(f"--primary {sorted(unknown)}: no --claim has that sentence")
+    return [replace(claim, primary=claim.text in primaries) for claim in claims]
 
 
 def gap_panels(specs: list[str], texts: list[str]):

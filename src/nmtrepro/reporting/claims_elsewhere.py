@@ -17,27 +17,27 @@ BUDGET_COLUMNS = ["claim", "budget", "updates", "ours Δ", "Δ per seed", CI, "p
 
 
 def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table: pd.DataFrame):
-    """Each claim at each shorter budget (claims.py's `parse_budgets`), judged as the page judges it (each budget a
+    """Each claim at each shorter budget (`PageInputs.budgets`, by claim id), judged as the page judges it (each budget a
     family of its own under the page's procedure, its seed noise pooled over the central claims at that
     budget), then at the page's own: the rows (BUDGET_COLUMNS), each claim's Δ BLEU per seed pair at
     each budget ({sentence: budget.bleu_at_budgets}) and the reading's clause on verdicts that change
     with the budget."""
     rows, points = [], {}
     for level in budgets["levels"]:
-        here = [replace(claim, significance=level["claims"][claim.text]["significance"])
-                if claim.text in level["claims"] else replace(claim, comparable=False, significance=NOT_MEASURED)
+        here = [replace(claim, significance=level["claims"][claim.id]["significance"])
+                if claim.id in level["claims"] else replace(claim, comparable=False, significance=NOT_MEASURED)
                 for claim in claims]
         entries = load(here)
         judged = assess(here, entries, seed_noises(level["pool"], [here[i].metric for i in entries]))
         for i in entries:
-            updates = level["claims"][claims[i].text]["updates"]
-            label = level["claims"][claims[i].text].get("label", level["label"])  # the share its window reaches
+            updates = level["claims"][claims[i].id]["updates"]
+            label = level["claims"][claims[i].id].get("label", level["label"])  # the share its window reaches
             rows.append({"budget": label, "updates": updates, **judged.iloc[i].to_dict()})
             points.setdefault(claims[i].text, []).append((updates, entries[i]))
     for i, claim in enumerate(claims):
         if claim.text in points and i in sigs:
-            rows.append({"budget": budgets["final"], "updates": budgets["updates"][claim.text], **table.iloc[i].to_dict()})
-            points[claim.text].append((budgets["updates"][claim.text], sigs[i]))
+            rows.append({"budget": budgets["final"], "updates": budgets["updates"][claim.id], **table.iloc[i].to_dict()})
+            points[claim.text].append((budgets["updates"][claim.id], sigs[i]))
     found = pd.DataFrame(rows, columns=COLUMNS + HIDDEN + ["budget", "updates"])
     order = {claim.text: i for i, claim in enumerate(claims)}
     found = found.sort_values(["claim", "updates"], key=lambda c: c.map(order) if c.name == "claim" else c, kind="stable")
@@ -53,13 +53,13 @@ def at_budgets(claims: list[Claim], budgets: dict, sigs: dict[int, dict], table:
 
 
 def elsewhere(claims: list[Claim], table: pd.DataFrame, others: dict, scale: str | None) -> str:
-    """The reading's clause on each claim whose verdict at another scale (claims.py's `parse_others`; judged
+    """The reading's clause on each claim whose verdict at another scale (`PageInputs.others`; judged
     by this page's procedure over the claims that scale holds, with that scale's pooled seed noise) is another
     word than this run's: a converged run that finds no gain where the laptop's does says so here."""
     ours = dict(zip(table["claim"], table["verdict"].map(verdict_word)))
     clauses = []
     for other, spec in others.items():
-        held = [replace(claim, significance=spec["claims"][claim.text]) for claim in claims if claim.text in spec["claims"]]
+        held = [replace(claim, significance=spec["claims"][claim.id]) for claim in claims if claim.id in spec["claims"]]
         held = [claim for claim in held if not ours[claim.text].startswith(UNJUDGED)]
         if not held:
             continue
@@ -74,15 +74,15 @@ def elsewhere(claims: list[Claim], table: pd.DataFrame, others: dict, scale: str
 
 
 def over_training(claims: list[Claim], curves: dict, table: pd.DataFrame, scale: str | None):
-    """The gap over training of each claim `curves` names (gaps.py): the table with the qualifier of a
+    """The gap over training of each claim `curves` names by its id (gaps.py): the table with the qualifier of a
     closing gap added to its verdict, the reading's clause on them, and the small multiples' panels
     (empty where `curves` names none)."""
     panels, closing = {}, []
     verdicts = table["verdict"].copy()
     for row, claim in enumerate(claims):
-        if claim.text not in curves:
+        if claim.id not in curves:
             continue
-        found = budget.gaps(curves[claim.text]["system"], curves[claim.text]["baseline"])
+        found = budget.gaps(curves[claim.id]["system"], curves[claim.id]["baseline"])
         trend = budget.trend(found)
         panels[claim.text] = (found, trend, claim.direction if claim.margin is None else 1)
         words = budget.qualifier(trend)
