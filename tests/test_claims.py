@@ -59,6 +59,20 @@ def document(*claims, primary=(), pool=(), **parts) -> str:
                        "pool": dict(spec.split("=", 1) for spec in pool), **parts})
 
 
+def scaled_document(scaled, primary=(), pool=(), **parts) -> str:
+    """A page across scales' inputs (reporting/claims_inputs.py): `scaled` [(scale, claim JSON)], each
+    claim by the id of its sentence (c0, c1, ... in their first order), those whose sentence `primary`
+    names primary, the pools of SCALE=NAME=JSON specs, and `parts` (gaps, notes) as given."""
+    ids, claims, pools = {}, {}, {}
+    for scale, spec in scaled:
+        given = json.loads(spec)
+        claims.setdefault(scale, {})[ids.setdefault(given["text"], f"c{len(ids)}")] = given
+    for spec in pool:
+        scale, name, path = spec.split("=", 2)
+        pools.setdefault(scale, {})[name] = path
+    return json.dumps({"claims": claims, "primary": [ids[text] for text in primary], "pool": pools, **parts})
+
+
 def page(tmp_path, *claims, primary=(), pool=()):
     """The markdown claims page of these claims, its primaries and its pool (`document`)."""
     out = tmp_path / "claims.md"
@@ -292,8 +306,8 @@ def test_a_claim_on_an_empty_length_bucket_is_shown_not_judged_and_stays_out_of_
     assert rows(text)["+PR helps"]["page p"] == alone["page p"]  # one claim in the family, as without it
     assert "1 of 1 judged claims reproduced" in text and "1 not judged (its part of the test set is empty)" in text
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
-    assert cli.main(["across-scales", "--title", "T", "--claim", claim("on long sources", 0.52, empty, scale="ci"),
-                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    assert cli.main(["across-scales", "--title", "T",
+                     "--inputs", scaled_document([("ci", claim("on long sources", 0.52, empty))]), *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
     assert "not judged: empty bucket" in out["md"].read_text() and "Not read" not in out["md"].read_text()
 
 
@@ -321,6 +335,18 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
 ])
 def test_a_malformed_page_input_is_named_by_its_key(tmp_path, capsys, inputs, message):
     assert cli.main(["claims", "--title", "t", "--inputs", inputs, "--out-md", str(tmp_path / "a.md"),
+                     "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "a.md").exists()
+
+
+@pytest.mark.parametrize("scaled, primary, message", [
+    ([("ci", json.dumps({**json.loads(claim("a text", 1, None)), "scale": "ci"}))], (), "--inputs claims.ci.c0: unknown ['scale']"),
+    ([("ci", claim("a text", 1, None))], ("another text",), "--inputs primary: unknown claim id(s)"),
+])
+def test_a_malformed_page_across_scales_input_is_named_by_its_key(tmp_path, capsys, scaled, primary, message):
+    document = json.loads(scaled_document(scaled))
+    document["primary"] += list(primary)
+    assert cli.main(["across-scales", "--title", "t", "--inputs", json.dumps(document), "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "a.md").exists()
 
@@ -357,18 +383,19 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
     """Two scales' JSONs of the same claims: one row a (claim, scale), claims first, each scale's verdict
     by its own test with its own pooled seed noise; a JSON of the old test at another scale, or a file
     there that is no JSON at all, is named in the reading, not read."""
-    specs = []
+    scaled, pools = [], []
     for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
         path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
         pool = write_significance(tmp_path / f"{scale}-pool.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])
-        specs += ["--claim", claim("+PR helps", 1.29, path, scale=scale), "--pool", f"{scale}=central={pool}"]
+        scaled.append((scale, claim("+PR helps", 1.29, path)))
+        pools.append(f"{scale}=central={pool}")
     (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
     (tmp_path / "torn.json").write_text("smoke run: torn.json")
-    specs += ["--claim", claim("+PR helps", 1.29, tmp_path / 'old.json', scale="gpu"),
-              "--claim", claim("+PR helps", 1.29, tmp_path / 'torn.json', scale="smoke"),
-              "--claim", claim("NPMT helps", 2.0, None, scale="tiny"), "--primary", "+PR helps"]
+    scaled += [("gpu", claim("+PR helps", 1.29, tmp_path / 'old.json')),
+               ("smoke", claim("+PR helps", 1.29, tmp_path / 'torn.json')), ("tiny", claim("NPMT helps", 2.0, None))]
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
-    assert cli.main(["across-scales", "--title", "Claims at every scale", *specs,
+    assert cli.main(["across-scales", "--title", "Claims at every scale",
+                     "--inputs", scaled_document(scaled, primary=["+PR helps"], pool=pools),
                      *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
     text = out["md"].read_text()
     lines = [line for line in text.splitlines() if line.startswith("| +PR") or line.startswith("| NPMT")]

@@ -7,7 +7,7 @@ from conftest import claim
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.reporting import gaps
-from test_claims import document, rows, write_significance
+from test_claims import document, rows, scaled_document, write_significance
 
 STEPS = range(100, 1001, 100)
 
@@ -128,7 +128,7 @@ def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
 
 
 def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_page_wrote(tmp_path):
-    """--out-gap-tsv (claims) then --gaps (across-scales): each scale's curves of a claim in one panel,
+    """--out-gap-tsv (claims) then the inputs' gaps (across-scales): each scale's curves of a claim in one panel,
     without that scale's trainings (a gpu run kept as data ships its table beside its JSONs)."""
     text, tables = "X improves on Base", {}
     for scale, gap in (("tiny", -0.3), ("gpu", -0.02)):
@@ -146,8 +146,8 @@ def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_
     assert len(table) == 3 * len(STEPS) and abs(table["delta"].mean() + 0.02) < 0.01
     argv = ["across-scales", "--title", "t", "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
             "--out-svg", str(tmp_path / "a.svg"), "--out-gap-svg", str(tmp_path / "a.gap.svg")]
-    for scale, (sig, gap_tsv) in tables.items():
-        argv += ["--claim", claim(text, 1.0, sig, scale=scale), "--gaps", f"{scale}={gap_tsv}"]
+    argv += ["--inputs", scaled_document([(scale, claim(text, 1.0, sig)) for scale, (sig, _) in tables.items()],
+                                         gaps={scale: str(gap_tsv) for scale, (_, gap_tsv) in tables.items()})]
     assert cli.main(argv) == 0
     drawn = (tmp_path / "a.gap.svg").read_text()
     assert "Δ valid NLL over training at each scale" in drawn and ">tiny</text>" in drawn and ">gpu</text>" in drawn

@@ -721,9 +721,11 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count('--claim={"scale": "ci",') == 4 and command.count('--claim={"scale": "tiny",') == 4
-    assert "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json" in command
-    assert command.count("--pool=ci=") == 4 and command.count("--pool=tiny=") == 4 and command.count("--primary=") == 4
+    across = page_inputs(command)
+    assert [len(across["claims"][scale]) for scale in ("ci", "tiny")] == [4, 4]
+    assert across["claims"]["tiny"]["pr_base_en_de"]["significance"] == (
+        "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json")
+    assert [len(across["pool"][scale]) for scale in ("ci", "tiny")] == [4, 4] and len(across["primary"]) == 4
     assert "results/ci/report/A_claims_across_scales.md" in run.stdout      # A's central claim is on its page
     # a claim field: the Claim field and the schema's key of the same name are all it takes (organisation.md)
     claims_page = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/B_claims.md" in line)
@@ -1028,11 +1030,11 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     run = snakemake(work, "-n", "-p")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count('--claim={"scale": "ci",') == 4
-    assert command.count('--claim={"scale": "gpu measured on 1x NVIDIA H200, ') == 4
-    assert "workflow/measured/gpu/pr_en_de.vs.base_en_de.json" in command
-    assert command.count("'--pool=gpu measured on 1x NVIDIA H200, ") == 4
-    assert "'--gaps=gpu measured on 1x NVIDIA H200, " in command and "workflow/measured/gpu/central_claims.gap.tsv" in command
+    across = page_inputs(command)
+    gpu = next(scale for scale in across["claims"] if scale.startswith("gpu measured on 1x NVIDIA H200, "))
+    assert len(across["claims"]["ci"]) == 4 and len(across["claims"][gpu]) == 4 and len(across["pool"][gpu]) == 4
+    assert across["claims"][gpu]["pr_base_en_de"]["significance"] == "workflow/measured/gpu/pr_en_de.vs.base_en_de.json"
+    assert across["gaps"][gpu] == "workflow/measured/gpu/central_claims.gap.tsv"
     # this run's claims page names where the gpu verdict differs: it reads the same JSONs
     claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
     assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in json.dumps(page_inputs(claims)["others"])

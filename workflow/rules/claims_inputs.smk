@@ -41,13 +41,23 @@ def claim_entry(name, significance):
     return entry | {key: claim[key] for key in GIVEN_CLAIM_FIELDS if key in claim}
 
 
-def claim_args(names, input, scale):
-    """--claim=JSON per claim of across-scales: `claim_entry` with the scale it was measured at, its test
-    the JSON `input` holds for it (none where it is not comparable at that scale)."""
-    return shlex.join(
-        f"--claim={json.dumps({'scale': scale} | claim_entry(name, input.get(name)), ensure_ascii=False)}"
-        for name in names
-    )
+def across_document(page):
+    """An across-scales page's inputs as one JSON document (nmtrepro across-scales --inputs;
+    reporting/claims_inputs.py): its claims page's claims at this scale and at each other scale that holds
+    them, by their names in the config, the central ones primary, each scale's seed noise pooled over its
+    own central claims' tests, each scale's gaps over training."""
+    names, own = ACROSS_PAGES[page], page.removesuffix("_across_scales")
+    tests = claim_significance(names)
+    scales = {config["scale"]: {name: claim_entry(name, tests.get(name)) for name in names}}
+    for scale, files in other_scales_significance(names).items():
+        scales[scale] = {name: claim_entry(name, files[name]) for name in names_in(files, names)}
+    document = {
+        "claims": scales,
+        "primary": [name for name in names if name in CENTRAL["claims"]],
+        "pool": central_pools(),
+        "gaps": {config["scale"]: results(f"report/{own}.gap.tsv"), **other_scales_gaps(own)},
+    }
+    return json.dumps(document, ensure_ascii=False)
 
 
 def claim_significance(names):
@@ -118,15 +128,6 @@ def budget_label(share):
     """A budget as the page names it: a share of the scale's training (30 %), or with `budget` N above 1
     a multiple of the scale's budget (1x, 2x, 4x)."""
     return f"{share * config['budget']:g}x" if config["budget"] > 1 else f"{share:.0%}"
-
-
-def procedure_args(names, pools):
-    """--primary for each of these claims that is its paper's central one, and --pool for each central
-    claim's JSON that `pools` holds ({scale: {claim: JSON}}, as across-scales takes them: SCALE=NAME=JSON):
-    the page's procedure and the comparisons its seed noise pools."""
-    primaries = [f"--primary={config['claims'][name]['claim']}" for name in names if name in CENTRAL["claims"]]
-    pooled = [f"--pool={scale}={name}={path}" for scale, files in pools.items() for name, path in files.items()]
-    return shlex.join(primaries + pooled)
 
 
 def claims_protocol(names):

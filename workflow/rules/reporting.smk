@@ -97,23 +97,10 @@ rule across_scales:
         CONDA_ENV
     params:
         title=lambda w: f"{claims_title(own_page(w))} at every scale in this checkout",
-        claims=lambda w, input: " ".join(
-            [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
-            + [
-                claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
-                for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()
-            ]
-        ),
-        procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools()),
-        gaps=lambda w: shlex.join(
-            f"--gaps={scale}={path}"
-            for scale, path in {
-                config["scale"]: results(f"report/{own_page(w)}.gap.tsv"),
-                **other_scales_gaps(own_page(w)),
-            }.items()
-        ),
+        # each scale's claims by name, the central ones primary, each scale's pool and gaps over training
+        inputs=lambda w: across_document(w.page),
     shell:
-        "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} {params.gaps} "
+        "nmtrepro across-scales --title {params.title:q} --inputs {params.inputs:q} "
         "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
 
 

@@ -1,4 +1,5 @@
-"""A claims page's inputs: one JSON document, read and checked by `read_inputs`.
+"""A claims page's inputs: one JSON document, read and checked by `read_inputs` (and a page across
+scales' by `read_scaled_inputs`).
 
 The workflow builds it (workflow/rules/claims_inputs.smk `claims_document`) and passes it whole
 (`nmtrepro claims --inputs`). It names each claim by a stable id, the claim's key in the config's
@@ -13,8 +14,17 @@ The workflow builds it (workflow/rules/claims_inputs.smk `claims_document`) and 
      "others": {SCALE: {"claims": {ID: JSON}, "pool": {NAME: JSON}}},
      "notes": [PARAGRAPH, ...]}
 
-Every key but `claims` may be left out. A bad document is refused naming its key (`--inputs
-budgets.levels[0].claims: unknown claim id(s) ['x']`) before any file is read.
+Every key but `claims` may be left out. A page across scales (`nmtrepro across-scales --inputs`,
+claims_inputs.smk `across_document`) holds the same claims at each scale, by the same ids:
+
+    {"claims": {SCALE: {ID: CLAIM, ...}, ...},    # this run's scale first, then the others
+     "primary": [ID, ...],
+     "pool": {SCALE: {NAME: JSON, ...}, ...},     # each scale's seed noise pools over its own
+     "gaps": {SCALE: TSV, ...},                   # each scale's gaps over training (claims --out-gap-tsv)
+     "notes": [PARAGRAPH, ...]}
+
+A bad document is refused naming its key (`--inputs budgets.levels[0].claims: unknown claim id(s)
+['x']`) before any file is read.
 """
 from __future__ import annotations
 
@@ -37,6 +47,7 @@ OPTIONAL = ({field.name for field in fields(Claim)} - set(REQUIRED)
 # gain's margin is the workflow's (one rule: half the smallest gain its paper calls a help).
 GIVEN = sorted(OPTIONAL - {"margin"})
 KEYS = ("claims", "primary", "pool", "curves", "budgets", "others", "notes")
+SCALED_KEYS = ("claims", "primary", "pool", "gaps", "notes")
 
 
 @dataclass(frozen=True)
@@ -51,21 +62,18 @@ class PageInputs:
     notes: list[str]
 
 
-def claim_of(given, where: str, extra: tuple[str, ...] = ()) -> tuple[Claim, dict]:
-    """A claim's object (FORMAT) as a Claim, and the values of its `extra` keys (across-scales: its
-    scale); `where` names it in an error. The paper's difference is non-zero for a claim of a difference;
-    a claim of no gain (tested Δ < margin) names its positive margin; a comparable claim names its paired
-    bootstrap JSON."""
+def claim_of(given, where: str) -> Claim:
+    """A claim's object (FORMAT) as a Claim; `where` names it in an error. The paper's difference is
+    non-zero for a claim of a difference; a claim of no gain (tested Δ < margin) names its positive
+    margin; a comparable claim names its paired bootstrap JSON."""
     if not isinstance(given, dict):
         raise InputError(f"{where} wants an object {FORMAT}, got {given!r}")
-    given = dict(given)
-    missing = [key for key in (*REQUIRED, *extra) if key not in given]
-    unknown = sorted(set(given) - set(REQUIRED) - OPTIONAL - set(extra))
+    missing = [key for key in REQUIRED if key not in given]
+    unknown = sorted(set(given) - set(REQUIRED) - OPTIONAL)
     problems = [f"missing {missing}"] if missing else []
     problems += [f"unknown {unknown} (fields: {FORMAT})"] if unknown else []
     if problems:
         raise InputError(f"{where}: {'; '.join(problems)}")
-    values = {key: given.pop(key) for key in extra}
     delta, margin = given["paper_delta"], given.get("margin")
     if given["metric"] not in METRIC_LABELS:
         raise InputError(f"{where}: metric must be one of {sorted(METRIC_LABELS)}")
@@ -79,18 +87,8 @@ def claim_of(given, where: str, extra: tuple[str, ...] = ()) -> tuple[Claim, dic
     if not given["text"]:
         raise InputError(f"{where}: its text is empty")
     measured = given["significance"] is not None
-    claim = Claim(**{**given, "paper_delta": float(delta), "margin": None if margin is None else float(margin),
-                     "significance": given["significance"] if measured else NOT_MEASURED, "comparable": measured})
-    return claim, values
-
-
-def parse_claim(spec: str, extra: tuple[str, ...] = ()) -> tuple[Claim, dict]:
-    """A --claim's JSON (across-scales) as `claim_of` reads it."""
-    try:
-        given = json.loads(spec)
-    except json.JSONDecodeError as err:
-        raise InputError(f"--claim is not valid JSON ({err}): {spec!r}") from None
-    return claim_of(given, f"--claim {spec!r}", extra)
+    return Claim(**{**given, "paper_delta": float(delta), "margin": None if margin is None else float(margin),
+                    "significance": given["significance"] if measured else NOT_MEASURED, "comparable": measured})
 
 
 def _typed(value, kind, key: str, what: str):
@@ -113,38 +111,80 @@ def _paths(value, key: str) -> dict[str, str]:
     return value
 
 
-def read_inputs(text: str) -> PageInputs:
-    """The page's inputs from the document (module docstring), each part checked against its claims' ids."""
+def _document(text: str, keys: tuple[str, ...]) -> dict:
+    """The document's object, its keys among `keys`."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"--inputs is not valid JSON: {err}") from None
     if not isinstance(doc, dict):
         raise InputError(f"--inputs wants an object {{\"claims\": ...}}, got {doc!r}")
-    unknown = sorted(set(doc) - set(KEYS))
+    unknown = sorted(set(doc) - set(keys))
     if unknown:
-        raise InputError(f"--inputs: unknown key(s) {unknown}; it has {list(KEYS)}")
-    given = _typed(doc.get("claims"), dict, "claims", "an object {ID: claim}")
+        raise InputError(f"--inputs: unknown key(s) {unknown}; it has {list(keys)}")
+    return doc
+
+
+def _claims(given, primary: list[str], key: str) -> list[Claim]:
+    """The claims of `given` ({ID: claim}), those `primary` names marked primary; none sharing a sentence
+    (the page's rows and reading name a claim by it)."""
+    _typed(given, dict, key, "an object {ID: claim}")
     if not given:
-        raise InputError("--inputs claims: no claim")
-    primary = _typed(doc.get("primary", []), list, "primary", "a list of claim ids")
-    _ids(primary, given, "primary")
-    claims = [replace(claim_of(spec, f"--inputs claims.{i}")[0], id=i, primary=i in primary)
-              for i, spec in given.items()]
+        raise InputError(f"--inputs {key}: no claim")
+    claims = [replace(claim_of(spec, f"--inputs {key}.{i}"), id=i, primary=i in primary) for i, spec in given.items()]
     texts = [claim.text for claim in claims]
     repeated = sorted({text for text in texts if texts.count(text) > 1})
-    if repeated:   # the page's rows and reading name a claim by its sentence
-        raise InputError(f"--inputs claims: two claims share the sentence(s) {repeated}")
+    if repeated:
+        raise InputError(f"--inputs {key}: two claims share the sentence(s) {repeated}")
+    return claims
+
+
+def _notes(doc: dict) -> list[str]:
+    notes = _typed(doc.get("notes", []), list, "notes", "a list of paragraphs")
+    for n, note in enumerate(notes):
+        _typed(note, str, f"notes[{n}]", "a paragraph")
+    return notes
+
+
+def read_inputs(text: str) -> PageInputs:
+    """The page's inputs from the document (module docstring), each part checked against its claims' ids."""
+    doc = _document(text, KEYS)
+    given = _typed(doc.get("claims"), dict, "claims", "an object {ID: claim}")
+    primary = _typed(doc.get("primary", []), list, "primary", "a list of claim ids")
+    _ids(primary, given, "primary")
+    claims = _claims(given, primary, "claims")
     curves = _typed(doc.get("curves", {}), dict, "curves", "an object {ID: {system, baseline}}")
     _ids(curves, given, "curves")
     for i, sides in curves.items():
         if not isinstance(sides, dict) or set(sides) != {"system", "baseline"}:
             raise InputError(f"--inputs curves.{i}: wants {{\"system\": [TSV, ...], \"baseline\": [TSV, ...]}}")
-    notes = _typed(doc.get("notes", []), list, "notes", "a list of paragraphs")
-    for n, note in enumerate(notes):
-        _typed(note, str, f"notes[{n}]", "a paragraph")
     return PageInputs(claims, _paths(doc.get("pool", {}), "pool"), curves, _budgets(doc.get("budgets", {}), given),
-                      _others(doc.get("others", {}), given), notes)
+                      _others(doc.get("others", {}), given), _notes(doc))
+
+
+@dataclass(frozen=True)
+class ScaledInputs:
+    """What a page across scales reads: each scale's claims ((scale, claim), this run's scale first, each
+    marked primary as the document says), each scale's pool, each scale's gaps TSV, the notes."""
+    claims: list[tuple[str, Claim]]
+    pools: dict[str, dict[str, str]]
+    gaps: dict[str, str]
+    notes: list[str]
+
+
+def read_scaled_inputs(text: str) -> ScaledInputs:
+    """A page across scales' inputs from its document (module docstring)."""
+    doc = _document(text, SCALED_KEYS)
+    scales = _typed(doc.get("claims"), dict, "claims", "an object {SCALE: {ID: claim}}")
+    if not scales:
+        raise InputError("--inputs claims: no scale")
+    primary = _typed(doc.get("primary", []), list, "primary", "a list of claim ids")
+    ids = [i for scale, given in scales.items() for i in _typed(given, dict, f"claims.{scale}", "an object {ID: claim}")]
+    _ids(primary, list(dict.fromkeys(ids)), "primary")
+    claims = [(scale, claim) for scale, given in scales.items() for claim in _claims(given, primary, f"claims.{scale}")]
+    pools = {scale: _paths(pool, f"pool.{scale}")
+             for scale, pool in _typed(doc.get("pool", {}), dict, "pool", "an object {SCALE: pool}").items()}
+    return ScaledInputs(claims, pools, _paths(doc.get("gaps", {}), "gaps"), _notes(doc))
 
 
 def _budgets(budgets, ids) -> dict:
