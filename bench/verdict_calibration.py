@@ -18,7 +18,7 @@ one-seed claim's bootstrap alone), Holm over both directions of all eleven, and 
 uncorrected. Printed: each claim's false-positive rate at 0.05 and at Holm's small levels (k = 1 and
 k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, and power at a true
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
-workflow does (--primary, --pool), checking its verdicts equal the in-process ones.
+workflow does (one inputs document), checking its verdicts equal the in-process ones.
 
 `recipes`: seed noise per recipe. A run pools four three-seed comparisons whose seed offsets have SD 0.5
 and one of the claims' recipe, whose seeds vary 0.5, 1 or 2 times as much; its claims (one and three seed
@@ -26,7 +26,7 @@ pairs) are of that recipe, or of a recipe no comparison measures. Printed per ra
 false-positive rate at 0.05 and at Holm's smaller levels (rate over level) before (one pool of every
 comparison) and after (`SeedNoise.basis`: its recipe's), the share left unjudged, and the power at a true
 +1.0 BLEU; the first `--commands` runs' pages also go through `nmtrepro claims` (the JSONs written as
-`nmtrepro significance` writes them, one --claim JSON each), whose verdicts must equal `assess`'s. Claims of
+`nmtrepro significance` writes them, in one inputs document), whose verdicts must equal `assess`'s. Claims of
 a run share its pool, so a rate's binomial standard error understates its spread a little.
 
     python bench/verdict_calibration.py recipes --runs 300 --commands 10  # 36 min on a loaded 2-core machine
@@ -61,7 +61,7 @@ from nmtrepro.evaluation.significance import MeanDifference, sentence_counts, st
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
-from nmtrepro.reporting.claims import Claim, assess, verdict_word  # noqa: E402
+from nmtrepro.evaluation.verdicts import Claim, assess, verdict_word  # noqa: E402
 
 ALPHA = 0.05
 MIXES = [
@@ -207,8 +207,8 @@ def run_pages(job) -> dict:
 
 
 def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict], verdicts: list[str]) -> bool:
-    """The page through `nmtrepro claims` as the workflow runs it (its JSONs on disk, one --claim JSON each,
-    --primary, --pool): whether its verdicts in BLEU equal `verdicts`. Each JSON holds the entry under
+    """The page through `nmtrepro claims` as the workflow runs it (its JSONs on disk, its inputs one
+    document: the claims by id, the primary, the pool): whether its verdicts in BLEU equal `verdicts`. Each JSON holds the entry under
     every metric's name, as `nmtrepro significance` writes one a metric (the page judges chrF too)."""
     import json
 
@@ -217,13 +217,13 @@ def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict],
             path = Path(tmp) / f"{name}.json"
             path.write_text(json.dumps({metric: entry for metric in METRICS}))
             return str(path)
-        argv = ["claims", "--title", "t", "--out-md", f"{tmp}/p.md", "--out-html", f"{tmp}/p.html",
-                "--out-svg", f"{tmp}/p.svg"]
-        argv += [a for claim in claims if claim.primary for a in ("--primary", claim.text)]
-        argv += [a for i, (claim, entry) in enumerate(zip(claims, entries)) for a in ("--claim", json.dumps(
-            {"text": claim.text, "paper_delta": claim.paper_delta, "metric": claim.metric,
-             "significance": written(f"claim{i}", entry)}))]
-        argv += [a for j, entry in enumerate(pool) for a in ("--pool", f"central{j}={written(f'pool{j}', entry)}")]
+        inputs = {"claims": {f"claim{i}": {"text": claim.text, "paper_delta": claim.paper_delta, "metric": claim.metric,
+                                           "significance": written(f"claim{i}", entry)}
+                             for i, (claim, entry) in enumerate(zip(claims, entries))},
+                  "primary": [f"claim{i}" for i, claim in enumerate(claims) if claim.primary],
+                  "pool": {f"central{j}": written(f"pool{j}", entry) for j, entry in enumerate(pool)}}
+        argv = ["claims", "--title", "t", "--inputs", json.dumps(inputs), "--out-md", f"{tmp}/p.md",
+                "--out-html", f"{tmp}/p.html", "--out-svg", f"{tmp}/p.svg"]
         if cli.main(argv) != 0:
             return False
         lines = [line for line in Path(f"{tmp}/p.md").read_text().splitlines() if re.match(r"\| claim \d", line)]

@@ -112,7 +112,7 @@ def assert_balanced_html(text: str) -> None:
 
 
 def claim(text: str, paper_delta, significance=None, metric: str = "tok_bleu", **fields) -> str:
-    """A --claim of `nmtrepro claims` (and, with `scale`, of across-scales): its JSON, `significance`
-    None where the claim is not comparable at the scale."""
+    """A claim as a claims page's inputs hold it: its JSON, `significance` None where the claim is not
+    comparable at the scale."""
     return json.dumps({"text": text, "paper_delta": paper_delta, "metric": metric,
                        "significance": None if significance is None else str(significance), **fields})

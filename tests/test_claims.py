@@ -13,8 +13,8 @@ from nmtrepro.evaluation.metrics import METRICS
 from nmtrepro.evaluation.multiplicity import holm
 from nmtrepro.evaluation.seed_noise import SeedNoise
 from nmtrepro.evaluation.significance import MeanDifference
-from nmtrepro.reporting import pooled as pooled_module
-from nmtrepro.reporting.claims import reading
+from nmtrepro.evaluation import pooled as pooled_module
+from nmtrepro.reporting.claims_prose import reading
 
 
 def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, recipe="",
@@ -50,13 +50,34 @@ def quiet(tmp_path):
     return [f"quiet={write_significance(tmp_path / 'quiet.json', 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])}"]
 
 
-def page(tmp_path, *claims, primary=(), pool=(), command="claims"):
-    """The markdown claims page of these --claim specs, its primaries and its pool."""
+def document(*claims, primary=(), pool=(), **parts) -> str:
+    """A claims page's inputs (reporting/claims_inputs.py): these claims (`conftest.claim`'s JSON) by the
+    ids c0, c1, ..., those whose sentence `primary` names primary, the pool of NAME=JSON specs, and
+    `parts` (curves, budgets, others, notes) as given, by those ids."""
+    given = {f"c{i}": json.loads(spec) for i, spec in enumerate(claims)}
+    return json.dumps({"claims": given, "primary": [i for i, c in given.items() if c["text"] in primary],
+                       "pool": dict(spec.split("=", 1) for spec in pool), **parts})
+
+
+def scaled_document(scaled, primary=(), pool=(), **parts) -> str:
+    """A page across scales' inputs (reporting/claims_inputs.py): `scaled` [(scale, claim JSON)], each
+    claim by the id of its sentence (c0, c1, ... in their first order), those whose sentence `primary`
+    names primary, the pools of SCALE=NAME=JSON specs, and `parts` (gaps, notes) as given."""
+    ids, claims, pools = {}, {}, {}
+    for scale, spec in scaled:
+        given = json.loads(spec)
+        claims.setdefault(scale, {})[ids.setdefault(given["text"], f"c{len(ids)}")] = given
+    for spec in pool:
+        scale, name, path = spec.split("=", 2)
+        pools.setdefault(scale, {})[name] = path
+    return json.dumps({"claims": claims, "primary": [ids[text] for text in primary], "pool": pools, **parts})
+
+
+def page(tmp_path, *claims, primary=(), pool=()):
+    """The markdown claims page of these claims, its primaries and its pool (`document`)."""
     out = tmp_path / "claims.md"
-    argv = [command, "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html"),
-            "--out-svg", str(tmp_path / "claims.svg")]
-    argv += [arg for claim in claims for arg in ("--claim", claim)]
-    argv += [arg for text in primary for arg in ("--primary", text)] + [arg for spec in pool for arg in ("--pool", spec)]
+    argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "claims.html"),
+            "--out-svg", str(tmp_path / "claims.svg"), "--inputs", document(*claims, primary=primary, pool=pool)]
     assert cli.main(argv) == 0
     return out.read_text()
 
@@ -285,8 +306,8 @@ def test_a_claim_on_an_empty_length_bucket_is_shown_not_judged_and_stays_out_of_
     assert rows(text)["+PR helps"]["page p"] == alone["page p"]  # one claim in the family, as without it
     assert "1 of 1 judged claims reproduced" in text and "1 not judged (its part of the test set is empty)" in text
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
-    assert cli.main(["across-scales", "--title", "T", "--claim", claim("on long sources", 0.52, empty, scale="ci"),
-                     *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
+    assert cli.main(["across-scales", "--title", "T",
+                     "--inputs", scaled_document([("ci", claim("on long sources", 0.52, empty))]), *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
     assert "not judged: empty bucket" in out["md"].read_text() and "Not read" not in out["md"].read_text()
 
 
@@ -296,20 +317,38 @@ def test_a_claim_the_paper_calls_marginal_says_so_beside_its_verdict(tmp_path, q
     assert found.startswith("inconclusive") and found.endswith("(the paper: marginally)")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--claim", claim("a text", "big", "x.json")], "paper_delta and margin are numbers"),
-    (["--claim", claim("a text", 0, "x.json")], "needs a non-zero paper difference"),
-    (["--claim", claim("a text", -0.2, "x.json", margin=0)], "needs a positive margin"),
-    (["--claim", claim("a text", 1, "x.json", metric="comet")], "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'probe_"),
-    (["--claim", claim("a text", 1, "x.json", sigma=2)], "unknown ['sigma']"),
-    (["--claim", '{"text": "a text", "paper_delta": 1}'], "missing ['metric', 'significance']"),
-    (["--claim", "1.0=tok_bleu=yes=x.json=a text"], "--claim is not valid JSON"),
-    (["--claim", claim("a text", 1, None), "--primary", "another text"], "no --claim has that sentence"),
+@pytest.mark.parametrize("inputs, message", [
+    (document(claim("a text", "big", "x.json")), "--inputs claims.c0: paper_delta and margin are numbers"),
+    (document(claim("a text", 0, "x.json")), "needs a non-zero paper difference"),
+    (document(claim("a text", -0.2, "x.json", margin=0)), "needs a positive margin"),
+    (document(claim("a text", 1, "x.json", metric="comet")), "metric must be one of ['chrf', 'chrf_pp', 'head_similarity', 'probe_"),
+    (document(claim("a text", 1, "x.json", sigma=2)), "unknown ['sigma']"),
+    (document('{"text": "a text", "paper_delta": 1}'), "missing ['metric', 'significance']"),
+    ("1.0=tok_bleu=yes=x.json=a text", "--inputs is not valid JSON"),
+    (json.dumps({"claims": {"c0": json.loads(claim("a text", 1, None))}, "primary": ["c1"]}),
+     "--inputs primary: unknown claim id(s) ['c1']"),
+    (document(claim("a text", 1, None), claim("a text", 2, None)), "two claims share the sentence(s) ['a text']"),
+    (document(claim("a text", 1, None), curves={"a text": {"system": [], "baseline": []}}),
+     "--inputs curves: unknown claim id(s) ['a text']; the claims are ['c0']"),
+    (json.dumps({"claims": {}}), "--inputs claims: no claim"),
+    (document(claim("a text", 1, None), note="x"), "--inputs: unknown key(s) ['note']"),
 ])
-def test_a_malformed_claim_is_named(tmp_path, capsys, argv, message):
-    assert cli.main(["claims", "--title", "t", *argv, "--out-md", str(tmp_path / "a.md"),
+def test_a_malformed_page_input_is_named_by_its_key(tmp_path, capsys, inputs, message):
+    assert cli.main(["claims", "--title", "t", "--inputs", inputs, "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
-    assert message in capsys.readouterr().err
+    assert message in capsys.readouterr().err and not (tmp_path / "a.md").exists()
+
+
+@pytest.mark.parametrize("scaled, primary, message", [
+    ([("ci", json.dumps({**json.loads(claim("a text", 1, None)), "scale": "ci"}))], (), "--inputs claims.ci.c0: unknown ['scale']"),
+    ([("ci", claim("a text", 1, None))], ("another text",), "--inputs primary: unknown claim id(s)"),
+])
+def test_a_malformed_page_across_scales_input_is_named_by_its_key(tmp_path, capsys, scaled, primary, message):
+    document = json.loads(scaled_document(scaled))
+    document["primary"] += list(primary)
+    assert cli.main(["across-scales", "--title", "t", "--inputs", json.dumps(document), "--out-md", str(tmp_path / "a.md"),
+                     "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "a.md").exists()
 
 
 def test_a_claims_page_reads_in_one_line_draws_its_forest_plot_and_labels_its_verdicts(tmp_path, quiet):
@@ -344,18 +383,19 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
     """Two scales' JSONs of the same claims: one row a (claim, scale), claims first, each scale's verdict
     by its own test with its own pooled seed noise; a JSON of the old test at another scale, or a file
     there that is no JSON at all, is named in the reading, not read."""
-    specs = []
+    scaled, pools = [], []
     for scale, ours in (("ci", 29.2), ("tiny", 30.5)):
         path = write_significance(tmp_path / f"{scale}.json", ours, 29.0, 0.25)
         pool = write_significance(tmp_path / f"{scale}-pool.json", 30.0, 29.0, 0.2, [1.0, 1.0, 1.0])
-        specs += ["--claim", claim("+PR helps", 1.29, path, scale=scale), "--pool", f"{scale}=central={pool}"]
+        scaled.append((scale, claim("+PR helps", 1.29, path)))
+        pools.append(f"{scale}=central={pool}")
     (tmp_path / "old.json").write_text(json.dumps({"tok_bleu": {"delta": 1.0, "seeds": []}}))
     (tmp_path / "torn.json").write_text("smoke run: torn.json")
-    specs += ["--claim", claim("+PR helps", 1.29, tmp_path / 'old.json', scale="gpu"),
-              "--claim", claim("+PR helps", 1.29, tmp_path / 'torn.json', scale="smoke"),
-              "--claim", claim("NPMT helps", 2.0, None, scale="tiny"), "--primary", "+PR helps"]
+    scaled += [("gpu", claim("+PR helps", 1.29, tmp_path / 'old.json')),
+               ("smoke", claim("+PR helps", 1.29, tmp_path / 'torn.json')), ("tiny", claim("NPMT helps", 2.0, None))]
     out = {ext: tmp_path / f"x.{ext}" for ext in ("md", "html", "svg")}
-    assert cli.main(["across-scales", "--title", "Claims at every scale", *specs,
+    assert cli.main(["across-scales", "--title", "Claims at every scale",
+                     "--inputs", scaled_document(scaled, primary=["+PR helps"], pool=pools),
                      *[a for ext, path in out.items() for a in (f"--out-{ext}", str(path))]]) == 0
     text = out["md"].read_text()
     lines = [line for line in text.splitlines() if line.startswith("| +PR") or line.startswith("| NPMT")]
@@ -368,18 +408,17 @@ def test_the_across_scales_page_sets_each_claim_beside_itself_at_every_scale(tmp
 
 
 def test_a_claims_page_reads_where_another_scales_verdict_differs_from_its_own(tmp_path, quiet):
-    """--others: the gpu run (converged, kept as data) finds no gain where this run reproduces one; the
+    """The inputs' others: the gpu run (converged, kept as data) finds no gain where this run reproduces one; the
     reading says so by name, and says nothing of a claim whose verdicts agree."""
     here = write_significance(tmp_path / "here.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
     there = write_significance(tmp_path / "there.json", 38.3, 38.3, 0.2, [0.1, -0.1, 0.0])
     same = write_significance(tmp_path / "same.json", 31.0, 29.0, 0.25, [2.0, 2.0, 2.0])
-    others = {"gpu measured on H200, 2026-11-26, commit abc": {"claims": {"D helps": there, "A helps": same},
+    others = {"gpu measured on H200, 2026-11-26, commit abc": {"claims": {"c0": there, "c1": same},
                                                              "pool": {"quiet": there}}}
     out = tmp_path / "c.md"
+    inputs = document(claim("D helps", 1.28, here), claim("A helps", 1.29, here), pool=quiet, others=others)
     assert cli.main(["claims", "--title", "t", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
-                     "--out-svg", str(tmp_path / "c.svg"), "--claim", claim("D helps", 1.28, here),
-                     "--claim", claim("A helps", 1.29, here), "--scale", "tiny", "--pool", quiet[0],
-                     "--others", json.dumps(others)]) == 0
+                     "--out-svg", str(tmp_path / "c.svg"), "--inputs", inputs, "--scale", "tiny"]) == 0
     reading = out.read_text().split("\n\n")[1]
     assert ("At gpu measured on H200, 2026-11-26, commit abc the verdict differs from this run's (tiny) for 1: "
             "D helps (reproduced here, paper's Δ excluded there).") in reading
@@ -404,7 +443,7 @@ def test_a_claims_page_refuses_a_json_without_the_bootstrap_variances_by_name(tm
     entry = json.loads(open(write_significance(tmp_path / "s.json", 30.0, 29.0)).read())["tok_bleu"]
     del entry["var_bootstrap_mean"]
     old.write_text(json.dumps({"tok_bleu": entry}))
-    assert cli.main(["claims", "--title", "t", "--claim", claim("x", 1.0, old), "--out-md", str(tmp_path / "a.md"),
+    assert cli.main(["claims", "--title", "t", "--inputs", document(claim("x", 1.0, old)), "--out-md", str(tmp_path / "a.md"),
                      "--out-html", str(tmp_path / "a.html"), "--out-svg", str(tmp_path / "a.svg")]) == 2
     assert "old.json: written by an earlier version" in capsys.readouterr().err and not (tmp_path / "a.md").exists()
 

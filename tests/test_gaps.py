@@ -1,5 +1,4 @@
 """The gap over training (reporting/gaps.py) and the claims page that draws it."""
-import json
 
 import numpy as np
 import pytest
@@ -8,7 +7,7 @@ from conftest import claim
 from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.reporting import gaps
-from test_claims import rows, write_significance
+from test_claims import document, rows, scaled_document, write_significance
 
 STEPS = range(100, 1001, 100)
 
@@ -75,8 +74,8 @@ def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
-            "--claim", claim(text, 1.0, sig), "--pool", f"x={sig}",
-            "--curves", f'{{"{text}": {{"system": {system}, "baseline": {baseline}}}}}'.replace("'", '"')]
+            "--inputs", document(claim(text, 1.0, sig), pool=[f"x={sig}"],
+                                 curves={"c0": {"system": system, "baseline": baseline}})]
     assert cli.main(argv) == 0
     page = out.read_text()
     assert rows(page)[text]["verdict"].startswith("reproduced; the gap was closing when training stopped")
@@ -86,7 +85,7 @@ def test_a_claims_verdict_carries_the_closing_gap_in_words_and_the_page_draws_it
 
 
 def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its_verdict_changes(tmp_path):
-    """--budgets: the claim at 300 and 600 updates from significance JSONs of the same trainings' earlier
+    """The inputs' budgets: the claim at 300 and 600 updates from significance JSONs of the same trainings' earlier
     windows, each judged under the page's procedure with its own budget's pool; a gain that vanishes with
     training reads "reproduced at 300, ..., paper's Δ excluded at 1,000" and the figure adds its Δ BLEU panel."""
     system, baseline = pair_curves(tmp_path, lambda step, pair: -0.2, noise=0.01)
@@ -94,15 +93,15 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
     final = write_significance(tmp_path / "sig.json", 30.1, 30.0, 0.2, [0.3, -0.2, 0.2])
     early = {updates: write_significance(tmp_path / f"sig{updates}.json", 30.0 + gain, 30.0, 0.2, [gain] * 3)
              for updates, gain in ((300, 2.0), (600, 1.5))}
-    budgets = {"levels": [{"label": f"{share:.0%}", "claims": {text: {"significance": early[updates], "updates": updates}},
+    budgets = {"levels": [{"label": f"{share:.0%}", "claims": {"c0": {"significance": early[updates], "updates": updates}},
                            "pool": {"x": early[updates]}} for share, updates in ((0.3, 300), (0.6, 600))],
-               "final": "100%", "updates": {text: 1000}}
-    budgets["levels"][1]["claims"][text]["label"] = "62%"  # its own share where its window passes the level's
+               "final": "100%", "updates": {"c0": 1000}}
+    budgets["levels"][1]["claims"]["c0"]["label"] = "62%"  # its own share where its window passes the level's
     out = tmp_path / "claims.md"
     argv = ["claims", "--title", "Paper X: claims", "--out-md", str(out), "--out-html", str(tmp_path / "c.html"),
             "--out-svg", str(tmp_path / "c.svg"), "--out-gap-svg", str(tmp_path / "c.gap.svg"),
-            "--claim", claim(text, 1.0, final), "--primary", text, "--pool", f"x={final}",
-            "--curves", json.dumps({text: {"system": system, "baseline": baseline}}), "--budgets", json.dumps(budgets)]
+            "--inputs", document(claim(text, 1.0, final), primary=[text], pool=[f"x={final}"],
+                                 curves={"c0": {"system": system, "baseline": baseline}}, budgets=budgets)]
     assert cli.main(argv) == 0
     page = out.read_text()
     main, by_budget = page.split("## The claims at each training budget")
@@ -120,14 +119,16 @@ def test_a_claim_is_judged_at_each_shorter_budget_and_the_reading_says_where_its
 def test_a_budget_naming_an_unknown_claim_is_refused(tmp_path, capsys):
     sig = write_significance(tmp_path / "sig.json", 31.0, 30.0)
     argv = ["claims", "--title", "t", "--out-md", str(tmp_path / "c.md"), "--out-html", str(tmp_path / "c.html"),
-            "--out-svg", str(tmp_path / "c.svg"), "--claim", claim("X", 1.0, sig),
-            "--budgets", json.dumps({"levels": [{"label": "50%", "claims": {"Y": {"significance": sig, "updates": 5}},
-                                                 "pool": {}}]})]
-    assert cli.main(argv) == 2 and "--budgets ['Y']: no --claim has that sentence" in capsys.readouterr().err
+            "--out-svg", str(tmp_path / "c.svg"),
+            "--inputs", document(claim("X", 1.0, sig), budgets={
+                "levels": [{"label": "50%", "claims": {"c1": {"significance": sig, "updates": 5}}, "pool": {}}],
+                "updates": {"c0": 10}})]
+    assert cli.main(argv) == 2
+    assert "--inputs budgets.levels[0].claims: unknown claim id(s) ['c1']" in capsys.readouterr().err
 
 
 def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_page_wrote(tmp_path):
-    """--out-gap-tsv (claims) then --gaps (across-scales): each scale's curves of a claim in one panel,
+    """--out-gap-tsv (claims) then the inputs' gaps (across-scales): each scale's curves of a claim in one panel,
     without that scale's trainings (a gpu run kept as data ships its table beside its JSONs)."""
     text, tables = "X improves on Base", {}
     for scale, gap in (("tiny", -0.3), ("gpu", -0.02)):
@@ -138,14 +139,15 @@ def test_the_page_across_scales_draws_each_scales_gap_from_the_table_its_claims_
         tables[scale] = (sig, folder / "claims.gap.tsv")
         assert cli.main(["claims", "--title", "t", "--out-md", str(folder / "c.md"), "--out-html", str(folder / "c.html"),
                          "--out-svg", str(folder / "c.svg"), "--out-gap-svg", str(folder / "c.gap.svg"),
-                         "--out-gap-tsv", str(tables[scale][1]), "--claim", claim(text, 1.0, sig),
-                         "--pool", f"x={sig}", "--curves", json.dumps({text: {"system": system, "baseline": baseline}})]) == 0
+                         "--out-gap-tsv", str(tables[scale][1]),
+                         "--inputs", document(claim(text, 1.0, sig), pool=[f"x={sig}"],
+                                              curves={"c0": {"system": system, "baseline": baseline}})]) == 0
     table = gaps.read_gaps(str(tables["gpu"][1]))[text]
     assert len(table) == 3 * len(STEPS) and abs(table["delta"].mean() + 0.02) < 0.01
     argv = ["across-scales", "--title", "t", "--out-md", str(tmp_path / "a.md"), "--out-html", str(tmp_path / "a.html"),
             "--out-svg", str(tmp_path / "a.svg"), "--out-gap-svg", str(tmp_path / "a.gap.svg")]
-    for scale, (sig, gap_tsv) in tables.items():
-        argv += ["--claim", claim(text, 1.0, sig, scale=scale), "--gaps", f"{scale}={gap_tsv}"]
+    argv += ["--inputs", scaled_document([(scale, claim(text, 1.0, sig)) for scale, (sig, _) in tables.items()],
+                                         gaps={scale: str(gap_tsv) for scale, (_, gap_tsv) in tables.items()})]
     assert cli.main(argv) == 0
     drawn = (tmp_path / "a.gap.svg").read_text()
     assert "Δ valid NLL over training at each scale" in drawn and ">tiny</text>" in drawn and ">gpu</text>" in drawn

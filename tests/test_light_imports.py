@@ -28,6 +28,7 @@ for scale in ("ci", "paper"):
         experiment.annotations
 registry()
 import nmtrepro.analyses, nmtrepro.analyses.lingeval, nmtrepro.reporting.claims, nmtrepro.reporting.report
+import nmtrepro.reporting.across_scales, nmtrepro.reporting.landing
 import nmtrepro.evaluation.significance
 print(" ".join(name for name in {HEAVY!r} if name in sys.modules))
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from nmtrepro.study.config import (analysis_kinds, central_study, check_paper_ce
 from nmtrepro.forks import server as forkserver
 from nmtrepro.core.files import InputError
 from nmtrepro.study.config_checks import check_analysis_kinds, check_dataset_files, check_languages, dataset_files
-from nmtrepro.reporting.claims import GIVEN
+from nmtrepro.reporting.claims_inputs import GIVEN
 from nmtrepro.reporting.protocol import protocol_note
 from nmtrepro.reporting.status import newest_log, trainings
 
@@ -726,6 +727,12 @@ def finished_run_of(work: Path, scale: str) -> dict[Path, bytes]:
     return files
 
 
+def page_inputs(command: str) -> dict:
+    """The inputs document of a claims command as a dry run prints it (`--inputs`)."""
+    words = shlex.split(command)
+    return json.loads(words[words.index("--inputs") + 1])
+
+
 def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     """With another scale's tests in the checkout (a synthetic tiny tree of the central claims' JSONs),
     the ci run adds each claims page across scales, its claims at ci beside those at tiny; without
@@ -741,9 +748,11 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     run = snakemake(work, "-n", "-p", "tables")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count('--claim={"scale": "ci",') == 4 and command.count('--claim={"scale": "tiny",') == 4
-    assert "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json" in command
-    assert command.count("--pool=ci=") == 4 and command.count("--pool=tiny=") == 4 and command.count("--primary=") == 4
+    across = page_inputs(command)
+    assert [len(across["claims"][scale]) for scale in ("ci", "tiny")] == [4, 4]
+    assert across["claims"]["tiny"]["pr_base_en_de"]["significance"] == (
+        "results/tiny/analyse/significance/pr_en_de.vs.base_en_de.json")
+    assert [len(across["pool"][scale]) for scale in ("ci", "tiny")] == [4, 4] and len(across["primary"]) == 4
     assert "results/ci/report/A_claims_across_scales.md" in run.stdout      # A's central claim is on its page
     # a claim field: the Claim field and the schema's key of the same name are all it takes (organisation.md)
     claims_page = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/B_claims.md" in line)
@@ -752,8 +761,10 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     # a claim on a length bucket reads its own test, on the sentences over 45 tokens, and draws no curve
     claims_a = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/A_claims.md" in line)
     assert '"significance": "results/ci/analyse/significance/pr_en_de.vs.big_en_de.longer_than_45.json"' in claims_a
-    curves = claims_a.split("--curves ")[1].split(" --")[0]
-    assert "--longer-than 45" in run.stdout and "+PR improves" in curves and "On sources over 45" not in curves
+    inputs = page_inputs(claims_a)
+    curved = [inputs["claims"][name]["text"] for name in inputs["curves"]]
+    assert "--longer-than 45" in run.stdout and any(text.startswith("+PR improves") for text in curved)
+    assert not any(text.startswith("On sources over 45") for text in curved)
     fields = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert set(GIVEN) <= set(fields["properties"]["claims"]["additionalProperties"]["properties"])
 
@@ -1046,16 +1057,17 @@ def test_claims_measured_elsewhere_bring_the_pages_across_scales_with_their_prov
     run = snakemake(work, "-n", "-p")
     assert run.returncode == 0, run.stderr[-3000:]
     command = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims_across_scales.md" in line)
-    assert command.count('--claim={"scale": "ci",') == 4
-    assert command.count('--claim={"scale": "gpu measured on 1x NVIDIA H200, ') == 4
-    assert "workflow/measured/gpu/pr_en_de.vs.base_en_de.json" in command
-    assert command.count("'--pool=gpu measured on 1x NVIDIA H200, ") == 4
-    assert "'--gaps=gpu measured on 1x NVIDIA H200, " in command and "workflow/measured/gpu/central_claims.gap.tsv" in command
+    across = page_inputs(command)
+    gpu = next(scale for scale in across["claims"] if scale.startswith("gpu measured on 1x NVIDIA H200, "))
+    assert len(across["claims"]["ci"]) == 4 and len(across["claims"][gpu]) == 4 and len(across["pool"][gpu]) == 4
+    assert across["claims"][gpu]["pr_base_en_de"]["significance"] == "workflow/measured/gpu/pr_en_de.vs.base_en_de.json"
+    assert across["gaps"][gpu] == "workflow/measured/gpu/central_claims.gap.tsv"
     # this run's claims page names where the gpu verdict differs: it reads the same JSONs
     claims = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/central_claims.md" in line)
-    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in claims.split("--others", 1)[1]
+    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.json" in json.dumps(page_inputs(claims)["others"])
     claims_d = next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/D_claims.md" in line)
-    assert "workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.head_similarity.json" in claims_d.split("--others", 1)[1]
+    assert ("workflow/measured/gpu/fusing_en_de.vs.d_base_en_de.head_similarity.json"
+            in json.dumps(page_inputs(claims_d)["others"]))
 
 
 def test_a_scale_of_ones_own_comes_from_another_with_its_own_keys_over_it(tmp_path):

@@ -1,27 +1,63 @@
-# The claims pages' inputs and arguments (rules claims and across_scales, reporting.smk): each claim's
-# significance, curves, shorter budgets and other scales' results, as the claims command reads them.
-from nmtrepro.reporting.claims import GIVEN as GIVEN_CLAIM_FIELDS
+# The claims pages' inputs (rules claims and across_scales, reporting.smk): each claim's significance,
+# curves, shorter budgets and other scales' results, as the claims commands read them.
+from nmtrepro.reporting.claims_inputs import GIVEN as GIVEN_CLAIM_FIELDS
 
 
-def claim_args(names, input, scale=""):
-    """--claim=JSON per claim (nmtrepro claims; across-scales adds its "scale"), its fields named as the
-    package's Claim (those a paper's entry gives as they are: GIVEN_CLAIM_FIELDS): a claim of no gain
-    carries its margin; a claim without a JSON in `input` (not comparable at this scale) has none (null)."""
-    specs = []
-    for name in names:
-        claim = config["claims"][name]
-        spec = {"scale": scale} if scale else {}
-        spec |= {
-            "text": claim["claim"],
-            "paper_delta": claim["paper_delta"],
-            "metric": claim["metric"],
-            "significance": input[name] if name in input.keys() else None,
-        }
-        if claim["test"] == "non_superiority":
-            spec["margin"] = NO_GAIN_MARGINS[name]
-        spec |= {key: claim[key] for key in GIVEN_CLAIM_FIELDS if key in claim}
-        specs.append(f"--claim={json.dumps(spec, ensure_ascii=False)}")
-    return shlex.join(specs)
+def claims_document(names):
+    """A claims page's inputs as one JSON document (nmtrepro claims --inputs; reporting/claims_inputs.py
+    says what it holds), each claim keyed by its name in the config's `claims`: the claims, the central
+    ones primary, the seed noise pooled over the central claims' tests, their curves, their shorter
+    budgets, the other scales' tests, the protocol note."""
+    pools = other_scales_significance(CENTRAL["claims"])
+    tests = claim_significance(names)
+    document = {
+        "claims": {name: claim_entry(name, tests.get(name)) for name in names},
+        "primary": [name for name in names if name in CENTRAL["claims"]],
+        "pool": claim_significance(CENTRAL["claims"]),
+        "curves": claim_curves(names),
+        "budgets": budgets_at(names),
+        "others": {
+            scale: {"claims": files, "pool": pools.get(scale, {})}
+            for scale, files in other_scales_significance(names).items()
+        },
+        "notes": [claims_protocol(names)],
+    }
+    return json.dumps(document, ensure_ascii=False)
+
+
+def claim_entry(name, significance):
+    """A claim as the claims commands read it, its fields named as the package's Claim (those a paper's
+    entry gives as they are: GIVEN_CLAIM_FIELDS): a claim of no gain carries its margin; a claim without
+    a test (not comparable at this scale) has none (null)."""
+    claim = config["claims"][name]
+    entry = {
+        "text": claim["claim"],
+        "paper_delta": claim["paper_delta"],
+        "metric": claim["metric"],
+        "significance": significance,
+    }
+    if claim["test"] == "non_superiority":
+        entry["margin"] = NO_GAIN_MARGINS[name]
+    return entry | {key: claim[key] for key in GIVEN_CLAIM_FIELDS if key in claim}
+
+
+def across_document(page):
+    """An across-scales page's inputs as one JSON document (nmtrepro across-scales --inputs;
+    reporting/claims_inputs.py): its claims page's claims at this scale and at each other scale that holds
+    them, by their names in the config, the central ones primary, each scale's seed noise pooled over its
+    own central claims' tests, each scale's gaps over training."""
+    names, own = ACROSS_PAGES[page], page.removesuffix("_across_scales")
+    tests = claim_significance(names)
+    scales = {config["scale"]: {name: claim_entry(name, tests.get(name)) for name in names}}
+    for scale, files in other_scales_significance(names).items():
+        scales[scale] = {name: claim_entry(name, files[name]) for name in names_in(files, names)}
+    document = {
+        "claims": scales,
+        "primary": [name for name in names if name in CENTRAL["claims"]],
+        "pool": central_pools(),
+        "gaps": {config["scale"]: results(f"report/{own}.gap.tsv"), **other_scales_gaps(own)},
+    }
+    return json.dumps(document, ensure_ascii=False)
 
 
 def claim_significance(names):
@@ -48,13 +84,6 @@ def claim_curves(names):
     return curves
 
 
-def curves_arg(names):
-    """--curves: the JSON of `claim_curves`, keyed by each claim's sentence (nmtrepro claims)."""
-    return shlex.quote(
-        json.dumps({config["claims"][name]["claim"]: curves for name, curves in claim_curves(names).items()})
-    )
-
-
 def claim_budgets(names):
     """{claim: [(fraction, its significance JSON there, the system's updates there)]}: these claims'
     shorter budgets (study/budgets.py; the central claims' trainings keep their windows)."""
@@ -69,9 +98,9 @@ def claim_budgets(names):
     return {name: levels for name, levels in found.items() if levels}
 
 
-def budgets_arg(names):
-    """--budgets: the JSON of these claims at their shorter budgets, each budget's seed noise pooled over
-    the central claims there (nmtrepro claims)."""
+def budgets_at(names):
+    """These claims at their shorter budgets, as a claims page's inputs hold them: each budget's seed noise
+    pooled over the central claims there."""
     budgets, central = claim_budgets(names), claim_budgets(CENTRAL["claims"])
     shares = sorted({share for levels in budgets.values() for share, _, _ in levels})
     full = {name: EXPERIMENTS[config["claims"][name]["experiment"]].train["max_updates"] for name in budgets}
@@ -79,7 +108,7 @@ def budgets_arg(names):
         {
             "label": budget_label(share),
             "claims": {
-                config["claims"][name]["claim"]: {
+                name: {
                     "significance": path,
                     "updates": stops,
                     "label": budget_label(stops / full[name]),
@@ -92,44 +121,13 @@ def budgets_arg(names):
         }
         for share in shares
     ]
-    updates = {config["claims"][name]["claim"]: n for name, n in full.items()}
-    return shlex.quote(json.dumps({"levels": levels, "final": budget_label(1.0), "updates": updates}))
+    return {"levels": levels, "final": budget_label(1.0), "updates": full}
 
 
 def budget_label(share):
     """A budget as the page names it: a share of the scale's training (30 %), or with `budget` N above 1
     a multiple of the scale's budget (1x, 2x, 4x)."""
     return f"{share * config['budget']:g}x" if config["budget"] > 1 else f"{share:.0%}"
-
-
-def others_arg(names):
-    """--others: the JSON of these claims' tests at the other scales this checkout holds or keeps as data
-    (`other_scales_significance`), each scale's seed noise pooled over its central claims."""
-    pools = other_scales_significance(CENTRAL["claims"])
-    return shlex.quote(
-        json.dumps(
-            {
-                scale: {
-                    "claims": {config["claims"][name]["claim"]: path for name, path in files.items()},
-                    "pool": pools.get(scale, {}),
-                }
-                for scale, files in other_scales_significance(names).items()
-            }
-        )
-    )
-
-
-def procedure_args(names, pools, scaled=False):
-    """--primary for each of these claims that is its paper's central one, and --pool for each central
-    claim's JSON that `pools` holds ({scale: {claim: JSON}}; `scaled`: the scale named before it, as
-    across-scales takes them): the page's procedure and the comparisons its seed noise pools."""
-    primaries = [f"--primary={config['claims'][name]['claim']}" for name in names if name in CENTRAL["claims"]]
-    pooled = [
-        f"--pool={f'{scale}=' if scaled else ''}{name}={path}"
-        for scale, files in pools.items()
-        for name, path in files.items()
-    ]
-    return shlex.join(primaries + pooled)
 
 
 def claims_protocol(names):

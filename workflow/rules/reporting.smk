@@ -97,23 +97,10 @@ rule across_scales:
         CONDA_ENV
     params:
         title=lambda w: f"{claims_title(own_page(w))} at every scale in this checkout",
-        claims=lambda w, input: " ".join(
-            [claim_args(ACROSS_PAGES[w.page], input, config["scale"])]
-            + [
-                claim_args(names_in(files, ACROSS_PAGES[w.page]), files, scale)
-                for scale, files in other_scales_significance(ACROSS_PAGES[w.page]).items()
-            ]
-        ),
-        procedure=lambda w: procedure_args(ACROSS_PAGES[w.page], central_pools(), scaled=True),
-        gaps=lambda w: shlex.join(
-            f"--gaps={scale}={path}"
-            for scale, path in {
-                config["scale"]: results(f"report/{own_page(w)}.gap.tsv"),
-                **other_scales_gaps(own_page(w)),
-            }.items()
-        ),
+        # each scale's claims by name, the central ones primary, each scale's pool and gaps over training
+        inputs=lambda w: across_document(w.page),
     shell:
-        "nmtrepro across-scales --title {params.title:q} {params.claims} {params.procedure} {params.gaps} "
+        "nmtrepro across-scales --title {params.title:q} --inputs {params.inputs:q} "
         "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} 2> {log}"
 
 
@@ -157,20 +144,12 @@ rule claims:
     params:
         scale=config["scale"],
         title=lambda w: f"{claims_title(w.page)} beside this run (scale {config['scale']})",
-        claims=lambda w, input: claim_args(CLAIMS_PAGES[w.page], input),
-        # the central claims, each its paper's primary; the seed noise pooled over their comparisons
-        procedure=lambda w: procedure_args(
-            CLAIMS_PAGES[w.page], {config["scale"]: claim_significance(CENTRAL["claims"])}
-        ),
-        protocol=lambda w: claims_protocol(CLAIMS_PAGES[w.page]),
-        curves=lambda w: curves_arg(CLAIMS_PAGES[w.page]),
-        budgets=lambda w: budgets_arg(CLAIMS_PAGES[w.page]),
-        others=lambda w: others_arg(CLAIMS_PAGES[w.page]),
+        # its claims by name, the central ones primary, the seed noise pooled over their comparisons, ...
+        inputs=lambda w: claims_document(CLAIMS_PAGES[w.page]),
     shell:
-        "nmtrepro claims --title {params.title:q} {params.claims} {params.procedure} --curves {params.curves} "
-        "--budgets {params.budgets} --others {params.others} "
-        "--note {params.protocol:q} --scale {params.scale} --out-md {output.md} --out-html {output.html} "
-        "--out-svg {output.svg} --out-gap-svg {output.gap_svg} --out-gap-tsv {output.gap_tsv} 2> {log}"
+        "nmtrepro claims --title {params.title:q} --inputs {params.inputs:q} --scale {params.scale} "
+        "--out-md {output.md} --out-html {output.html} --out-svg {output.svg} --out-gap-svg {output.gap_svg} "
+        "--out-gap-tsv {output.gap_tsv} 2> {log}"
 
 
 # A claims page in brief (its reading; the central page's verdicts too), which the report's first screen

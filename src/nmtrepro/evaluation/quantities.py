@@ -2,7 +2,7 @@
 length, paper D's head similarity (Table IV) and its probing accuracies (Table VII). A claim on one ("+Fusing_Diverse's heads are less alike than
 Base's") is tested as a claim on BLEU is: each quantity is a ratio of sums over the test sentences, so
 `significance.statistics_test` takes it as it takes a metric (the seed pairs' mean, a paired bootstrap of
-the sentences shared by every pair), and a claims page judges it in its paper's family (reporting/claims.py).
+the sentences shared by every pair), and a claims page judges it in its paper's family (verdicts.py).
 
 The registry is the one list: a claim's `metric` may name a quantity here, and the page labels it so.
 """

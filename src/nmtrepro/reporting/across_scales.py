@@ -7,8 +7,8 @@ sets one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its 
 by that scale's procedure over the page's claims it holds, with that scale's seed noise (its own claims
 page's verdict where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
 draws a line a (claim, scale), and the gap in validation NLL over training draws each scale's curves
-of a claim in one panel (`--gaps`: each scale's claims page wrote them; a scale measured elsewhere
-keeps them beside its JSONs). A JSON written by an earlier version of the test is named in the reading,
+of a claim in one panel (the inputs' `gaps`: each scale's claims page wrote them; a scale measured
+elsewhere keeps them beside its JSONs). Its inputs are one document (claims_inputs.py). A JSON written by an earlier version of the test is named in the reading,
 not read (and not pooled).
 """
 from __future__ import annotations
@@ -19,23 +19,17 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import InputError
+from ..evaluation.pooled import read_entry
 from ..evaluation.quantities import QUANTITIES
-from .claims import (CI, HIDDEN, METRIC_LABELS, NUMERIC, Claim, add_procedure_arguments, build_claims,
-                     empty_subsets, forest_plot, mark_primaries, parse_claim, shown_table)
+from ..evaluation.verdicts import CI, HIDDEN, METRIC_LABELS, Claim, build_claims, empty_subsets
+from .claims_inputs import read_scaled_inputs
+from .claims_prose import NUMERIC, shown_table
+from .forest import forest_plot
 from .gaps import no_curves, read_gaps, scales_gap_figure
-from .pooled import parse_pool, read_entry
 from .render import figure_svg, save_figure, write_table
 
 COLUMNS = ["claim", "scale", "baseline BLEU", "paper Δ", "ours Δ", "Δ per seed", CI, "MDE", "p", "page p", "verdict",
            "size", *HIDDEN]
-
-
-def parse_scaled(spec: str) -> tuple[str, Claim]:
-    """A `nmtrepro claims` claim with its "scale": the one whose results its significance JSON holds."""
-    claim, values = parse_claim(spec, extra=("scale",))
-    if not isinstance(values["scale"], str) or not values["scale"]:
-        raise InputError(f"--claim {spec!r}: its scale is a name")
-    return values["scale"], claim
 
 
 def readable(path: str, metrics) -> bool:
@@ -81,27 +75,20 @@ def build_across(scaled: list[tuple[str, Claim]], pools: dict[str, dict[str, str
 
 def add_arguments_across_scales(parser) -> None:
     parser.add_argument("--title", required=True)
-    parser.add_argument("--claim", action="append", required=True, metavar="JSON",
-                        help='a claim as `nmtrepro claims` takes it with its "scale", where it was measured '
-                             "(repeat: a claim per scale)")
-    add_procedure_arguments(parser)  # a --pool here is SCALE=NAME=JSON: each scale pools its own
-    parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
+    parser.add_argument("--inputs", required=True, metavar="JSON",
+                        help="the page's inputs as one document: each scale's claims by id, the primaries, each "
+                             "scale's pool and gaps over training, the notes (nmtrepro.reporting.claims_inputs)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-svg", required=True)
-    parser.add_argument("--gaps", action="append", default=[], metavar="SCALE=TSV",
-                        help="a scale's gaps over training as its claims page wrote them (--out-gap-tsv; repeat)")
-    parser.add_argument("--out-gap-svg", help="each claim's gap over training at every scale --gaps names")
+    parser.add_argument("--out-gap-svg", help="each claim's gap over training at every scale the inputs' gaps name")
 
 
-def gap_panels(specs: list[str], texts: list[str]):
-    """The small multiples of the claims `texts` at every scale `specs` (SCALE=TSV) names; None where none
-    holds a gap of them."""
+def gap_panels(tables: dict[str, str], texts: list[str]):
+    """The small multiples of the claims `texts` at every scale `tables` ({scale: TSV}) names; None where
+    none holds a gap of them."""
     gaps = {}
-    for spec in specs:
-        scale, _, path = spec.rpartition("=")
-        if not scale:
-            raise InputError(f"--gaps wants SCALE=TSV, got {spec!r}")
+    for scale, path in tables.items():
         for text, table in read_gaps(path).items():
             if text in texts:
                 gaps.setdefault(text, {})[scale] = table
@@ -110,16 +97,13 @@ def gap_panels(specs: list[str], texts: list[str]):
 
 
 def run_across_scales(args) -> None:
-    scaled = [parse_scaled(spec) for spec in args.claim]
-    marked = mark_primaries([claim for _, claim in scaled], args.primary)
-    scaled = [(scale, claim) for (scale, _), claim in zip(scaled, marked)]
-    # the pools are BLEU comparisons, read in the claims' metrics (a quantity's claims pool none)
-    metrics, pools = {claim.metric for _, claim in scaled if claim.metric not in QUANTITIES}, {}
-    for spec in args.pool:  # a scale's pool: those of its JSONs the current test wrote, as for its claims
-        scale, _, named = spec.partition("=")
-        pools.setdefault(scale, {}).update({name: path for name, path in parse_pool([named]).items()
-                                            if readable(path, metrics)})
-    table, claims, stale = build_across(scaled, pools)
+    inputs = read_scaled_inputs(args.inputs)
+    # the pools are BLEU comparisons, read in the claims' metrics (a quantity's claims pool none); a scale's
+    # pool: those of its JSONs the current test wrote, as for its claims
+    metrics = {claim.metric for _, claim in inputs.claims if claim.metric not in QUANTITIES}
+    pools = {scale: {name: path for name, path in pool.items() if readable(path, metrics)}
+             for scale, pool in inputs.pools.items()}
+    table, claims, stale = build_across(inputs.claims, pools)
     scales = list(dict.fromkeys(table["scale"]))
     reading = (f"{len(dict.fromkeys(table['claim']))} claims at {len(scales)} scales ({', '.join(scales)}); "
                + "; ".join(f"{scale}: {int(table[table['scale'] == scale]['verdict'].str.startswith('reproduced').sum())} "
@@ -134,12 +118,12 @@ def run_across_scales(args) -> None:
                      "whole); the "
                      f"interval is {CI}; baseline BLEU: the mean over the seed pairs of the claim's test, in "
                      f"the claim's metric ({', '.join(sorted(set(METRIC_LABELS[c.metric] for c in claims)))}).",
-                     *args.note])
+                     *inputs.notes])
     plot = forest_plot(claims, table, None)
     save_figure(plot, None, args.out_svg)
     figures = [(figure_svg(plot), Path(args.out_svg).name)]
     if args.out_gap_svg:
-        gaps = gap_panels(args.gaps, list(dict.fromkeys(table["claim"]))) or no_curves()
+        gaps = gap_panels(inputs.gaps, list(dict.fromkeys(table["claim"]))) or no_curves()
         save_figure(gaps, None, args.out_gap_svg)
         figures.append((figure_svg(gaps), Path(args.out_gap_svg).name))
     write_table(shown, args.title, note, args.out_md, args.out_html, reading=reading, figures=figures,

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 from ..core.files import InputError, atomic_open
-from .claims import verdict_word
+from ..evaluation.verdicts import verdict_word
 
-# The columns a brief reads from the page's table (claims.py's names).
+# The columns a brief reads from the page's table (evaluation/verdicts.py's names).
 COLUMNS = ("claim", "paper Δ", "ours Δ", "verdict")
 _CELL = re.compile(r"(?<!\\)\|")   # a cell's end; write_table escapes a '|' inside a cell as '\|'
 _RST_SPECIAL = re.compile(r"([\\*`_|])")

@@ -16,8 +16,9 @@ import pandas as pd
 from ..core.files import InputError, read_json, require_file
 from ..data.annotations import annotation, registry
 from ..evaluation.metrics import METRICS, SECOND_METRIC
+from ..evaluation.pooled import parse_pool, read_entry, read_significance, seed_noises
+from ..evaluation.verdicts import format_p
 from .papers import read_paper_numbers
-from .pooled import parse_pool, read_entry, read_significance, seed_noises
 from .render import figure, save_figure, write_table
 
 if TYPE_CHECKING:
@@ -126,8 +127,8 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
     `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
     row then carries p, the CI at the level of the paper's marks (style `marks`: `mark_confidence`) and
     the mark for a significant improvement, all by the claims pages' test: the seed noise of the row's
-    recipe pooled over `pool` ({name: significance JSON}, the central claims'; pooled.py), none where it
-    is unmeasured. PAPERS_TEST keeps the mark of the comparison's own test beside it, the papers' kind.
+    recipe pooled over `pool` ({name: significance JSON}, the central claims'; evaluation/pooled.py), none
+    where it is unmeasured. PAPERS_TEST keeps the mark of the comparison's own test beside it, the papers' kind.
     A cell of several seeds shows their mean, and each seed's score beside it.
     Numbers stay numeric (NaN where we measured nothing); rendering formats them. `columns` keeps only
     those paper columns (a paper table that mixes BLEU with sizes and times shares one numbers file).
@@ -219,13 +220,6 @@ def annotation_note(name: str, stats_paths: list[str]) -> str:
     of the trees that parser phrases come from, the POS tagger), from its stage's stats."""
     kind = annotation(name)
     return f"{kind.note} {made_by(stats_paths, kind.stats_key, kind.makers)}."
-
-
-def format_p(value: float) -> str:
-    """A p-value with 3 decimals; below 0.001 (10,000 resamples reach 0.0001) "<0.001", not "0.000"."""
-    if pd.isna(value):
-        return ""
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:

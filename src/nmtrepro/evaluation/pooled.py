@@ -1,6 +1,6 @@
-"""The run's seed noise as the reporting commands read it: pooled over the central claims' significance
-JSONs (`--pool NAME=JSON`), each comparison's every seed held to the BLEU floor, in each metric a page or
-a table tests in (evaluation/seed_noise.py pools it; docs/statistics.md says why). A claims page and a
+"""The run's seed noise as the verdicts and the results tables read it: pooled over the central claims'
+significance JSONs (`--pool NAME=JSON`), each comparison's every seed held to the BLEU floor, in each metric a
+page or a table tests in (seed_noise.py pools it; docs/statistics.md says why). A claims page and a
 results table read it here, so that a table's mark and a page's verdict rest on the same seed noise.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ import os
 from typing import TYPE_CHECKING
 
 from ..core.files import InputError, read_json, require_file
-from ..evaluation.quantities import QUANTITIES
+from .quantities import QUANTITIES
 
 if TYPE_CHECKING:
-    from ..evaluation.seed_noise import SeedNoise
+    from .seed_noise import SeedNoise
 
 # The BLEUs a model's floor (MIN_BASELINE_BLEU) is read in; a claim in another metric reads sacreBLEU's,
 # of the same detokenized text.
@@ -62,7 +62,7 @@ def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
     """The run's seed noise in each of `metrics`, pooled over the significance JSONs `pool` ({name:
     path}) whose every seed translates (a model below the floor has no seed noise worth the name); None
     where none is named."""
-    from ..evaluation.seed_noise import SeedNoise  # scipy, only for pages and tables that test
+    from .seed_noise import SeedNoise  # scipy, only for pages and tables that test
 
     noises = {}
     for metric in sorted(set(metrics)):
