@@ -136,3 +136,11 @@ def test_unseeded_batches_keep_length_order_for_decoding():
     sizes = np.array([5, 1, 3, 3, 9, 2], np.int32)
     assert list(token_batches(sizes, None, 6)) == [[1, 5], [2, 3], [0], [4]]
     assert list(token_batches([], None, 6, seed=1)) == []
+
+
+@pytest.mark.parametrize("corpus", [[], [[]], [[], [7, 2]]])
+def test_a_file_of_no_sentences_or_empty_ones_reads(tmp_path, corpus):
+    """An empty file stores no tokens' record to read from (its offsets are all it holds)."""
+    save_indexed(tmp_path / "empty.bin", corpus)
+    data = IndexedData(tmp_path / "empty.bin")
+    assert [data[i].tolist() for i in range(len(data))] == corpus

@@ -68,4 +68,5 @@ def stored_at(path: Path, tokens, offsets) -> tuple[int, int]:
     for tokens_at, offsets_at in permutations(starts, 2):
         if tokens_at - offsets_at == apart:
             return tokens_at, offsets_at
-    raise InputError(f"{path}: its tokens' record was not found (a torch.save file of another layout?); re-run prepare")
+    raise InputError(f"{path}: its tokens' record was not found (a torch.save file of another layout?); "
+                     "re-run prepare")

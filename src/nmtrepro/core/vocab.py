@@ -183,13 +183,15 @@ class IndexedData:
     A file's tokens are neither loaded nor mapped but read a batch's sentences at a time (`token_store`):
     at WMT14 En-Fr scale every training rank would otherwise hold the whole corpus, as its own copy or
     as mapped pages, whereas reads share the page cache's one copy and a rank holds its sizes (4 bytes a
-    sentence, private), its offsets (8, mapped) and its batch. Files written with int32 tokens (before uint16) read the same.
+    sentence, private), its offsets (8, mapped) and its batch. Files written with int32 tokens (before
+    uint16) read the same.
     """
 
     def __init__(self, path: str | Path | None, blob: dict[str, torch.Tensor] | None = None):
         import torch
 
-        if blob is None:
+        read = blob is None
+        if read:
             try:
                 blob = torch.load(require_file(path), mmap=True, weights_only=True)
                 tokens, offsets = blob["tokens"], blob["offsets"]
@@ -198,12 +200,13 @@ class IndexedData:
             if (tokens.dim() != 1 or offsets.dim() != 1 or offsets.dtype != torch.int64 or not len(offsets)
                     or offsets[-1] != len(tokens)):
                 raise InputError(f"{path}: tokens and offsets do not match; re-run prepare")
+        if read and len(tokens):
             tokens_at, offsets_at = stored_at(Path(path), tokens, offsets)
             self.store = FileTokens(Path(path), tokens_at, tokens.numpy().dtype)
             self.offsets = np.memmap(path, np.int64, "r", offsets_at, len(offsets))  # (sentences + 1,), mapped
-        else:
+        else:  # sequences in memory, or a file of none or empty ones (its few offsets copied)
             self.store = ArrayTokens(blob["tokens"].numpy())
-            self.offsets = blob["offsets"].numpy()                          # (sentences + 1,) int64
+            self.offsets = np.array(blob["offsets"].numpy())                # (sentences + 1,) int64
         self.dtype = self.store.dtype                                       # uint16 or int32
         self.sizes = np.diff(self.offsets).astype(np.int32)  # (sentences,) tokens per sentence, EOS included
 
