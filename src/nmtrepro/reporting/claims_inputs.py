@@ -28,12 +28,12 @@ A bad document is refused naming its key (`--inputs budgets.levels[0].claims: un
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields, replace
 
 from ..core.files import InputError
 from ..evaluation.metrics import METRICS
 from ..evaluation.verdicts import METRIC_LABELS, NOT_MEASURED, Claim
+from .documents import notes, paths, read_document, typed
 
 # A claim as the document gives it: one JSON object, its fields named as Claim's; `significance` null
 # where it is not comparable at this scale. A new claim field is a Claim field with its default and the
@@ -91,44 +91,16 @@ def claim_of(given, where: str) -> Claim:
                     "significance": given["significance"] if measured else NOT_MEASURED, "comparable": measured})
 
 
-def _typed(value, kind, key: str, what: str):
-    if not isinstance(value, kind):
-        raise InputError(f"--inputs {key}: wants {what}, got {value!r}")
-    return value
-
-
 def _ids(found, ids, key: str) -> None:
     unknown = [i for i in found if i not in ids]
     if unknown:
         raise InputError(f"--inputs {key}: unknown claim id(s) {unknown}; the claims are {list(ids)}")
 
 
-def _paths(value, key: str) -> dict[str, str]:
-    """A {NAME: JSON} of the document (a pool, a scale's claims)."""
-    _typed(value, dict, key, "an object {NAME: JSON path}")
-    for name, path in value.items():
-        _typed(path, str, f"{key}.{name}", "a JSON path")
-    return value
-
-
-def _document(text: str, keys: tuple[str, ...]) -> dict:
-    """The document's object, its keys among `keys`."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"--inputs is not valid JSON: {err}") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"--inputs wants an object {{\"claims\": ...}}, got {doc!r}")
-    unknown = sorted(set(doc) - set(keys))
-    if unknown:
-        raise InputError(f"--inputs: unknown key(s) {unknown}; it has {list(keys)}")
-    return doc
-
-
 def _claims(given, primary: list[str], key: str) -> list[Claim]:
     """The claims of `given` ({ID: claim}), those `primary` names marked primary; none sharing a sentence
     (the page's rows and reading name a claim by it)."""
-    _typed(given, dict, key, "an object {ID: claim}")
+    typed(given, dict, key, "an object {ID: claim}")
     if not given:
         raise InputError(f"--inputs {key}: no claim")
     claims = [replace(claim_of(spec, f"--inputs {key}.{i}"), id=i, primary=i in primary) for i, spec in given.items()]
@@ -139,27 +111,20 @@ def _claims(given, primary: list[str], key: str) -> list[Claim]:
     return claims
 
 
-def _notes(doc: dict) -> list[str]:
-    notes = _typed(doc.get("notes", []), list, "notes", "a list of paragraphs")
-    for n, note in enumerate(notes):
-        _typed(note, str, f"notes[{n}]", "a paragraph")
-    return notes
-
-
 def read_inputs(text: str) -> PageInputs:
     """The page's inputs from the document (module docstring), each part checked against its claims' ids."""
-    doc = _document(text, KEYS)
-    given = _typed(doc.get("claims"), dict, "claims", "an object {ID: claim}")
-    primary = _typed(doc.get("primary", []), list, "primary", "a list of claim ids")
+    doc = read_document(text, KEYS)
+    given = typed(doc.get("claims"), dict, "claims", "an object {ID: claim}")
+    primary = typed(doc.get("primary", []), list, "primary", "a list of claim ids")
     _ids(primary, given, "primary")
     claims = _claims(given, primary, "claims")
-    curves = _typed(doc.get("curves", {}), dict, "curves", "an object {ID: {system, baseline}}")
+    curves = typed(doc.get("curves", {}), dict, "curves", "an object {ID: {system, baseline}}")
     _ids(curves, given, "curves")
     for i, sides in curves.items():
         if not isinstance(sides, dict) or set(sides) != {"system", "baseline"}:
             raise InputError(f"--inputs curves.{i}: wants {{\"system\": [TSV, ...], \"baseline\": [TSV, ...]}}")
-    return PageInputs(claims, _paths(doc.get("pool", {}), "pool"), curves, _budgets(doc.get("budgets", {}), given),
-                      _others(doc.get("others", {}), given), _notes(doc))
+    return PageInputs(claims, paths(doc.get("pool", {}), "pool"), curves, _budgets(doc.get("budgets", {}), given),
+                      _others(doc.get("others", {}), given), notes(doc))
 
 
 @dataclass(frozen=True)
@@ -174,28 +139,28 @@ class ScaledInputs:
 
 def read_scaled_inputs(text: str) -> ScaledInputs:
     """A page across scales' inputs from its document (module docstring)."""
-    doc = _document(text, SCALED_KEYS)
-    scales = _typed(doc.get("claims"), dict, "claims", "an object {SCALE: {ID: claim}}")
+    doc = read_document(text, SCALED_KEYS)
+    scales = typed(doc.get("claims"), dict, "claims", "an object {SCALE: {ID: claim}}")
     if not scales:
         raise InputError("--inputs claims: no scale")
-    primary = _typed(doc.get("primary", []), list, "primary", "a list of claim ids")
-    ids = [i for scale, given in scales.items() for i in _typed(given, dict, f"claims.{scale}", "an object {ID: claim}")]
+    primary = typed(doc.get("primary", []), list, "primary", "a list of claim ids")
+    ids = [i for scale, given in scales.items() for i in typed(given, dict, f"claims.{scale}", "an object {ID: claim}")]
     _ids(primary, list(dict.fromkeys(ids)), "primary")
     claims = [(scale, claim) for scale, given in scales.items() for claim in _claims(given, primary, f"claims.{scale}")]
-    pools = {scale: _paths(pool, f"pool.{scale}")
-             for scale, pool in _typed(doc.get("pool", {}), dict, "pool", "an object {SCALE: pool}").items()}
-    return ScaledInputs(claims, pools, _paths(doc.get("gaps", {}), "gaps"), _notes(doc))
+    pools = {scale: paths(pool, f"pool.{scale}")
+             for scale, pool in typed(doc.get("pool", {}), dict, "pool", "an object {SCALE: pool}").items()}
+    return ScaledInputs(claims, pools, paths(doc.get("gaps", {}), "gaps"), notes(doc))
 
 
 def _budgets(budgets, ids) -> dict:
     """The document's budgets, checked: each level's claims among `ids` and at the page's own budget too."""
-    budgets = {"levels": [], "final": "100%", "updates": {}, **_typed(budgets, dict, "budgets", "an object")}
-    _ids(_typed(budgets["updates"], dict, "budgets.updates", "an object {ID: N}"), ids, "budgets.updates")
-    for n, level in enumerate(_typed(budgets["levels"], list, "budgets.levels", "a list")):
+    budgets = {"levels": [], "final": "100%", "updates": {}, **typed(budgets, dict, "budgets", "an object")}
+    _ids(typed(budgets["updates"], dict, "budgets.updates", "an object {ID: N}"), ids, "budgets.updates")
+    for n, level in enumerate(typed(budgets["levels"], list, "budgets.levels", "a list")):
         key = f"budgets.levels[{n}]"
-        _typed(level, dict, key, "an object {label, claims, pool}")
-        _typed(level.get("label"), str, f"{key}.label", "the budget's label")
-        tests = _typed(level.get("claims"), dict, f"{key}.claims", "an object {ID: test}")
+        typed(level, dict, key, "an object {label, claims, pool}")
+        typed(level.get("label"), str, f"{key}.label", "the budget's label")
+        tests = typed(level.get("claims"), dict, f"{key}.claims", "an object {ID: test}")
         _ids(tests, ids, f"{key}.claims")
         for i, test in tests.items():
             if not isinstance(test, dict) or not {"significance", "updates"} <= set(test):
@@ -204,16 +169,16 @@ def _budgets(budgets, ids) -> dict:
                 raise InputError(f"--inputs budgets.updates: no {i!r}, which {key} holds (its updates at the "
                                  "page's own budget)")
         level.setdefault("pool", {})
-        _paths(level["pool"], f"{key}.pool")
+        paths(level["pool"], f"{key}.pool")
     return budgets
 
 
 def _others(others, ids) -> dict[str, dict]:
     """The document's other scales, checked: each scale's claims among `ids`."""
     found = {}
-    for scale, spec in _typed(others, dict, "others", "an object {SCALE: {claims, pool}}").items():
-        _typed(spec, dict, f"others.{scale}", "an object {claims, pool}")
-        found[scale] = {"claims": _paths(spec.get("claims", {}), f"others.{scale}.claims"),
-                        "pool": _paths(spec.get("pool", {}), f"others.{scale}.pool")}
+    for scale, spec in typed(others, dict, "others", "an object {SCALE: {claims, pool}}").items():
+        typed(spec, dict, f"others.{scale}", "an object {claims, pool}")
+        found[scale] = {"claims": paths(spec.get("claims", {}), f"others.{scale}.claims"),
+                        "pool": paths(spec.get("pool", {}), f"others.{scale}.pool")}
         _ids(found[scale]["claims"], ids, f"others.{scale}.claims")
     return found
