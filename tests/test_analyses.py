@@ -172,9 +172,10 @@ def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_tes
     sig, central = significance("s.json", [1.0], 0.1), significance("c.json", [0.6, 1.2, 1.1], 0.1)
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
     argv = ["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
-            "--cell", f"pr=+PR=En-De={bleu}", "--significance", f"pr=base={sig}", "--marks", "plus",
-            "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]
-    assert cli.main(argv + ["--pool", f"central={central}"]) == 0
+            "--marks", "plus", "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]
+    cells = [{"experiment": "pr", "row": "+PR", "column": "En-De", "scores": [str(bleu)],
+              "significance": {"baseline": "base", "path": sig}}]
+    assert cli.main(argv + ["--inputs", json.dumps({"cells": cells, "pool": {"central": central}})]) == 0
     md = out["md"].read_text()
     spread = np.var([0.6, 1.2, 1.1], ddof=1)
     test = MeanDifference(1.0, spread + 0.1, 2 * (spread + 0.1) / spread)
@@ -184,7 +185,7 @@ def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_tes
     assert "the claims pages' test" in md and "'paper's test': the mark the papers' own kind of test" in md
     assert "1 of the 1 compared with their baseline improve on it significantly (1 by the paper's test alone)" in md
     assert "10,000 resamples, seed 12345" in md and "\\begin{tabular}" in out["tex"].read_text()
-    assert cli.main(argv) == 0
+    assert cli.main(argv + ["--inputs", json.dumps({"cells": cells})]) == 0
     row = [cell.strip() for cell in next(line for line in out["md"].read_text().splitlines()
                                          if line.startswith("| pr ")).split("|")]
     assert "30.00" in row and "seed noise unmeasured" in row and row[-2] == "++"

@@ -1,6 +1,7 @@
 """Results tables beside the paper's numbers, claims pages with their verdicts, and training-curve plots."""
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ from nmtrepro import cli
 from nmtrepro.core.files import InputError
 from nmtrepro.evaluation.significance import MeanDifference
 from nmtrepro.reporting.papers import read_paper_numbers
-from nmtrepro.reporting.report import Cell, build_table, parse_cell
+from nmtrepro.reporting.report import build_table
+from nmtrepro.reporting.table_inputs import Cell, read_table_inputs
 
 PAPER_A_TABLE1 = Path(__file__).resolve().parents[1] / "workflow" / "papers" / "A_table1.tsv"
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"
@@ -24,6 +26,12 @@ def paper_numbers(tmp_path):
                     "Base\tEn-Fr\t39.34\tWMT14 newstest2014\n"
                     "+PR\tEn-De\t28.67\tWMT14 newstest2014; † p < 0.01\n", encoding="utf-8")
     return path
+
+
+def table_inputs(cells=(), **parts) -> str:
+    """A table's inputs document (reporting/table_inputs.py) of cells (experiment, row, column, BLEU JSONs)."""
+    return json.dumps({"cells": [{"experiment": e, "row": r, "column": c, "scores": [str(p) for p in paths]}
+                                 for e, r, c, *paths in cells], **parts})
 
 
 def bleu_json(tmp_path, name, tok_bleu, sacrebleu=None):
@@ -50,8 +58,8 @@ def test_paper_a_table1_holds_all_eight_numbers():
 
 
 def test_table_puts_paper_number_beside_ours_with_delta(tmp_path, paper_numbers):
-    cells = [Cell("base_en_de", "Base", "En-De", (str(bleu_json(tmp_path, "de", 30.123)),))]
-    table = build_table(paper_numbers, cells, "tok_bleu", {"base_en_de": "multi30k test_2016_flickr"})
+    cells = [Cell("base_en_de", "Base", "En-De", (str(bleu_json(tmp_path, "de", 30.123)),), "multi30k test_2016_flickr")]
+    table = build_table(paper_numbers, cells, "tok_bleu")
     row = table[(table["row"] == "Base") & (table["column"] == "En-De")].iloc[0]
     assert row["experiment"] == "base_en_de"
     assert row["paper BLEU"] == pytest.approx(27.38)
@@ -117,19 +125,32 @@ def test_cell_not_in_paper_file_is_refused(tmp_path, paper_numbers):
         build_table(paper_numbers, cells, "tok_bleu")
 
 
-def test_cell_spec_splits_into_four_fields_keeping_equals_in_the_path():
-    assert parse_cell("base_en_de=Transformer Base=En-De=results/a=b.json") == \
-        Cell("base_en_de", "Transformer Base", "En-De", ("results/a=b.json",))
-    assert parse_cell("pr=+PR=En-De=a.json,b.json").paths == ("a.json", "b.json")  # one a seed
-    with pytest.raises(InputError, match="EXPERIMENT=ROW=COLUMN=PATH"):
-        parse_cell("base_en_de=Transformer Base=results/x.json")
+def test_table_inputs_are_one_document_whose_bad_parts_are_refused_by_key():
+    inputs = read_table_inputs(json.dumps({"cells": [
+        {"experiment": "pr", "row": "+PR", "column": "En-De", "scores": ["a=b.json", "c.json"], "test_set": "t",
+         "significance": {"baseline": "base", "path": "s.json"}},
+        {"experiment": "base", "row": "Base", "column": "En-De", "scores": ["d.json"]}],
+        "pool": {"central": "c.json"}, "annotation_stats": {"spans": ["x.json"]}}))
+    assert inputs.cells == [Cell("pr", "+PR", "En-De", ("a=b.json", "c.json"), "t", "base", "s.json"),
+                            Cell("base", "Base", "En-De", ("d.json",))]  # one JSON a seed; no test, no baseline
+    assert inputs.pool == {"central": "c.json"} and inputs.paper_columns == [] and inputs.notes == []
+    for bad, key in (({"cells": [{"experiment": "x", "row": "Base", "column": "En-De", "scores": "a.json"}]},
+                      "cells[0].scores: wants a list"),
+                     ({"cells": [{"experiment": "x", "row": "Base", "scores": ["a.json"]}]}, "cells[0]: missing ['column']"),
+                     ({"cells": [{"experiment": "x", "row": "B", "column": "C", "scores": ["a.json"],
+                                  "significance": {"baseline": "b"}}]}, "cells[0].significance: wants"),
+                     ({"annotation_stats": {"spans": "x.json"}}, "annotation_stats.spans: wants a list"),
+                     ({"paper_column": ["BLEU"]}, "unknown key(s) ['paper_column']")):
+        with pytest.raises(InputError, match=re.escape(key)):
+            read_table_inputs(json.dumps(bad))
 
 
 def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
     path = bleu_json(tmp_path, "de", 29.5)
     md, page = tmp_path / "out" / "T.md", tmp_path / "out" / "T.html"
     argv = ["table", "--title", "Paper A, Table 1", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-            "--cell", f"base_en_de=Base=En-De={path}", "--test-set", "base_en_de=test_2016_flickr",
+            "--inputs", json.dumps({"cells": [{"experiment": "base_en_de", "row": "Base", "column": "En-De",
+                                               "scores": [str(path)], "test_set": "test_2016_flickr"}]}),
             "--scale", "tiny", "--out-md", str(md), "--out-html", str(page)]
     assert cli.main(argv) == 0
     text = md.read_text(encoding="utf-8")
@@ -151,7 +172,7 @@ def test_table_command_writes_markdown_and_html(tmp_path, paper_numbers):
 def test_table_note_on_lowercased_data_does_not_call_the_scorer_case_sensitive(tmp_path, paper_numbers):
     md = tmp_path / "T.md"
     assert cli.main(["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-                     "--cell", f"ll=Base=En-De={bleu_json(tmp_path, 'de', 20.0)}", "--lowercased",
+                     "--inputs", table_inputs([("ll", "Base", "En-De", bleu_json(tmp_path, 'de', 20.0))]), "--lowercased",
                      "--out-md", str(md), "--out-html", str(tmp_path / "T.html")]) == 0
     note = md.read_text(encoding="utf-8").splitlines()[-1]
     assert "of lowercased output against lowercased references" in note and "case-sensitive" not in note
@@ -162,11 +183,12 @@ def test_table_note_names_the_parser_only_when_given_parse_stats(tmp_path, paper
     stats = tmp_path / "train.stats.json"
     stats.write_text(json.dumps({"requested_backend": "auto", "backend": "spacy", "sentences": 3}))
     argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-            "--cell", f"pr_en_de=+PR=En-De={path}"]
+            "--inputs"]
+    cells = [("pr_en_de", "+PR", "En-De", path)]
     plain = [tmp_path / "plain.md", tmp_path / "plain.html"]
     parsed = [tmp_path / "parsed.md", tmp_path / "parsed.html"]
-    assert cli.main(argv + ["--out-md", str(plain[0]), "--out-html", str(plain[1])]) == 0
-    assert cli.main(argv + ["--annotation-stats", f"spans={stats}", "--annotation-stats", f"spans={stats}",
+    assert cli.main(argv + [table_inputs(cells), "--out-md", str(plain[0]), "--out-html", str(plain[1])]) == 0
+    assert cli.main(argv + [table_inputs(cells, annotation_stats={"spans": [str(stats), str(stats)]}),
                             "--out-md", str(parsed[0]), "--out-html", str(parsed[1])]) == 0
     assert "Parser phrases" not in plain[0].read_text(encoding="utf-8")
     note = parsed[0].read_text(encoding="utf-8").splitlines()[-1]
@@ -179,14 +201,14 @@ def test_table_refuses_parse_stats_without_a_backend(tmp_path, paper_numbers, ca
     stats = tmp_path / "old.stats.json"
     stats.write_text(json.dumps({"sentences": 3}))
     argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-            "--annotation-stats", f"spans={stats}", "--out-md", str(tmp_path / "T.md"), "--out-html", str(tmp_path / "T.html")]
+            "--inputs", table_inputs(annotation_stats={"spans": [str(stats)]}), "--out-md", str(tmp_path / "T.md"), "--out-html", str(tmp_path / "T.html")]
     assert cli.main(argv) == 2
     assert "old.stats.json: no backend recorded" in capsys.readouterr().err
 
 
 def test_table_command_reports_missing_json_without_traceback(tmp_path, paper_numbers, capsys):
     argv = ["table", "--title", "T", "--paper-numbers", str(paper_numbers), "--metric", "tok_bleu",
-            "--cell", f"x=Base=En-De={tmp_path / 'gone.json'}", "--out-md", str(tmp_path / "T.md"),
+            "--inputs", table_inputs([("x", "Base", "En-De", tmp_path / "gone.json")]), "--out-md", str(tmp_path / "T.md"),
             "--out-html", str(tmp_path / "T.html")]
     assert cli.main(argv) == 2
     assert "gone.json" in capsys.readouterr().err
@@ -260,8 +282,7 @@ def test_a_tables_comparison_over_fewer_seeds_than_its_cell_names_them(tmp_path,
     """'ours' is the mean over the cell's three seeds; 'vs baseline' pools only the seed its baseline shares."""
     paths = tuple(str(bleu_json(tmp_path, f"pr{seed}", score)) for seed, score in ((1, 30.0), (2, 31.0), (3, 32.5)))
     sig = write_significance(tmp_path / "sig.json", 30.0, 29.0, 0.5)
-    table = build_table(paper_numbers, [Cell("pr_en_de", "+PR", "En-De", paths)], "tok_bleu",
-                        significance={"pr_en_de": sig}, baselines={"pr_en_de": "base_en_de"})
+    table = build_table(paper_numbers, [Cell("pr_en_de", "+PR", "En-De", paths, "", "base_en_de", sig)], "tok_bleu")
     row = table[table["row"] == "+PR"].iloc[0]
     assert row["baseline"] == "base_en_de (seed 1)" and row["vs baseline"] == 1.0 and row["ours"] == pytest.approx(31.17)
     assert row["ours chrF"] == pytest.approx(51.17) and row["chrF vs baseline"] == 2.0  # the chrF JSON entries'

@@ -5,12 +5,12 @@ include: "claims_inputs.smk"
 
 rule table:
     input:
-        unpack(table_cells),
-        unpack(table_significance),
+        scores=lambda w: [path for cell in table_cells(w.table) for path in cell["scores"]],
+        significance=lambda w: [cell["significance"]["path"] for cell in table_cells(w.table) if cell["significance"]],
         # the marks' seed noise, pooled over the central claims' comparisons as on the claims pages
-        pool=lambda w: list(table_pool(w).values()),
+        pool=lambda w: list(table_pool(w.table).values()),
         numbers=lambda w: TABLES[w.table]["paper_numbers"],
-        annotation_stats=lambda w: [path for paths in table_annotation_stats(w).values() for path in paths],
+        annotation_stats=lambda w: [path for paths in table_annotation_stats(w.table).values() for path in paths],
     output:
         md=results("report/{table}.md"),
         html=report(
@@ -28,28 +28,14 @@ rule table:
         scale=config["scale"],
         title=lambda w: f"{TABLES[w.table]['title']} (scale {config['scale']})",
         metric=lambda w: TABLES[w.table]["metric"],
-        cells=table_cell_args,
         marks=lambda w: TABLES[w.table]["marks"],
-        pool=lambda w: shlex.join(f"--pool={name}={path}" for name, path in table_pool(w).items()),
-        columns=lambda w: shlex.join(a for c in TABLES[w.table]["paper_columns"] for a in ("--paper-column", c)),
         lowercased=lambda w: "--lowercased" if lowercased(c["experiment"] for c in TABLES[w.table]["cells"]) else "",
-        annotation_stats=lambda w: shlex.join(
-            a
-            for name, paths in table_annotation_stats(w).items()
-            for path in paths
-            for a in ("--annotation-stats", f"{name}={path}")
-        ),
-        notes=lambda w: shlex.join(
-            a
-            for n in [protocol(c["experiment"] for c in TABLES[w.table]["cells"]), TABLES[w.table].get("note")]
-            if n
-            for a in ("--note", n)
-        ),
+        # its cells (seeds, test set, comparison), the pool, the paper's columns, annotation stats and notes
+        inputs=lambda w: table_document(w.table),
     shell:
         "nmtrepro table --title {params.title:q} --paper-numbers {input.numbers} --metric {params.metric} "
-        "--scale {params.scale} {params.lowercased} {params.cells} --marks {params.marks} {params.pool} {params.columns} "
-        "{params.annotation_stats} {params.notes} --out-md {output.md} --out-html {output.html} "
-        "--out-tex {output.tex} 2> {log}"
+        "--scale {params.scale} {params.lowercased} --marks {params.marks} --inputs {params.inputs:q} "
+        "--out-md {output.md} --out-html {output.html} --out-tex {output.tex} 2> {log}"
 
 
 rule plot_curves:

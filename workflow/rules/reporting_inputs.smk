@@ -1,10 +1,38 @@
 # The inputs and arguments of the report's tables, training curves and targets (rules in reporting.smk).
-def table_cells(wildcards):
-    """Each cell's BLEU files, one a seed replicate of its experiment."""
-    return {
-        f"cell{i}": [bleu_file(name) for name in REPLICATES[c["experiment"]]]
-        for i, c in enumerate(TABLES[wildcards.table]["cells"])
+def table_document(table):
+    """A table's inputs as one JSON document (nmtrepro table --inputs; reporting/table_inputs.py says what
+    it holds): its cells, the seed noise its marks pool over, the paper's columns it keeps, the stats of
+    the annotations its cells' models read, and its notes (how its rows were trained, its own note)."""
+    spec = TABLES[table]
+    document = {
+        "cells": table_cells(table),
+        "pool": table_pool(table),
+        "paper_columns": spec["paper_columns"],
+        "annotation_stats": table_annotation_stats(table),
+        "notes": [n for n in (protocol(c["experiment"] for c in spec["cells"]), spec.get("note")) if n],
     }
+    return json.dumps(document, ensure_ascii=False)
+
+
+def table_cells(table):
+    """Each cell as a table's inputs hold it: its BLEU files (one a seed replicate of its experiment), its
+    test set, and its paired bootstrap against its baseline where it has one."""
+    cells = []
+    for cell in TABLES[table]["cells"]:
+        e, baseline = EXPERIMENTS[cell["experiment"]], cell_baseline(table, cell)
+        cells.append(
+            {
+                "experiment": e.name,
+                "row": cell["row"],
+                "column": cell["column"],
+                "scores": [bleu_file(name) for name in REPLICATES[e.name]],
+                "test_set": f"{e.dataset}/{e.test}",
+                "significance": (
+                    {"baseline": baseline, "path": significance_file(e.name, baseline)} if baseline else None
+                ),
+            }
+        )
+    return cells
 
 
 def cell_baseline(table, cell):
@@ -14,37 +42,17 @@ def cell_baseline(table, cell):
     return None if baseline == cell["experiment"] else baseline
 
 
-def table_significance(wildcards):
-    cells = TABLES[wildcards.table]["cells"]
-    return {
-        f"sig{i}": significance_file(c["experiment"], cell_baseline(wildcards.table, c))
-        for i, c in enumerate(cells)
-        if cell_baseline(wildcards.table, c)
-    }
-
-
-def table_pool(wildcards):
+def table_pool(table):
     """The central claims' significance JSONs that a table's marks pool their seed noise over, as the
     claims pages' verdicts do (docs/statistics.md); none for a table that marks nothing."""
-    return claim_significance(CENTRAL["claims"]) if table_significance(wildcards) else {}
+    return claim_significance(CENTRAL["claims"]) if any(c["significance"] for c in table_cells(table)) else {}
 
 
-def table_cell_args(wildcards, input):
-    args = []
-    for i, cell in enumerate(TABLES[wildcards.table]["cells"]):
-        e = EXPERIMENTS[cell["experiment"]]
-        args += ["--cell", f"{e.name}={cell['row']}={cell['column']}={','.join(input[f'cell{i}'])}"]
-        args += ["--test-set", f"{e.name}={e.dataset}/{e.test}"]
-        if f"sig{i}" in input.keys():
-            args += ["--significance", f"{e.name}={cell_baseline(wildcards.table, cell)}={input[f'sig{i}']}"]
-    return shlex.join(args)
-
-
-def table_annotation_stats(wildcards):
+def table_annotation_stats(table):
     """Per source annotation that the table's cells' models read, the stats of its stage (train and test
     parts): the note names who made it (the parser, the tagger); {} for a table without such cells."""
     found = {}
-    for cell in TABLES[wildcards.table]["cells"]:
+    for cell in TABLES[table]["cells"]:
         e = EXPERIMENTS[cell["experiment"]]
         for name, stage in e.annotations.items():
             found.setdefault(name, set()).update(

@@ -85,11 +85,3 @@ def read_entry(path: str, metric: str) -> dict:
                          "that the claims pages pool seed noise with; compute it again (no training): "
                          "snakemake --forcerun significance")
     return entry
-
-
-def parse_pool(specs: list[str]) -> dict[str, str]:
-    """NAME=JSON per --pool."""
-    pool = dict(spec.partition("=")[::2] for spec in specs)
-    if any(not name or not path for name, path in pool.items()):
-        raise InputError(f"--pool wants NAME=JSON, got {specs!r}")
-    return pool

@@ -8,7 +8,6 @@ writes the files); the `run_*` functions only wire files to them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
@@ -16,10 +15,11 @@ import pandas as pd
 from ..core.files import InputError, read_json, require_file
 from ..data.annotations import annotation, registry
 from ..evaluation.metrics import METRICS, SECOND_METRIC
-from ..evaluation.pooled import parse_pool, read_entry, read_significance, seed_noises
+from ..evaluation.pooled import read_entry, read_significance, seed_noises
 from ..evaluation.verdicts import format_p
 from .papers import read_paper_numbers
 from .render import figure, save_figure, write_table
+from .table_inputs import Cell, read_table_inputs
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,24 +45,6 @@ SCORED_LOWERCASED = {
 }
 # The training curve's columns that plot-curves draws (train.py writes more).
 PLOTTED_COLUMNS = ["step", "train_loss", "train_nll", "valid_loss", "valid_nll"]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One measured table cell: which experiment fills (row, column), and the BLEU JSON of each of its
-    seeds (one a seed replicate, in seed order; the cell shows their mean)."""
-    experiment: str
-    row: str
-    column: str
-    paths: tuple[str, ...]
-
-
-def parse_cell(spec: str) -> Cell:
-    """Parse EXPERIMENT=ROW=COLUMN=PATH[,PATH...] (a path per seed; the last may itself contain '=')."""
-    parts = spec.split("=", 3)
-    if len(parts) != 4 or not all(parts):
-        raise InputError(f"--cell wants EXPERIMENT=ROW=COLUMN=PATH[,PATH...], got {spec!r}")
-    return Cell(*parts[:3], tuple(parts[3].split(",")))
 
 
 def parse_pairs(specs: list[str], option: str) -> dict[str, str]:
@@ -118,14 +100,12 @@ def shared_seeds(sig: dict, seeds: int) -> str:
     return f" (seed{'s' * (len(pooled) > 1)} {', '.join(pooled)})" if len(pooled) < seeds else ""
 
 
-def build_table(paper_numbers, cells: list[Cell], metric: str,
-                test_sets: dict[str, str] | None = None, significance: dict[str, str] | None = None,
-                baselines: dict[str, str] | None = None, marks: str = "dagger",
+def build_table(paper_numbers, cells: list[Cell], metric: str, marks: str = "dagger",
                 columns: list[str] | None = None, pool: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per paper cell, in the paper file's order, with our score where an experiment fills it.
 
-    `significance` maps an experiment to its paired-bootstrap JSON against `baselines[experiment]`; the
-    row then carries p, the CI at the level of the paper's marks (style `marks`: `mark_confidence`) and
+    A cell with its paired-bootstrap JSON against its baseline (`Cell.significance`) makes a row that
+    carries p, the CI at the level of the paper's marks (style `marks`: `mark_confidence`) and
     the mark for a significant improvement, all by the claims pages' test: the seed noise of the row's
     recipe pooled over `pool` ({name: significance JSON}, the central claims'; evaluation/pooled.py), none
     where it is unmeasured. PAPERS_TEST keeps the mark of the comparison's own test beside it, the papers' kind.
@@ -143,7 +123,6 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
         if missing:
             raise InputError(f"{paper_numbers}: no column(s) {missing}; it has {sorted(set(paper['column']))}")
         paper = paper[paper["column"].isin(columns)]
-    test_sets, significance, baselines = test_sets or {}, significance or {}, baselines or {}
     known = set(zip(paper["row"], paper["column"]))
     by_cell: dict[tuple[str, str], Cell] = {}
     for cell in cells:
@@ -155,19 +134,17 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             raise InputError(f"cell ({cell.row}, {cell.column}) is filled by both "
                              f"{by_cell[key].experiment} and {cell.experiment}")
         by_cell[key] = cell
-    unknown = set(test_sets) - {cell.experiment for cell in cells}
-    if unknown:
-        raise InputError(f"--test-set names experiments with no cell: {sorted(unknown)}")
 
-    noise = seed_noises(pool or {}, [metric])[metric] or SeedNoise(()) if significance else None
+    marking = any(cell.significance for cell in cells)
+    noise = seed_noises(pool or {}, [metric])[metric] or SeedNoise(()) if marking else None
     rows = []
     for entry in paper.itertuples(index=False):
         cell = by_cell.get((entry.row, entry.column))
         measured = [read_score(path, metric) for path in cell.paths] if cell else []
         ours = round(sum(m["score"] for m in measured) / len(measured), 2) if measured else float("nan")
         second = [read_score(path, SECOND_METRIC)["score"] for path in cell.paths] if cell else []
-        sig = read_entry(significance[cell.experiment], metric) if cell and cell.experiment in significance else None
-        second_sig = read_significance(significance[cell.experiment], SECOND_METRIC) if sig else None
+        sig = read_entry(cell.significance, metric) if cell and cell.significance else None
+        second_sig = read_significance(cell.significance, SECOND_METRIC) if sig else None
         test = noise.basis(sig).test if sig else None   # None: the row's seed noise is unmeasured
         rows.append({
             "experiment": cell.experiment if cell else "",
@@ -179,9 +156,9 @@ def build_table(paper_numbers, cells: list[Cell], metric: str,
             "per seed": " / ".join(f"{m['score']:.2f}" for m in measured) if len(measured) > 1 else "",
             f"ours {SECOND}": round(sum(second) / len(second), 2) if second else float("nan"),
             "Δ": round(ours - entry.value, 2),  # NaN when unmeasured
-            "our test set": test_sets.get(cell.experiment, "") if cell else "",
+            "our test set": cell.test_set if cell else "",
             "signature": measured[0]["signature"] if measured else "",
-            "baseline": baselines.get(cell.experiment, "") + shared_seeds(sig, len(cell.paths)) if sig else "",
+            "baseline": cell.baseline + shared_seeds(sig, len(cell.paths)) if sig else "",
             "vs baseline": round(sig["score"] - sig["baseline"], 2) if sig else float("nan"),
             f"{SECOND} vs baseline": round(second_sig["delta"], 2) if sig else float("nan"),
             "p (one-sided)": test.p(+1) if test else float("nan"),
@@ -283,38 +260,23 @@ def add_arguments_table(parser) -> None:
     parser.add_argument("--title", required=True)
     parser.add_argument("--paper-numbers", required=True, help="TSV: row, column, value, note")
     parser.add_argument("--metric", required=True, choices=sorted(SCORED), help="key of the BLEU JSON")
-    parser.add_argument("--cell", action="append", default=[], metavar="EXPERIMENT=ROW=COLUMN=PATH[,PATH...]",
-                        help="a measured cell and the BLEU JSON of each of its seeds (repeat)")
-    parser.add_argument("--test-set", action="append", default=[], metavar="EXPERIMENT=NAME",
-                        help="the test set an experiment was scored on, shown in its row (repeat)")
+    parser.add_argument("--inputs", required=True,
+                        help="the table's cells, pool, paper columns, annotation stats and notes: one JSON document "
+                             "(reporting/table_inputs.py)")
     parser.add_argument("--scale", help="the configured scale, named in the note under the table")
     parser.add_argument("--lowercased", action="store_true",
                         help="every cell's data were lowercased when prepared: the note says so, not 'case-sensitive'")
-    parser.add_argument("--significance", action="append", default=[], metavar="EXPERIMENT=BASELINE=PATH",
-                        help="paired-bootstrap JSON of an experiment against its baseline (repeat)")
-    parser.add_argument("--pool", action="append", default=[], metavar="NAME=JSON",
-                        help="a significance JSON whose seed pairs' spread the marks' seed noise pools over, as the "
-                             "claims pages' (repeat: the central claims')")
     parser.add_argument("--marks", default="dagger", choices=["dagger", "arrows", "plus"],
                         help="significance marks: † p<0.01 (paper A), ↑/⇑ (paper B), +/++ (paper D)")
-    parser.add_argument("--paper-column", action="append", default=[], metavar="COLUMN",
-                        help="keep only this column of the paper's numbers (repeat; default: all)")
-    parser.add_argument("--annotation-stats", action="append", default=[], metavar="NAME=PATH",
-                        help="the stats JSON of the stage making a source annotation that cells' models read "
-                             "(spans: the parser, pos: the tagger): the note names who made it (repeat)")
-    parser.add_argument("--note", action="append", default=[], help="a paragraph under the table (repeat)")
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-html", required=True)
     parser.add_argument("--out-tex", help="LaTeX table")
 
 
 def run_table(args) -> None:
-    cells = [parse_cell(spec) for spec in args.cell]
-    pairs = parse_pairs(args.significance, "--significance")       # EXPERIMENT -> BASELINE=PATH
-    baselines = {e: spec.partition("=")[0] for e, spec in pairs.items()}
-    significance = {e: spec.partition("=")[2] for e, spec in pairs.items()}
-    table = build_table(args.paper_numbers, cells, args.metric, parse_pairs(args.test_set, "--test-set"),
-                        significance, baselines, args.marks, args.paper_column, parse_pool(args.pool))
+    inputs = read_table_inputs(args.inputs)
+    table = build_table(args.paper_numbers, inputs.cells, args.metric, args.marks, inputs.paper_columns, inputs.pool)
+    significance = [cell.significance for cell in inputs.cells if cell.significance]
     note = comparability_note(args.metric, args.scale, args.lowercased)
     note += (f" Ours {SECOND}: sacreBLEU's {SECOND} on the same detokenized output (character n-grams, "
              f"its signature in the JSON), the mean over the same seeds" + (f"; '{SECOND} vs baseline' its "
@@ -322,7 +284,7 @@ def run_table(args) -> None:
     if significance:
         from ..evaluation.significance import MARK_STYLES, mark_confidence
         levels = ", ".join(f"{symbol} p < {threshold}" for threshold, symbol in MARK_STYLES[args.marks])
-        runs = resampling([read_significance(path, args.metric) for path in significance.values()])
+        runs = resampling([read_significance(path, args.metric) for path in significance])
         note += (f" Marks, p and CI: the claims pages' test, against the row's baseline over the seed pairs "
                  f"they share: the mean difference over its standard error, the seed noise of the row's recipe "
                  f"(its two model families) pooled over this run's central comparisons and divided by the row's "
@@ -339,14 +301,12 @@ def run_table(args) -> None:
                  f"gives, the comparison alone (with one seed pair, the paired bootstrap of the test set, blind to "
                  f"seed noise: where seeds vary as much as the test set it marks 14% of rows with no true difference at "
                  f"5%, docs/statistics.md), for comparison with the paper's marks, not a verdict. 'per seed': each seed's score where a row has several.")
-    stats = {}  # annotation name -> its stats files
-    for spec in args.annotation_stats:
-        name, _, path = spec.partition("=")
+    stats = inputs.annotation_stats  # annotation name -> its stats files
+    for name in stats:
         annotation(name)  # a known one, else a clear error
-        stats.setdefault(name, []).append(path)
     for name in (name for name in registry() if name in stats):
         note += " " + annotation_note(name, stats[name])
-    note = " ".join([note, *args.note])
+    note = " ".join([note, *inputs.notes])
     shown = _display(table)
     numeric = {"paper BLEU", "ours", f"ours {SECOND}", "Δ", "vs baseline", f"{SECOND} vs baseline", "p (one-sided)"}
     write_table(shown, args.title, note, args.out_md, args.out_html, args.out_tex,
