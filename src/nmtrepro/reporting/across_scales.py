@@ -1,15 +1,15 @@
 """`nmtrepro across-scales`: claims beside the same claims measured at other scales, one row a scale.
 
 A run's claims pages know only its own scale; a researcher who has run two (`tiny` on a laptop, `gpu`
-converged) wants to see how each answer moves with baseline strength and training. This page reads
-every scale whose results tree holds a claim's significance JSON (the rule finds them) and, per claim,
-sets one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its interval, the verdict
-by that scale's procedure over the page's claims it holds, with that scale's seed noise (its own claims
-page's verdict where it built that page whole), and whether the paper's Δ lies inside the interval; the forest plot
-draws a line a (claim, scale), and the gap in validation NLL over training draws each scale's curves
-of a claim in one panel (the inputs' `gaps`: each scale's claims page wrote them; a scale measured
-elsewhere keeps them beside its JSONs). Its inputs are one document (claims_inputs.py). A JSON written by an earlier version of the test is named in the reading,
-not read (and not pooled).
+converged) wants to see how each answer moves with baseline strength and training. This page reads every
+scale whose results tree holds a claim's significance JSON (the rule finds them) and, per claim, sets
+one row a scale: the baseline's BLEU, ours Δ per seed and pooled with its interval, the verdict by that
+scale's procedure over the page's claims it holds, with that scale's seed noise (its own claims page's
+verdict where it built that page whole), and whether the paper's Δ lies inside the interval; the forest
+plot draws a line a (claim, scale), and the gap in validation NLL over training draws each scale's
+curves of a claim in one panel (the inputs' `gaps`: each scale's claims page wrote them; a scale
+measured elsewhere keeps them beside its JSONs). Its inputs are one document (claims_inputs.py). A JSON
+written by an earlier version of the test is named in the reading, not read (and not pooled).
 """
 from __future__ import annotations
 
