@@ -45,11 +45,17 @@ def _significance_json(path: str, version: tuple[int, int]) -> dict:
     return read_json(path)
 
 
+def significance_json(path) -> dict:
+    """A JSON written by `nmtrepro significance`, whole (parsed once a process, `_significance_json`);
+    json.JSONDecodeError where it is not JSON."""
+    stat = os.stat(require_file(path))
+    return _significance_json(str(path), (stat.st_mtime_ns, stat.st_size))
+
+
 def read_significance(path, metric: str) -> dict:
     """The metric's entry of a JSON written by `nmtrepro significance`."""
     try:
-        stat = os.stat(require_file(path))
-        entry = _significance_json(str(path), (stat.st_mtime_ns, stat.st_size))[metric]
+        entry = significance_json(path)[metric]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
     if "var" not in entry:  # the two-level bootstrap's JSON, before 2026-11-28

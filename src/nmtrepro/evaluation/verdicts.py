@@ -52,10 +52,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..core.files import read_json
 from .metrics import METRICS, SECOND_METRIC
 from .multiplicity import holm
-from .pooled import BLEUS, MIN_BASELINE_BLEU, collapsed, floor_metric, read_entry, seed_noises
+from .pooled import BLEUS, MIN_BASELINE_BLEU, collapsed, floor_metric, read_entry, seed_noises, significance_json
 from .quantities import QUANTITIES
 
 if TYPE_CHECKING:
@@ -205,7 +204,7 @@ def empty_cause(path: str) -> str | None:
     """The cause a significance JSON gives for an empty subset; None where it gives none, or is no JSON
     object at all (its reader names the file, or a page across scales names it not read)."""
     try:
-        data = read_json(path)
+        data = significance_json(path)
     except json.JSONDecodeError:
         return None
     return data.get("empty") if isinstance(data, dict) else None
