@@ -1,7 +1,8 @@
 """The run's seed noise as the verdicts and the results tables read it: pooled over the central claims'
-significance JSONs (the `pool` of a page's or table's `--inputs`), each comparison's every seed held to the BLEU floor, in each metric a
-page or a table tests in (seed_noise.py pools it; docs/statistics.md says why). A claims page and a
-results table read it here, so that a table's mark and a page's verdict rest on the same seed noise.
+significance JSONs (the `pool` of a page's or table's `--inputs`), each comparison's every seed held to
+the BLEU floor, in each metric a page or a table tests in (seed_noise.py pools it; docs/statistics.md
+says why). A claims page and a results table read it here, so that a table's mark and a page's verdict
+rest on the same seed noise.
 """
 from __future__ import annotations
 
