@@ -20,14 +20,16 @@ k = 3), the page's familywise rate of a wrong decisive verdict, the primary's, a
 difference. `--commands N` writes the first N pages' JSONs and runs `nmtrepro claims` on them as the
 workflow does (one inputs document), checking its verdicts equal the in-process ones.
 
-`recipes`: seed noise per recipe. A run pools four three-seed comparisons whose seed offsets have SD 0.5
-and one of the claims' recipe, whose seeds vary 0.5, 1 or 2 times as much; its claims (one and three seed
-pairs) are of that recipe, or of a recipe no comparison measures. Printed per ratio: each kind of claim's
-false-positive rate at 0.05 and at Holm's smaller levels (rate over level) before (one pool of every
-comparison) and after (`SeedNoise.basis`: its recipe's), the share left unjudged, and the power at a true
-+1.0 BLEU; the first `--commands` runs' pages also go through `nmtrepro claims` (the JSONs written as
-`nmtrepro significance` writes them, in one inputs document), whose verdicts must equal `assess`'s. Claims of
-a run share its pool, so a rate's binomial standard error understates its spread a little.
+`recipes`: seed noise per recipe. A run pools four three-seed comparisons whose seed pairs' offsets have
+SD 0.5 and one of the claims' recipe, whose seeds vary 0.5, 1 or 2 times as much (each side's seed offset
+its own); its claims (one and three seed pairs) are of that recipe, of a recipe and families no comparison
+measures, or of one system of each family (a recipe no comparison measures, its families measured in the
+comparisons' systems). Printed per ratio: each kind of claim's false-positive rate at 0.05 and at Holm's
+smaller levels (rate over level) before (one pool of every comparison) and after (`SeedNoise.basis`: its
+recipe's, or its families'), the share left unjudged, and the power at a true +1.0 BLEU; the first
+`--commands` runs' pages also go through `nmtrepro claims` (the JSONs written as `nmtrepro significance`
+writes them, in one inputs document), whose verdicts must equal `assess`'s. Claims of a run share its
+pool, so a rate's binomial standard error understates its spread a little.
 
     python bench/verdict_calibration.py recipes --runs 300 --commands 10  # 36 min on a loaded 2-core machine
     python bench/verdict_calibration.py recipes --runs 40 --commands 3    # a check, ~4 min
@@ -57,7 +59,7 @@ os.environ.setdefault("SACREBLEU_SEED", "12345")
 
 from nmtrepro.evaluation.metrics import METRICS  # noqa: E402
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope  # noqa: E402
-from nmtrepro.evaluation.significance import MeanDifference, sentence_counts, statistics_test  # noqa: E402
+from nmtrepro.evaluation.significance import MeanDifference, recipe_of, sentence_counts, statistics_test  # noqa: E402
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
@@ -233,15 +235,20 @@ def through_commands(claims: list[Claim], pool: list[dict], entries: list[dict],
         return words == [verdict_word(v) for v in verdicts]
 
 
-# Seed noise per recipe: a run pools four three-seed comparisons of recipes whose seed offsets have SD 0.5
-# and one of the claims' recipe, whose seeds vary RATIOS times as much; its claims of one and of three seed
-# pairs are of that recipe, or of a recipe the run measures in no comparison (the same ratio).
+# Seed noise per recipe: a run pools four three-seed comparisons of a family "other" against itself whose
+# seed pairs' offsets have SD 0.5 (each side's own SD 0.5 / √2), and one of "theirs" against itself, whose
+# seeds vary RATIOS times as much; its claims of one and of three seed pairs are of that recipe
+# ("measured"), of a recipe the run measures in no comparison and families it measures in no system
+# ("unmeasured", the same ratio), or of "theirs" against "other", a recipe no comparison measures of two
+# families the systems do ("families").
 RATIOS = (0.5, 1.0, 2.0)
 RECIPE_LEVELS = [0.05, 0.01, 0.005, 0.001]
 OTHERS = 4
-# (is its recipe measured, k): claims of each a run
-RECIPE_CLAIMS = {(True, 1): 2, (True, 3): 2, (False, 1): 1, (False, 3): 1}
+# (what the run measures of its recipe, k): claims of each a run
+RECIPE_CLAIMS = {("measured", 1): 2, ("measured", 3): 2, ("unmeasured", 1): 1, ("unmeasured", 3): 1,
+                 ("families", 1): 2}
 RECIPE_MIX = Mix("realistic: test set + seed offsets N(0, 0.5)")
+SIDE_SD = RECIPE_MIX.seed_sd / math.sqrt(2)
 
 
 def run_recipes(job) -> dict:
@@ -253,19 +260,21 @@ def run_recipes(job) -> dict:
     rng, metric = np.random.default_rng(seed), METRICS["tok_bleu"]
     lengths, difficulty = corpus(rng, n)
     per_logit = slope(lengths, difficulty, metric)
-    theirs = replace(RECIPE_MIX, seed_sd=RECIPE_MIX.seed_sd * ratio)
+    sd = {"other": SIDE_SD, "theirs": SIDE_SD * ratio, "unmeasured": SIDE_SD * ratio}
 
-    def simulated(mix, k, recipe):
-        return {**statistics_test(sentence_stats(rng, replace(mix, k=k), lengths, difficulty, per_logit), metric,
-                                  samples), "recipe": recipe}
+    def simulated(families, k, effect=0.0):
+        mix = replace(RECIPE_MIX, k=k, effect=effect, sides=tuple(sd[family] for family in families))
+        return {**statistics_test(sentence_stats(rng, mix, lengths, difficulty, per_logit), metric, samples),
+                **recipe_of("/".join(families))}
+    claim_families = {"measured": ("theirs", "theirs"), "unmeasured": ("unmeasured", "unmeasured"),
+                      "families": ("theirs", "other")}
     kinds = [kind for kind, m in RECIPE_CLAIMS.items() for _ in range(m)]
     claims = [Claim(f"claim {i}", 1.0, "tok_bleu", f"claim{i}.json") for i in range(len(kinds))]
     counts = {kind: np.zeros(len(RECIPE_LEVELS) * 2 + 1) for kind in RECIPE_CLAIMS}  # before, after, unjudged
     agree = compared = 0
     for run in range(runs):
-        pool = [simulated(RECIPE_MIX, 3, "other") for _ in range(OTHERS)] + [simulated(theirs, 3, "theirs")]
-        entries = [simulated(replace(theirs, effect=effect), k, "theirs" if measured else "unmeasured")
-                   for measured, k in kinds]
+        pool = [simulated(("other", "other"), 3) for _ in range(OTHERS)] + [simulated(("theirs", "theirs"), 3)]
+        entries = [simulated(claim_families[measured], k, effect) for measured, k in kinds]
         after = SeedNoise.of({f"central {j}": e for j, e in enumerate(pool)})
         before = SeedNoise.of({f"central {j}": {**e, "recipe": ""} for j, e in enumerate(pool)})
         for kind, entry in zip(kinds, entries):
@@ -287,7 +296,7 @@ def print_recipes(result: dict, seconds: float) -> None:
     levels = len(RECIPE_LEVELS)
     for (measured, k), counts in result["counts"].items():
         n = runs * RECIPE_CLAIMS[(measured, k)]
-        where = "measured  " if measured else "unmeasured"
+        where = f"{measured:<10}"
         if effect == 0:
             small = "  ".join(f"{level:g}: {counts[levels + j] / n / level:4.2f}x"
                               for j, level in enumerate(RECIPE_LEVELS[1:], 1))

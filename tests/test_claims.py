@@ -18,12 +18,13 @@ from nmtrepro.reporting.claims_prose import reading
 
 
 def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0, seed_scores=None, recipe="",
-                       **metrics):
+                       families=None, **metrics):
     """A significance JSON of seed pairs with these differences (default: one, `score - baseline`) whose
     bootstrap puts `sd`² on the mean difference (the test-set part) and `own` on each pair's own
     test-set noise σe²; `seed_scores`: each pair's (system, baseline) BLEU where they matter; `recipe`: the
-    kind of comparison it is. Every metric holds the same entry, unless `metrics` gives one ({"chrf":
-    entry}: `entry_of`'s)."""
+    kind of comparison it is, or `families` (system, baseline) name it and, with several seeds, its sides'
+    spreads are their seeds' scores' (each side's own test-set part 0). Every metric holds the same entry,
+    unless `metrics` gives one ({"chrf": entry}: `entry_of`'s)."""
     deltas = seed_deltas or [score - baseline]
     k = len(deltas)
     scores = seed_scores or [(baseline + d, baseline) for d in deltas]
@@ -34,6 +35,10 @@ def write_significance(path, score, baseline, sd=0.25, seed_deltas=None, own=0.0
              "p_greater": test.p(+1), "p_less": test.p(-1), "samples": 10000, "bootstrap_seed": 12345,
              "seeds": [{"seed": i + 1, "score": s, "baseline": b, "delta": d}
                        for i, (d, (s, b)) in enumerate(zip(deltas, scores))], "recipe": recipe}
+    if families:
+        entry.update(recipe="/".join(sorted(families)), families=list(families))
+        if k > 1:
+            entry["sides"] = [{"spread": float(np.var(side, ddof=1)), "test_own": 0.0} for side in zip(*scores)]
     path.write_text(json.dumps({**{name: entry for name in METRICS}, **metrics}))
     return str(path)
 
@@ -204,7 +209,7 @@ def test_a_one_seed_claim_of_a_recipe_the_run_does_not_measure_gets_no_verdict_e
     three = write_significance(tmp_path / "three.json", 30.0, 29.0, 0.1, [1.0, 1.2, 0.8], recipe="phrase/phrase")
     claims = (claim("one seed", 1.0, one), claim("three seeds", 1.0, three))
     unmeasured = ("seed noise unmeasured (one seed pair, and no multi-seed comparison of its recipe, "
-                  "phrase/phrase, at this scale)")
+                  "phrase/phrase, nor of a system of each of its families at this scale)")
     for spreads in ([[1.0, 1.2, 0.8], [0.9, 1.2, 1.0]], [[1.0, 1.01, 0.99], [0.0, 3.0, -2.0]]):  # alike, differ
         text = page(tmp_path, *claims, pool=pool(spreads))
         found = rows(text)
@@ -212,6 +217,38 @@ def test_a_one_seed_claim_of_a_recipe_the_run_does_not_measure_gets_no_verdict_e
         assert found["three seeds"]["verdict"].endswith(
             "; seed noise from its own seed pairs (no other comparison of its recipe, phrase/phrase, at this scale)")
     assert "r0/r0: 0.01 points on 2 degrees of freedom" in text and "Each claim takes its own recipe's" in text
+
+
+def test_a_one_seed_claim_of_an_unmeasured_recipe_takes_its_two_families_seed_noise_from_the_runs_systems(
+        tmp_path):
+    """Two three-seed comparisons, phrase/transformer (phrase seeds 30, 31, 32: s² 1; Transformer 29, 29.5, 29:
+    1/12) and gru/transformer (GRU 20, 20.2, 20.4: 0.04; the same Transformer: pooled once): a one-seed
+    phrase/phrase claim (test set SD 0.3) gets 2 · 1 + 0.09 on 2 df (one estimate counted twice) and a
+    phrase/transformer-like claim of an unmeasured recipe, phrase/gru, 1 + 0.04 + 0.09 on Satterthwaite's
+    1.04² / (1² / 2 + 0.04² / 2) = 2.16 df, times var / spread; a phrase/rnn claim has a family no system
+    measures: no verdict."""
+    a = write_significance(tmp_path / "a.json", 31, 29.17, 0.2, [1.0, 1.5, 3.0],
+                           seed_scores=[(30.0, 29.0), (31.0, 29.5), (32.0, 29.0)], families=("phrase", "transformer"))
+    c = write_significance(tmp_path / "c.json", 20.2, 29.17, 0.2, [-9.0, -9.3, -8.6],
+                           seed_scores=[(20.0, 29.0), (20.2, 29.5), (20.4, 29.0)], families=("gru", "transformer"))
+    noise = SeedNoise.of({name: json.loads(open(path).read())["tok_bleu"] for name, path in (("a", a), ("c", c))})
+    systems = noise.systems()
+    assert len(systems.comparisons) == 3 and systems.within("transformer").df == 2
+    assert systems.within("phrase").estimate == pytest.approx(1.0) and systems.within("gru").var == pytest.approx(0.04)
+
+    def basis(families):
+        return noise.basis(json.loads(open(write_significance(
+            tmp_path / "one.json", 31.0, 30.0, 0.3, families=families)).read())["tok_bleu"])
+    same, mixed, unknown = basis(("phrase", "phrase")), basis(("phrase", "gru")), basis(("phrase", "rnn"))
+    assert same.test.var == pytest.approx(2.09) and same.test.df == pytest.approx(2 * 2.09 / 2.0)
+    assert same.words == ("seed noise of two phrase systems, from the systems of the run's multi-seed comparisons "
+                          "(none of its recipe, phrase/phrase, at this scale)")
+    satterthwaite = 1.04 ** 2 / (1 / 2 + 0.04 ** 2 / 2)
+    assert mixed.test.var == pytest.approx(1.13) and mixed.test.df == pytest.approx(satterthwaite * 1.13 / 1.04)
+    assert "a gru and a phrase system" in mixed.words and unknown.test is None
+    one = write_significance(tmp_path / "one.json", 31.0, 30.0, 0.3, families=("phrase", "phrase"))
+    row = rows(page(tmp_path, claim("one seed", 1.0, one), pool=[f"a={a}", f"c={c}"]))["one seed"]
+    assert row["verdict"].endswith("; " + same.words) and row["page p"] != "", row
 
 
 def test_a_run_with_nothing_to_pool_leaves_one_seed_claims_without_a_verdict(tmp_path):

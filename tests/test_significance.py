@@ -17,7 +17,7 @@ from nmtrepro.evaluation.metrics.bleu import Bleu, bleu_from_statistics, make_me
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope
 from nmtrepro.evaluation.seed_noise import Comparison, SeedNoise
 from nmtrepro.evaluation.significance import (MeanDifference, Reference, mark, mean_difference, pooled_bootstrap,
-                                              statistics_test)
+                                              side_parts, statistics_test)
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
@@ -102,17 +102,21 @@ def test_the_shared_part_of_the_test_set_noise_agrees_with_every_resample_enumer
               ["the cat is on the mat today", "a dog ran in the big park", "we ate apples", "she reads books",
                "the birds sing"])]
     metric = make_metric("sentence_tok_bleu")
-    every = np.array([[metric.corpus_score([s[i] for i in idx], [[refs[i] for i in idx]]).score
-                       - metric.corpus_score([b[i] for i in idx], [[refs[i] for i in idx]]).score for s, b in pairs]
-                      for idx in itertools.product(range(5), repeat=5)]).T       # [k, 5^5]
-    deltas = np.array([metric.corpus_score(s, [refs]).score - metric.corpus_score(b, [refs]).score for s, b in pairs])
-    exact, parts = mean_difference(deltas, every)
+    sides = np.array([[[metric.corpus_score([hyps[i] for i in idx], [[refs[i] for i in idx]]).score for hyps in pair]
+                       for pair in pairs] for idx in itertools.product(range(5), repeat=5)]).T  # [2, k, 5^5]
+    observed = np.array([[metric.corpus_score(hyps, [refs]).score for hyps in pair] for pair in pairs]).T  # [2, k]
+    deltas = observed[0] - observed[1]
+    exact, parts = mean_difference(deltas, sides[0] - sides[1])
     monkeypatch.setenv("SACREBLEU_SEED", "7")
     result = pooled_bootstrap(pairs, [refs], Bleu("sentence_tok_bleu", "", metric, metric, "hyp_tok"), samples=20000)
     assert result["delta"] == pytest.approx(deltas.mean(), abs=1e-9)
     assert result["var"] == pytest.approx(exact.var, rel=0.05)
     assert result["var_seeds"] == pytest.approx(np.var(deltas, ddof=1) / 2)
     assert result["var_shared"] == pytest.approx(parts["var_shared"], abs=0.05 * exact.var)
+    for side, enumerated, scores in zip(result["sides"], sides, observed):  # the system's and the baseline's own
+        own = side_parts(scores, enumerated)
+        assert side["spread"] == pytest.approx(own["spread"]) == pytest.approx(np.var(scores, ddof=1))
+        assert side["test_own"] == pytest.approx(own["test_own"], abs=0.05 * exact.var)
 
 
 def test_seed_variance_widens_the_test():
@@ -207,15 +211,18 @@ def test_the_command_pools_the_seed_pairs_it_is_given(tmp_path):
     argv = ["significance", "--out", str(out)]
     for seed in (1, 2):
         argv += ["--stats", str(tmp_path / f"a{seed}.npz"), "--seed", str(seed), "--base-stats", str(tmp_path / f"b{seed}.npz")]
-    assert cli.main(argv) == 0
+    assert cli.main(argv + ["--recipe", "transformer/phrase"]) == 0
     written = json.loads(out.read_text())
     result = written["tok_bleu"]
+    assert result["recipe"] == "phrase/transformer" and result["families"] == ["transformer", "phrase"]
     assert [entry["seed"] for entry in result["seeds"]] == [1, 2]
     assert result["score"] - result["baseline"] == pytest.approx(np.mean([e["delta"] for e in result["seeds"]]))
     # the statistics give what the hypotheses' own test gives, in every metric
     pairs = [(degraded(REFS, 3), degraded(REFS, 2)), (degraded(REFS, 3, 1), degraded(REFS, 2, 1))]
     for name, metric in METRICS.items():
-        assert written[name] == {**pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), "recipe": ""}, name
+        assert written[name] == {**pooled_bootstrap(pairs, [REFS], metric, seeds=[1, 2]), "recipe": "phrase/transformer",
+                                 "families": ["transformer", "phrase"]}, name
+    assert cli.main(argv + ["--recipe", "phrase"]) == 2  # not SYSTEM/BASELINE
     assert cli.main(argv[:-2]) == 2  # a system's statistics without its baseline's
     assert cli.main(argv[:-1] + [str(files["ref"])]) == 2  # not a statistics file
 

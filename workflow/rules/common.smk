@@ -446,9 +446,9 @@ def seed_pair_args(wildcards, input, flags):
 
 
 def significance_args(wildcards, input):
-    """--stats/--base-stats/--seed once a seed pair, and --recipe: the two model families, whose seed noise
-    the claims pages and tables pool within (evaluation/seed_noise.py)."""
-    families = sorted(EXPERIMENTS[name].model["family"] for name in (wildcards.experiment, wildcards.baseline))
+    """--stats/--base-stats/--seed once a seed pair, and --recipe: the system's and the baseline's model
+    families, whose seed noise the claims pages and tables pool (evaluation/seed_noise.py)."""
+    families = [EXPERIMENTS[name].model["family"] for name in (wildcards.experiment, wildcards.baseline)]
     return shlex.join(
         seed_pair_args(wildcards, input, [("--stats", "stats"), ("--base-stats", "base_stats")])
         + ["--recipe", "/".join(families)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.files import InputError, read_json, read_lines, write_json
 from ..evaluation.quantities import PROBING_TASKS, QUANTITIES
-from ..evaluation.significance import RESAMPLES, statistics_test
+from ..evaluation.significance import RESAMPLES, recipe_of, statistics_test
 from ..reporting.report import read_significance
 
 COMMANDS = {  # `nmtrepro` commands of this module (cli.declared_commands)
@@ -93,18 +93,19 @@ def add_arguments_quantity_test(parser) -> None:
                         help="the same two experiments' significance JSON: its seeds' BLEU, which the claims page "
                              "holds to its floor")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
-    parser.add_argument("--recipe", default="", help="the kind of comparison, as significance records it (the "
-                                                     "workflow: the two model families); a quantity's claim takes "
-                                                     "its own seeds' spread whatever it is")
+    parser.add_argument("--recipe", default="", metavar="SYSTEM/BASELINE",
+                        help="the two model families, as significance records them; a quantity's claim takes its own "
+                             "seeds' spread whatever they are")
     parser.add_argument("--out", required=True)
 
 
 def run_quantity_test(args) -> None:
+    kind = recipe_of(args.recipe)
     entry = quantity_test(args.quantity, args.stats, args.base_stats, args.seed or None, args.samples)
     floor = read_significance(args.floor, FLOOR_METRIC)
     if [e["seed"] for e in floor["seeds"]] != [e["seed"] for e in entry["seeds"]]:
         raise InputError(f"{args.floor}: seeds {[e['seed'] for e in floor['seeds']]}, but the quantity's pairs are "
                          f"seeds {[e['seed'] for e in entry['seeds']]}")
     entry["floor"] = {"metric": FLOOR_METRIC, "seeds": floor["seeds"]}
-    entry["recipe"] = args.recipe
+    entry.update(kind)
     write_json(args.out, {args.quantity: entry})

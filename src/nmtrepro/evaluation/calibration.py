@@ -6,7 +6,10 @@ Each model matches each n-gram slot of each sentence with a probability whose lo
 plus the sentence's difficulty (every model's), plus half of the true effect, of a per-sentence
 interaction that every seed pair shares (the test set's shared noise) and of pair i's seed offset u_i
 (BLEU units), added to the system and taken from the baseline: a zero-mean shift of one side alone would
-move its expected BLEU (the logistic is not linear), a difference the null must not have. Models draw
+move its expected BLEU (the logistic is not linear), a difference the null must not have. Or, where
+`sides` gives each side's seed SD, each side's seed offset is its own (two families of systems whose
+seeds vary apart, each measured on its own: evaluation/seed_noise.py); sides of one SD keep the null's
+expected BLEUs equal. Models draw
 their matches from uniforms shared by all of them except for a fraction `own` of the slots, drawn anew
 per model, and may shift each sentence's logit by noise of their own (`own_sd`): each pair's own
 test-set noise.
@@ -31,6 +34,7 @@ class Mix:
     seed_sd: float = 0.5      # SD of each pair's offset, in BLEU
     k: int = 3
     effect: float = 0.0       # the true difference, in BLEU
+    sides: tuple[float, float] | None = None  # each side's own seed offset SD (BLEU), in place of seed_sd's
 
 
 def corpus(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,10 +63,12 @@ def sentence_stats(rng, mix: Mix, lengths, difficulty, per_logit: float) -> np.n
     out = np.empty((mix.k, 2, n, 10), dtype=np.float32)
     for i in range(mix.k):
         offset = rng.normal(0.0, mix.seed_sd) / per_logit
+        apart = rng.normal(0.0, mix.sides) / per_logit if mix.sides else np.zeros(2)              # [2]
         for side in range(2):
             # the system and the baseline moved apart symmetrically: a zero-mean shift of one side alone
             # would move its expected BLEU (the logistic is not linear), a difference the null must not have
-            shift = (1 if side == 0 else -1) * (mix.effect / per_logit + offset + interaction) / 2
+            split = 0.0 if mix.sides else offset
+            shift = (1 if side == 0 else -1) * (mix.effect / per_logit + split + interaction) / 2 + apart[side]
             shift = shift + rng.normal(0.0, mix.own_sd, n)[:, None, None] if mix.own_sd else shift
             logit = LOGITS[None, :, None] + difficulty[:, None, None] + shift
             own = rng.random((n, 4, slots)) < mix.own

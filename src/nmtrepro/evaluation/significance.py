@@ -163,6 +163,30 @@ def mean_difference(deltas: np.ndarray, resampled: np.ndarray) -> tuple[MeanDiff
     return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared, **bootstrap}
 
 
+def side_parts(observed: np.ndarray, resampled: np.ndarray) -> dict:
+    """One side's (the system's or the baseline's) seed spread and its own test-set part, from its k >= 2
+    seeds' scores on the whole test set (`observed` [k]) and on the shared resamples (`resampled` [k, B]):
+    the spread s² of its seeds' scores holds its seed variance and its seeds' own test-set noise, which the
+    resamples give as a difference's (`mean_difference`). A claims page pools them per model family
+    (evaluation/seed_noise.py) for the claims whose recipe no comparison measures."""
+    k = len(observed)
+    mean_var, each_var = float(resampled.mean(0).var(ddof=1)), float(resampled.var(1, ddof=1).mean())
+    return {"spread": float(np.var(observed, ddof=1)), "test_own": max(0.0, (each_var - mean_var) * k / (k - 1))}
+
+
+def recipe_of(families: str) -> dict:
+    """The entry's recipe keys from `--recipe SYSTEM/BASELINE` (the two model families, system first):
+    `recipe`, the two sorted (the kind of comparison, whichever side is the system), and `families` in order
+    (whose the sides' seed spreads are)."""
+    if not families:
+        return {"recipe": ""}
+    parts = families.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise InputError(f"--recipe {families!r}: expected the system's and the baseline's model families, "
+                         f"'SYSTEM/BASELINE' (e.g. 'phrase/transformer')")
+    return {"recipe": "/".join(sorted(parts)), "families": parts}
+
+
 def pooled_bootstrap(pairs: list[tuple[list[str], list[str]]], refs: list[list[str]], metric: Metric,
                      samples: int = RESAMPLES, seeds: list[int] | None = None) -> dict:
     """The test of `pairs` (system hypotheses, baseline hypotheses), one pair a seed, against the
@@ -220,6 +244,7 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
         "samples": samples, "bootstrap_seed": seed,
         "seeds": [{"seed": label, "score": float(s), "baseline": float(b), "delta": float(s - b)}
                   for label, (s, b) in zip(seeds, observed)],
+        **({"sides": [side_parts(observed[:, side], resampled[:, side]) for side in range(2)]} if k > 1 else {}),
     }
 
 
@@ -228,10 +253,12 @@ def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[
     """Every metric's test (evaluation/metrics), pooled over the seed pairs (systems[i], baselines[i]):
     each a sentence statistics file of `nmtrepro bleu` (`read_statistics`), scored against the same
     references (the same sentences, the same signatures). `keep`: only these sentences (their indices),
-    e.g. the sources longer than a paper's length bucket (`longer_than`). `recipe` names the kind of
-    comparison whose seed noise it shares (evaluation/seed_noise.py; the workflow: the two model families)."""
+    e.g. the sources longer than a paper's length bucket (`longer_than`). `recipe`: the system's and the
+    baseline's model families, 'SYSTEM/BASELINE' (`recipe_of`), whose seed noise it shares
+    (evaluation/seed_noise.py)."""
     if len(systems) != len(baselines) or not systems:
         raise InputError(f"{len(systems)} system statistics but {len(baselines)} baseline ones: one pair a seed")
+    kind = recipe_of(recipe)
     paths = [path for pair in zip(systems, baselines) for path in pair]
     saved = [read_statistics(path) for path in paths]
     if keep is not None:
@@ -245,7 +272,7 @@ def compare(systems: list[str], baselines: list[str], samples: int, seeds: list[
                              f"same way: {', '.join(f'{p} ({s[name].shape[0]} sentences, {g[name]})' for p, (s, g) in zip(paths, saved))}")
         stacked = np.array([stats[name] for stats, _ in saved], dtype="float32")         # [2k, n, S]
         result = statistics_test(stacked.reshape(len(systems), 2, *stacked.shape[1:]), metric, samples, seeds)
-        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result), "recipe": recipe}
+        out[name] = {**result, "signature": bootstrap_signature(signatures.pop(), result), **kind}
     return out
 
 
@@ -265,9 +292,9 @@ def add_arguments_significance(parser) -> None:
     parser.add_argument("--src-bpe", help="the BPE'd test source the statistics are of (with --longer-than)")
     parser.add_argument("--longer-than", type=int, metavar="N",
                         help="test only the sentences whose source has more than N tokens (a length bucket's claim)")
-    parser.add_argument("--recipe", default="", help="the kind of comparison whose seed noise this one shares (the "
-                                                     "claims pages pool seed noise within it): the workflow names the "
-                                                     "two model families, 'phrase/transformer'")
+    parser.add_argument("--recipe", default="", metavar="SYSTEM/BASELINE",
+                        help="the system's and the baseline's model families, 'phrase/transformer': the claims pages "
+                             "pool seed noise within the kind of comparison (the two, sorted) and within each family")
     parser.add_argument("--out", required=True,
                         help="JSON: per metric score, baseline, one-sided p's, 95%% CI, seeds, resampled differences; "
                              'with --longer-than and no such sentence, {"empty": WHY} (a claims page: not judged)')

@@ -29,7 +29,7 @@ The verdicts of a judged claim:
 And of a claim not judged, with its numbers shown and out of the family: not comparable at this scale
 (the claim names other scales; or a seed of either system scores below MIN_BASELINE_BLEU, a model that
 has not learned to translate), or seed noise unmeasured (one seed pair, and no multi-seed comparison of
-its recipe at this scale to pool the seed noise from);
+its recipe, nor a system of each of its families, at this scale to pool the seed noise from);
 or not judged, where the claim's subset of the test set is empty (a length bucket without sentences at
 this scale: `empty_subsets`).
 

@@ -59,11 +59,19 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
     homogeneity = noise.homogeneity()
     same = ("" if homogeneity is None else f" Bartlett's test that the comparisons' spreads share one variance: p "
             f"{format_p(homogeneity)}" + (" (they differ)." if homogeneity < ALPHA else "."))
+    systems = noise.systems()
+    families = "; ".join(f"{family} {np.sqrt(systems.within(family).var):.2f} on {systems.within(family).df}"
+                         for family in sorted({c.recipe for c in systems.comparisons}))
+    one_seed = (f"with one seed pair, the seed noise of its two model families' systems, the SD of a system's seeds' "
+                f"scores less its own test-set part pooled within each family over the comparisons' systems ({families}"
+                f" degrees of freedom; a difference of two systems taken as varying by the sum of theirs), and no "
+                f"verdict where the run measures either family in no system" if families else
+                "and gets no verdict with one seed pair")
     return (f"Seed noise ({METRIC_LABELS[metric]}): the SD of a seed pair's offset, pooled within each recipe (the "
             f"model families a comparison sets against each other) from the spreads (SD) of its comparisons' seed "
             f"pairs' differences less each one's own test-set part: {pools}.{same} Each claim takes its own "
-            f"recipe's; a claim of a recipe the run does not measure is tested with its own seeds' spread, and gets "
-            f"no verdict with one seed pair.")
+            f"recipe's; a claim of a recipe the run does not measure is tested with its own seeds' spread, "
+            f"{one_seed}.")
 
 
 def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoise | None]) -> str:
@@ -117,9 +125,9 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
                "our interval rules out a difference as large as the paper's. Inconclusive: neither, for the cause "
                "it names. Not comparable: the claim was not measured at this scale, or a seed of either system "
                f"scores below {MIN_BASELINE_BLEU:g} BLEU (a model that has not learned to translate); seed noise "
-               "unmeasured: one seed pair, with nothing at this scale to pool its recipe's seed noise from. Those two "
-               "are shown with their numbers and stay out of the page's family, as does a claim not judged: its part "
-               "of the test set (a length bucket) holds no sentence at this scale.")
+               "unmeasured: one seed pair, with nothing at this scale to pool its recipe's or its families' seed "
+               "noise from. Those two are shown with their numbers and stay out of the page's family, as does a claim "
+               "not judged: its part of the test set (a length bucket) holds no sentence at this scale.")
     return " ".join([ours, noise, procedure, meaning])
 
 
