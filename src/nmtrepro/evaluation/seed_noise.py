@@ -164,16 +164,16 @@ class SeedNoise:
         else:
             df = spread ** 2 / (first.spread ** 2 / first.df + second.spread ** 2 / second.df)
         which = f"two {names[0]} systems" if names[0] == names[1] else f"a {names[0]} and a {names[1]} system"
-        return Basis(test_with(entry, first.estimate + second.estimate, spread, df),
+        return Basis(pooled_test(entry, first.estimate + second.estimate, spread, df),
                      f"seed noise of {which}, from the systems of the run's multi-seed comparisons (none of its "
                      f"recipe, {'/'.join(names)}, at this scale)")
 
     def test(self, entry: dict) -> MeanDifference:
-        """A claim's test over its k seed pairs with this pool's seed noise (`test_with`)."""
-        return test_with(entry, self.estimate, self.spread, self.df)
+        """A claim's test over its k seed pairs with this pool's seed noise (`pooled_test`)."""
+        return pooled_test(entry, self.estimate, self.spread, self.df)
 
 
-def test_with(entry: dict, estimate: float, spread: float, df: float) -> MeanDifference:
+def pooled_test(entry: dict, estimate: float, spread: float, df: float) -> MeanDifference:
     """A claim's test over its k seed pairs with the seed noise `estimate` (σu², its estimate's spread s²
     on `df` degrees of freedom): σu²/k plus its bootstrap variance of the mean difference, on df · var /
     (s²/k) degrees of freedom (s²/k, the spread's part, is the estimated one; the bootstrap's as known).
