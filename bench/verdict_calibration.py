@@ -31,7 +31,7 @@ recipe's, or its families'), the share left unjudged, and the power at a true +1
 writes them, in one inputs document), whose verdicts must equal `assess`'s. Claims of a run share its
 pool, so a rate's binomial standard error understates its spread a little.
 
-    python bench/verdict_calibration.py recipes --runs 300 --commands 10  # 36 min on a loaded 2-core machine
+    python bench/verdict_calibration.py recipes --runs 300 --commands 5   # 10 min on 2 cores beside a job
     python bench/verdict_calibration.py recipes --runs 40 --commands 3    # a check, ~4 min
     python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~35 min on 2 cores
     python bench/verdict_calibration.py comparisons           # 1,000 comparisons a setting, ~25 min
