@@ -815,6 +815,9 @@ def test_ci_workflow_end_to_end_with_report(tmp_path):
     tested = json.loads((results / "analyse/significance/pr_en_de.vs.base_en_de.json").read_text())
     sig = tested["tok_bleu"]
     assert [entry["seed"] for entry in sig["seeds"]] == [1, 2] and "bs:1000|" in sig["signature"]  # 2 seeds; ci: 1,000
+    # its recipe, its families system first and each side's own seed spread (a family's seed noise)
+    assert sig["recipe"] == "phrase/transformer" and sig["families"] == ["phrase", "transformer"]
+    assert [sorted(side) for side in sig["sides"]] == [["spread", "test_own"]] * 2
     assert list(tested) == ["sacrebleu", "tok_bleu", "chrf", "chrf_pp", "ter"]  # each metric, its own test
     assert tested["ter"]["signature"].startswith("nrefs:1|case:lc|tok:tercom") and "|bs:1000|" in tested["ter"]["signature"]
     # each claim in chrF beside its BLEU, and its Δ in the other metrics; ci's models, below the BLEU
