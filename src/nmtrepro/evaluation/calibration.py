@@ -9,10 +9,9 @@ interaction that every seed pair shares (the test set's shared noise) and of pai
 move its expected BLEU (the logistic is not linear), a difference the null must not have. Or, where
 `sides` gives each side's seed SD, each side's seed offset is its own (two families of systems whose
 seeds vary apart, each measured on its own: evaluation/seed_noise.py); sides of one SD keep the null's
-expected BLEUs equal. Models draw
-their matches from uniforms shared by all of them except for a fraction `own` of the slots, drawn anew
-per model, and may shift each sentence's logit by noise of their own (`own_sd`): each pair's own
-test-set noise.
+expected BLEUs equal. Models draw their matches from uniforms shared by all of them except for a
+fraction `own` of the slots, drawn anew per model, and may shift each sentence's logit by noise of their
+own (`own_sd`): each pair's own test-set noise.
 """
 from __future__ import annotations
 

@@ -217,9 +217,10 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
     """The test from each seed pair's system and baseline sentence statistics in `metric` ([k, 2, n, S]): the
     mean system and baseline scores and their difference, the one-sided p's of the system beating and
     of it trailing the baseline (in the metric's units and sign: for TER, lower is better, p_less is
-    the p of the system beating its baseline), the 95% CIs of the system's score and of the difference, the parts of
-    the difference's variance and each pair's own scores. The sentence resamples are sacreBLEU's draws
-    (`SACREBLEU_SEED`), shared by every pair."""
+    the p of the system beating its baseline), the 95% CIs of the system's score and of the difference,
+    the parts of the difference's variance, each pair's own scores and, with several seeds, each side's
+    own seed spread (`side_parts`). The sentence resamples are sacreBLEU's draws (`SACREBLEU_SEED`),
+    shared by every pair."""
     k, n = sentence_stats.shape[0], sentence_stats.shape[2]
     seeds = seeds or list(range(1, k + 1))
     seed = bootstrap_seed()
