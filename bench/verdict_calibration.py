@@ -31,6 +31,15 @@ recipe's, or its families'), the share left unjudged, and the power at a true +1
 writes them, in one inputs document), whose verdicts must equal `assess`'s. Claims of a run share its
 pool, so a rate's binomial standard error understates its spread a little.
 
+`reference`: the test's reference alone, idealised (normal noise, no sentences): a mean difference whose
+variance is a spread s² on ν degrees of freedom (σ² 1) plus a known part (its share of the whole),
+tested three ways: the linear rule (a t on ν · v / s² degrees of freedom, the reference up to 2026-12-05,
+written out here), the fiducial mixture alone (`significance.mixture_sf`) and the package's test
+(`significance.Reference`: the linear rule's p from LINEAR_FROM up, below it at least the mixture's); per
+ν and share, the rate over the level at 0.05, 0.04, 0.01 and 0.001 and the power at a true difference of
+2.5 standard deviations, `--draws` a setting (the far tail's events at 0.001: 200 at 200,000).
+
+    python bench/verdict_calibration.py reference --draws 200000          # ~2 min
     python bench/verdict_calibration.py recipes --runs 300 --commands 5   # 10 min on 2 cores beside a job
     python bench/verdict_calibration.py recipes --runs 40 --commands 3    # a check, ~4 min
     python bench/verdict_calibration.py pages --runs 300 --commands 20   # ~35 min on 2 cores
@@ -59,7 +68,8 @@ os.environ.setdefault("SACREBLEU_SEED", "12345")
 
 from nmtrepro.evaluation.metrics import METRICS  # noqa: E402
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope  # noqa: E402
-from nmtrepro.evaluation.significance import MeanDifference, recipe_of, sentence_counts, statistics_test  # noqa: E402
+from nmtrepro.evaluation.significance import (LINEAR_FROM, MeanDifference, mixture_sf, recipe_of, sentence_counts,  # noqa: E402
+                                              statistics_test)
 from nmtrepro.evaluation.multiplicity import holm  # noqa: E402
 from nmtrepro.evaluation.seed_noise import SeedNoise  # noqa: E402
 from nmtrepro import cli  # noqa: E402
@@ -347,16 +357,64 @@ def print_pages(result: dict, seconds: float) -> None:
               f"the in-process ones")
 
 
+REFERENCE_DF = (2, 4, 10)
+REFERENCE_SHARES = (0.05, 0.2, 0.5, 0.8)   # the known part's share of the variance
+REFERENCE_LEVELS = (0.05, 0.04, 0.01, 0.001)
+
+
+REFERENCE_RULES = ("linear", "mixture", "test")
+
+
+def run_reference(job) -> dict:
+    """One (ν, share) setting of `reference`: p's of `draws` nulls and of as many at +2.5 SD, each rule."""
+    df, share, draws, seed = job
+    rng, known = np.random.default_rng(seed), share / (1 - share)      # the spread's σ² is 1
+    spreads = rng.chisquare(df, draws) / df
+    nulls = rng.normal(0, math.sqrt(1 + known), draws)
+
+    def p(rule, d, s):
+        v = s + known
+        if rule == "linear":
+            return MeanDifference(d, v, df * v / s).p(+1)
+        if rule == "mixture":
+            return mixture_sf(d / math.sqrt(v), df, s / v)
+        return MeanDifference(d, v, df, s / v).p(+1)
+    ps = {rule: [np.array([p(rule, d, s) for d, s in zip(nulls + shift, spreads)])
+                 for shift in (0.0, 2.5 * math.sqrt(1 + known))] for rule in REFERENCE_RULES}
+    return {"df": df, "share": share, "draws": draws,
+            "rates": {rule: [float((null < level).mean()) / level for level in REFERENCE_LEVELS]
+                      for rule, (null, _) in ps.items()},
+            "power": {rule: float((shifted < ALPHA).mean()) for rule, (_, shifted) in ps.items()}}
+
+
+def print_reference(result: dict) -> None:
+    cells = "; ".join(f"{rule}: " + " / ".join(f"{r:4.2f}" for r in result["rates"][rule])
+                      + f", power {100 * result['power'][rule]:4.1f} %" for rule in REFERENCE_RULES)
+    print(f"  ν {result['df']:>2}, known part {result['share']:4.2f}: rate / level at "
+          f"{' / '.join(f'{level:g}' for level in REFERENCE_LEVELS)}, {cells}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("comparisons", "pages", "recipes"), nargs="?", default="comparisons")
+    ap.add_argument("part", choices=("comparisons", "pages", "recipes", "reference"), nargs="?", default="comparisons")
     ap.add_argument("--runs", type=int, default=1000, help="comparisons (pages) a setting")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=1000, help="sentence resamples a comparison")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--commands", type=int, default=0, help="pages a setting also run through `nmtrepro claims`")
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--draws", type=int, default=200_000, help="`reference`: nulls a setting")
     args = ap.parse_args()
+    if args.part == "reference":
+        print(f"idealised: a spread on ν degrees of freedom plus a known part; {args.draws} nulls a setting, power "
+              f"at +2.5 SD one-sided at {ALPHA}; the linear rule (up to 2026-12-05), the fiducial mixture alone, "
+              f"and the package's test (the linear rule's p from {LINEAR_FROM} up, the mixture's bound below)")
+        jobs = [(df, share, args.draws, args.seed + 10 * df + i)
+                for df in REFERENCE_DF for i, share in enumerate(REFERENCE_SHARES)]
+        with Pool(args.processes) as pool:
+            for result in pool.imap(run_reference, jobs):
+                print_reference(result)
+        return
     if args.part == "recipes":
         print(f"runs of {OTHERS} comparisons of 3 seed pairs (seed SD 0.5) and one of the claims' recipe; claims a run "
               f"(recipe measured, k): {RECIPE_CLAIMS}; {args.sentences} sentences, {args.samples} resamples")

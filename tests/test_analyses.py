@@ -151,7 +151,7 @@ def test_beside_adds_paper_columns_and_differences():
 def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_test_beside_it(tmp_path):
     """A one-seed row whose bootstrap alone gives p 0.004 (the paper's test: ++) is tested with the seed
     noise pooled over a three-seed comparison of its recipe (spread 0.1033, no own test-set part): var
-    0.1033 + 0.1 on 2 · 0.2033 / 0.1033 df, p 0.046: + only. Without a pool its seed noise is unmeasured: no
+    0.1033 + 0.1, the spread's part estimated on 2 df, p 0.039 for its +1.2: + only. Without a pool its seed noise is unmeasured: no
     p, no mark, the paper's test's mark still beside it."""
     from nmtrepro.evaluation.significance import MeanDifference
 
@@ -169,7 +169,7 @@ def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_tes
                  "seeds": [{"seed": i + 1, "score": 29.0 + d, "baseline": 29.0, "delta": d} for i, d in enumerate(deltas)]}
         (tmp_path / name).write_text(json.dumps({"tok_bleu": entry, "sacrebleu": entry, "chrf": entry}))
         return str(tmp_path / name)
-    sig, central = significance("s.json", [1.0], 0.1), significance("c.json", [0.6, 1.2, 1.1], 0.1)
+    sig, central = significance("s.json", [1.2], 0.1), significance("c.json", [0.6, 1.2, 1.1], 0.1)
     out = {ext: tmp_path / f"t.{ext}" for ext in ("md", "html", "tex")}
     argv = ["table", "--title", "T", "--paper-numbers", str(paper), "--metric", "tok_bleu",
             "--marks", "plus", "--out-md", str(out["md"]), "--out-html", str(out["html"]), "--out-tex", str(out["tex"])]
@@ -178,9 +178,9 @@ def test_a_tables_mark_uses_the_claims_pages_seed_noise_and_keeps_the_papers_tes
     assert cli.main(argv + ["--inputs", json.dumps({"cells": cells, "pool": {"central": central}})]) == 0
     md = out["md"].read_text()
     spread = np.var([0.6, 1.2, 1.1], ddof=1)
-    test = MeanDifference(1.0, spread + 0.1, 2 * (spread + 0.1) / spread)
+    test = MeanDifference(1.2, spread + 0.1, 2, spread / (spread + 0.1))
     row = [cell.strip() for cell in next(line for line in md.splitlines() if line.startswith("| pr ")).split("|")]
-    assert f"{test.p(+1):.3f}" == "0.046" and f"{test.p(+1):.3f}" in row
+    assert f"{test.p(+1):.3f}" == "0.039" and f"{test.p(+1):.3f}" in row
     assert "30.00+" in row and "{:+.2f} to {:+.2f}".format(*test.bounds(0.9)) in row and row[-2] == "++"
     assert "the claims pages' test" in md and "'paper's test': the mark the papers' own kind of test" in md
     assert "1 of the 1 compared with their baseline improve on it significantly (1 by the paper's test alone)" in md

@@ -159,8 +159,8 @@ def test_the_primary_claim_takes_most_of_the_pages_alpha_and_reads_the_same_on_t
 def test_a_one_seed_claim_takes_the_pooled_seed_noise_of_the_runs_multi_seed_comparisons(tmp_path):
     """Two three-seed comparisons (spreads s² 0.1033 and 0.09, each pair's own test-set part 0.04) pool
     σu² = (2 · 0.1033 + 2 · 0.09) / 4 − 0.04 = 0.0567 on 4 df; a one-seed claim whose bootstrap puts 0.09 on
-    its difference gets 0.0567 + 0.09 = 0.1467, on 4 · 0.1467 / 0.0967 = 6.07 df, and a three-seed claim
-    0.0567 / 3 + its own 0.0225."""
+    its difference gets 0.0567 + 0.09 = 0.1467, the spread's 0.0967 of it estimated on 4 df, and a
+    three-seed claim 0.0567 / 3 + its own 0.0225."""
     pool = [f"a={write_significance(tmp_path / 'a.json', 30, 29, 0.2, [0.6, 1.2, 1.1], own=0.04)}",
             f"b={write_significance(tmp_path / 'b.json', 30, 29, 0.2, [0.2, 0.5, -0.1], own=0.04)}"]
     noise = SeedNoise.of({name: json.loads(open(path).read())["tok_bleu"]
@@ -169,14 +169,13 @@ def test_a_one_seed_claim_takes_the_pooled_seed_noise_of_the_runs_multi_seed_com
     assert noise.df == 4 and noise.var == pytest.approx(spread - 0.04) and noise.var == pytest.approx(0.0567, abs=1e-4)
     one = json.loads(open(write_significance(tmp_path / "one.json", 30.5, 29.0, 0.3)).read())["tok_bleu"]
     test = noise.test(one)
-    assert test.var == pytest.approx(spread - 0.04 + 0.09) and test.df == pytest.approx(4 * test.var / spread)
-    assert test.df == pytest.approx(6.07, abs=0.01)
+    assert test.var == pytest.approx(spread - 0.04 + 0.09) and (test.df, test.share) == (4, pytest.approx(spread / test.var))
     three = json.loads(open(write_significance(tmp_path / "3.json", 30, 29, 0.15, [1.0, 1.3, 0.7])).read())["tok_bleu"]
     assert noise.test(three).var == pytest.approx((spread - 0.04) / 3 + 0.0225)
     row = rows(page(tmp_path, claim("one seed", 0.5, tmp_path / 'one.json'), pool=pool))["one seed"]
     low, high = test.bounds(0.95)
-    assert row["95% CI of ours"] == f"{low:+.2f} to {high:+.2f}" == "+0.57 to +2.43"
-    assert row["MDE"] == f"{(student_t(test.df).isf(0.025) + student_t(test.df).ppf(0.8)) * np.sqrt(test.var):.2f}"
+    assert row["95% CI of ours"] == f"{low:+.2f} to {high:+.2f}" == "+0.54 to +2.46"
+    assert row["MDE"] == f"{(test.reference.isf(0.025) + test.reference.ppf(0.8)) * np.sqrt(test.var):.2f}"
 
 
 def test_a_claim_whose_recipes_seeds_vary_more_takes_its_recipes_seed_noise_not_the_runs_pool(tmp_path):
@@ -223,10 +222,10 @@ def test_a_one_seed_claim_of_an_unmeasured_recipe_takes_its_two_families_seed_no
         tmp_path):
     """Two three-seed comparisons, phrase/transformer (phrase seeds 30, 31, 32: s² 1; Transformer 29, 29.5, 29:
     1/12) and gru/transformer (GRU 20, 20.2, 20.4: 0.04; the same Transformer: pooled once): a one-seed
-    phrase/phrase claim (test set SD 0.3) gets 2 · 1 + 0.09 on 2 df (one estimate counted twice) and a
-    phrase/transformer-like claim of an unmeasured recipe, phrase/gru, 1 + 0.04 + 0.09 on Satterthwaite's
-    1.04² / (1² / 2 + 0.04² / 2) = 2.16 df, times var / spread; a phrase/rnn claim has a family no system
-    measures: no verdict."""
+    phrase/phrase claim (test set SD 0.3) gets 2 · 1 + 0.09, its 2 estimated on 2 df (one estimate counted
+    twice), and a phrase/transformer-like claim of an unmeasured recipe, phrase/gru, 1 + 0.04 + 0.09, its
+    1.04 estimated on Satterthwaite's 1.04² / (1² / 2 + 0.04² / 2) = 2.16 df; a phrase/rnn claim has a
+    family no system measures: no verdict."""
     a = write_significance(tmp_path / "a.json", 31, 29.17, 0.2, [1.0, 1.5, 3.0],
                            seed_scores=[(30.0, 29.0), (31.0, 29.5), (32.0, 29.0)], families=("phrase", "transformer"))
     c = write_significance(tmp_path / "c.json", 20.2, 29.17, 0.2, [-9.0, -9.3, -8.6],
@@ -240,11 +239,12 @@ def test_a_one_seed_claim_of_an_unmeasured_recipe_takes_its_two_families_seed_no
         return noise.basis(json.loads(open(write_significance(
             tmp_path / "one.json", 31.0, 30.0, 0.3, families=families)).read())["tok_bleu"])
     same, mixed, unknown = basis(("phrase", "phrase")), basis(("phrase", "gru")), basis(("phrase", "rnn"))
-    assert same.test.var == pytest.approx(2.09) and same.test.df == pytest.approx(2 * 2.09 / 2.0)
+    assert (same.test.var, same.test.df, same.test.share) == (pytest.approx(2.09), 2, pytest.approx(2.0 / 2.09))
     assert same.words == ("seed noise of two phrase systems, from the systems of the run's multi-seed comparisons "
                           "(none of its recipe, phrase/phrase, at this scale)")
     satterthwaite = 1.04 ** 2 / (1 / 2 + 0.04 ** 2 / 2)
-    assert mixed.test.var == pytest.approx(1.13) and mixed.test.df == pytest.approx(satterthwaite * 1.13 / 1.04)
+    assert (mixed.test.var, mixed.test.df, mixed.test.share) == (pytest.approx(1.13), pytest.approx(satterthwaite),
+                                                                 pytest.approx(1.04 / 1.13))
     assert "a gru and a phrase system" in mixed.words and unknown.test is None
     one = write_significance(tmp_path / "one.json", 31.0, 30.0, 0.3, families=("phrase", "phrase"))
     row = rows(page(tmp_path, claim("one seed", 1.0, one), pool=[f"a={a}", f"c={c}"]))["one seed"]

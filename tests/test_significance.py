@@ -16,8 +16,8 @@ from nmtrepro.evaluation.metrics import METRICS
 from nmtrepro.evaluation.metrics.bleu import Bleu, bleu_from_statistics, make_metric
 from nmtrepro.evaluation.calibration import Mix, corpus, sentence_stats, slope
 from nmtrepro.evaluation.seed_noise import Comparison, SeedNoise
-from nmtrepro.evaluation.significance import (MeanDifference, Reference, mark, mean_difference, pooled_bootstrap,
-                                              side_parts, statistics_test)
+from nmtrepro.evaluation.significance import (LINEAR_FROM, MeanDifference, Reference, mark, mean_difference, mixture_sf,
+                                              pooled_bootstrap, side_parts, statistics_test)
 
 REFS = [f"sentence number {i} says the {w} sat on a mat near house {i % 7}"
         for i, w in enumerate(["cat", "dog", "bird", "cow", "fox"] * 8)]
@@ -261,6 +261,38 @@ def test_a_length_buckets_claim_is_tested_on_its_long_sources_alone_or_written_e
 def test_marks_follow_each_papers_levels(style, p, expected):
     assert mark(30.0, 29.0, p, style) == expected
     assert mark(29.0, 30.0, p, style) == ""  # a significant loss is not marked as an improvement
+
+
+@pytest.mark.parametrize("df,share", [(2.0, 0.5), (2.0, 0.05), (3.4, 0.9), (16.0, 0.3)])
+def test_a_partly_estimated_variance_takes_the_linear_rules_p_from_0045_up_and_the_fiducial_bound_below(df, share):
+    """A variance partly estimated on df degrees of freedom (its `share`), partly known: the fiducial tail
+    E_W[Φ̄(x / √(share · df / W + 1 − share))], W ~ χ²_df, is scipy's quad of it; the test's p is the linear
+    rule's t (df / share degrees of freedom) from 0.045 up and below it the larger of the two, and its
+    quantiles invert it; share 1 is Student's t, share 0 the normal."""
+    from scipy import integrate, stats
+
+    ours, linear = Reference(df, share), stats.t(df / share)
+    for x in (-4.0, -0.5, 0.0, 1.2, 3.0, 9.0):
+        fiducial = integrate.quad(lambda w: stats.norm.sf(x / np.sqrt(share * df / w + 1 - share)) * stats.chi2.pdf(w, df),
+                                  0, np.inf, limit=200)[0]
+        assert mixture_sf(x, df, share) == pytest.approx(fiducial, rel=1e-6, abs=1e-12)
+        assert ours.sf(x) == pytest.approx(max(linear.sf(x), min(fiducial, LINEAR_FROM)), rel=1e-6, abs=1e-12)
+    for q in (0.001, 0.01, 0.045, 0.05, 0.5, 0.8, 0.999):
+        assert ours.sf(ours.isf(q)) == pytest.approx(q, rel=1e-6) and ours.ppf(1 - q) == pytest.approx(ours.isf(q))
+    assert ours.isf(0.05) == pytest.approx(linear.isf(0.05))
+    assert Reference(df, 1.0).sf(2.5) == stats.t(df).sf(2.5) and Reference(df, 0.0).sf(2.5) == stats.norm.sf(2.5)
+
+
+def test_a_spread_on_two_degrees_of_freedom_beside_a_known_part_holds_the_level_in_the_far_tail():
+    """50,000 nulls whose variance is a spread s² on 2 degrees of freedom (σ² 1) plus a known part 0.25:
+    the test rejects at most its level at 0.01 and 0.001 (Holm's levels on a page), where the linear rule
+    alone rejected 3.1 times its level at 0.001, and at 0.05 keeps the linear rule's ~exact rate."""
+    rng, known = np.random.default_rng(2026), 0.25
+    spreads = rng.chisquare(2, 50_000) / 2
+    ps = np.array([MeanDifference(d, s + known, 2.0, s / (s + known)).p(+1)
+                   for d, s in zip(rng.normal(0, np.sqrt(1 + known), 50_000), spreads)])
+    assert [(ps < level).mean() / level <= 1.05 for level in (0.01, 0.005, 0.001)] == [True] * 3
+    assert 0.9 <= (ps < 0.05).mean() / 0.05 <= 1.1
 
 
 def test_the_reference_distributions_and_bartletts_p_are_scipy_stats_own_numbers():

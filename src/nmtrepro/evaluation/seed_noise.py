@@ -8,11 +8,12 @@ not at all: a one-seed claim's bootstrap p counts the test set alone. Yet σu² 
 scale (how much a difference of two trainings moves with their seeds), not to one comparison, so a run
 pools it over its multi-seed comparisons, Σ(k_j − 1)(s_j² − σe_j²) / Σ(k_j − 1), and every claim of that
 run is tested with it: the variance of a claim's mean over k pairs is σu²/k plus its own bootstrap
-variance of that mean (σc² + σe²/k: the test-set part, measured for every claim whatever its k), on
-degrees of freedom that grow from the pool's with the known part's share (`SeedNoise.test`). Each
-comparison's own σe² is taken out before pooling, so that comparisons on test sets of other sizes or of
-systems that differ more sentence by sentence pool only what they share. docs/statistics.md says which
-comparisons pool (the central claims') and why; `bench/verdict_calibration.py` measures the rates.
+variance of that mean (σc² + σe²/k: the test-set part, measured for every claim whatever its k), its
+estimated part on the pool's degrees of freedom and the rest known (`significance.Reference`,
+`SeedNoise.test`). Each comparison's own σe² is taken out before pooling, so that comparisons on test
+sets of other sizes or of systems that differ more sentence by sentence pool only what they share.
+docs/statistics.md says which comparisons pool (the central claims') and why;
+`bench/verdict_calibration.py` measures the rates.
 
 One σu² for every claim assumes every recipe's seeds vary alike, and a claim whose recipe varies twice as
 much as the pool's is rejected twice as often as its level says (a GRU against a Transformer beside
@@ -175,15 +176,13 @@ class SeedNoise:
 
 def pooled_test(entry: dict, estimate: float, spread: float, df: float) -> MeanDifference:
     """A claim's test over its k seed pairs with the seed noise `estimate` (σu², its estimate's spread s²
-    on `df` degrees of freedom): σu²/k plus its bootstrap variance of the mean difference, on df · var /
-    (s²/k) degrees of freedom (s²/k, the spread's part, is the estimated one; the bootstrap's as known).
-    Satterthwaite's rule would square that ratio; with the pool's plug-in spread its far tail is liberal
-    (1.2-1.5 times the level at 0.001, Holm's levels on a page, docs/statistics.md), while this one is exact
-    where the spread is all the variance and a little conservative elsewhere. σu² enters unfloored (a floor
-    at 0 biases the variance up where seeds do not vary), the variance kept above a quarter of the claim's
-    own test-set part."""
+    on `df` degrees of freedom): σu²/k plus its bootstrap variance of the mean difference, tested with s²/k
+    as the part estimated on df and the bootstrap's as known (`Reference`).
+    σu² enters unfloored (a floor at 0 biases the variance up where seeds do not vary), the variance kept
+    above a quarter of the claim's own test-set part; where the claim's test-set part is below the pool's
+    (the known part negative), the variance is all estimated: Student's t on df."""
     k = len(entry["seeds"])
     own = entry["var_bootstrap_mean"]
     var = max(estimate / k + own, own / 4)
     random = spread / k
-    return MeanDifference(entry["delta"], var, df * var / random if random > 0 else None)
+    return MeanDifference(entry["delta"], var, df if random > 0 else None, min(1.0, random / var) if var > 0 else 1.0)

@@ -12,12 +12,11 @@ alone. The mean difference has variance σc² + (σu² + σe²)/k. Two estimates
 - the shared part σc², from a paired bootstrap of the sentences (Koehn 2004), the same resamples for
   every pair: the variance of the pairs' mean difference over the resamples is σc² + σe²/k, the pairs'
   own variances average σc² + σe², and the two give σc² = (k V_mean − V_each) / (k − 1).
-The mean over (s²/k + σc²)^½ is compared against a t distribution whose degrees of freedom
-Satterthwaite's rule gives (k − 1 of s², the bootstrap's σc² taken as known): where the seeds dominate,
-three seeds have about two, and the tail is as wide as that; where the test set dominates, the test is
-normal. Resampling the seeds as well, as this test did before, counts each pair's own sentence noise
-twice and keeps a normal tail with two degrees of freedom (docs/statistics.md:
-bench/verdict_calibration.py measures both). With one seed pair the seed variance is unmeasured: the
+The mean over (s²/k + σc²)^½ is compared against the fiducial mixture of the two (`Reference`: s² on
+k − 1 degrees of freedom, the bootstrap's σc² taken as known): where the seeds dominate it is Student's t
+on k − 1, as wide as three seeds leave it, where the test set dominates the normal. Resampling the seeds
+as well, as this test did before, counts each pair's own sentence noise twice and keeps a normal tail
+with two degrees of freedom (docs/statistics.md: bench/verdict_calibration.py measures both). With one seed pair the seed variance is unmeasured: the
 test is the paired bootstrap's, and a page says so (Clark et al. 2011).
 
 Tests are one-sided (`MeanDifference.p`): a claim has a direction, and a p toward whichever sign happened
@@ -31,6 +30,7 @@ sign (TER: lower is better, a system that beats its baseline has Δ < 0 and a sm
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -95,39 +95,93 @@ def sentence_counts(idxs: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(cells.ravel(), minlength=idxs.size).reshape(idxs.shape).astype("float32")
 
 
+NODES = 256  # Gauss-Legendre nodes of the fiducial mixture's integral over W: its p within ~1e-7 (quad)
+LINEAR_FROM = 0.045  # p's from here up are the linear rule's (its 0.05 is ~exact); below, the mixture's bound
+
+
+@functools.lru_cache(maxsize=64)
+def _chi2_nodes(df: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes W of χ²_df and their weights for E_W[f(W)]: Gauss-Legendre in t on (0, 1), the quantile at
+    u = t³ (nodes packed where W is small, the far tail's part)."""
+    t, w = np.polynomial.legendre.leggauss(NODES)
+    t, w = (t + 1) / 2, w / 2
+    return special.chdtri(df, 1 - t ** 3), w * 3 * t ** 2
+
+
+def mixture_sf(x: float, df: float, share: float) -> float:
+    """Fiducial tail of a difference over √v, v = e + b, e (`share` of v) estimated on `df` degrees of
+    freedom and b known: E_W[Φ̄(x / √(share · df / W + 1 − share))], W ~ χ²_df. The spread's uncertainty is
+    integrated rather than plugged in (Fisher's, as Behrens-Fisher's for two spreads): it never exceeds its
+    level, and is conservative where both parts count (docs/statistics.md)."""
+    w, weights = _chi2_nodes(float(df))
+    return float(special.ndtr(-x / np.sqrt(share * df / w + 1 - share)) @ weights)
+
+
 @dataclass(frozen=True)
 class Reference:
-    """A test's reference distribution: Student's t with `df` degrees of freedom, or (None) the normal.
-    Its tail and quantiles are the scipy.special functions that scipy.stats' `t` and `norm` call, without
-    scipy.stats' import (~1 s, which every significance, table and claims job paid)."""
+    """A test's upper tail for a difference over the square root of its estimated variance v = e + b: e
+    estimated on `df` degrees of freedom (a seed spread s²/k), b taken as known (the bootstrap's test-set
+    part), `share` = e / v. With share 1 it is Student's t on df, with no df (or share 0) the normal. In
+    between no test is exact at every share (the Behrens-Fisher problem), and two fail apart: the linear
+    rule, a t on df / share degrees of freedom, is within its errors of the level at 0.05 but puts a spread
+    that fell small by chance on many degrees of freedom, 3-5 times the level at 0.001 at df 2 (Holm's
+    levels on a page); the fiducial mixture (`mixture_sf`) holds every level but is conservative, 0.6 times
+    it at 0.05 where both parts count. So a p is the linear rule's where it is at least `LINEAR_FROM`, and
+    below it at least the mixture's: max(linear, min(mixture, LINEAR_FROM)), a valid p whose 0.05 is the
+    linear rule's and whose smaller levels hold (docs/statistics.md, "The reference's far tail"). Its tails
+    are scipy.special's, without scipy.stats' import (~1 s, which every significance, table and claims job
+    paid)."""
     df: float | None = None
+    share: float = 1.0
+
+    @property
+    def _mixed(self) -> bool:
+        return self.df is not None and 0 < self.share < 1
 
     def sf(self, x: float) -> float:
-        return float(special.ndtr(-x) if self.df is None else special.stdtr(self.df, -x))
+        if not self._mixed:
+            return float(special.ndtr(-x) if self.df is None or self.share <= 0 else special.stdtr(self.df, -x))
+        linear = float(special.stdtr(self.df / self.share, -x))
+        return max(linear, min(mixture_sf(x, self.df, self.share), LINEAR_FROM))
 
     def ppf(self, q: float) -> float:
-        return float(special.ndtri(q) if self.df is None else special.stdtrit(self.df, q))
+        if not self._mixed:
+            return float(special.ndtri(q) if self.df is None or self.share <= 0 else special.stdtrit(self.df, q))
+        return self.isf(1 - q)
 
     def isf(self, q: float) -> float:
-        return -self.ppf(q)
+        """The x whose tail `sf` is q: the linear rule's from LINEAR_FROM up, below it the larger of its and
+        the mixture's (found by bisection; the mixture's scale factor is below df / W + 1, so its quantile
+        lies within twice t's and the normal's together)."""
+        if not self._mixed:
+            return -self.ppf(q)
+        linear = -float(special.stdtrit(self.df / self.share, q))
+        if q >= LINEAR_FROM:
+            return linear
+        low, high = 0.0, 2 * (abs(float(special.stdtrit(self.df, q))) + abs(float(special.ndtri(q)))) + 1
+        for _ in range(60):
+            middle = (low + high) / 2
+            low, high = (middle, high) if mixture_sf(middle, self.df, self.share) > q else (low, middle)
+        return max(linear, (low + high) / 2)
 
 
 @dataclass(frozen=True)
 class MeanDifference:
-    """The mean difference over the seed pairs and its estimated variance, tested against a t reference
-    with `df` degrees of freedom (None: normal; module docstring)."""
+    """The mean difference over the seed pairs and its estimated variance, tested against the `Reference` of
+    its estimated part's `df` degrees of freedom (None: normal) and `share` of `var` (module docstring)."""
     delta: float
     var: float
     df: float | None
+    share: float = 1.0
 
     @classmethod
     def of(cls, entry: dict) -> "MeanDifference":
         """From a significance JSON's entry (`pooled_bootstrap`)."""
-        return cls(entry["delta"], entry["var"], entry["df"])
+        return cls(entry["delta"], entry["var"], entry["df"], entry.get("estimated_share", 1.0))
 
     @property
     def reference(self) -> Reference:
-        return Reference(self.df)
+        return Reference(self.df, self.share)
 
     def p(self, direction: int, margin: float = 0.0) -> float:
         """The one-sided p of direction * (Δ - margin) > 0 (+1: the system beats the baseline by more than
@@ -159,8 +213,8 @@ def mean_difference(deltas: np.ndarray, resampled: np.ndarray) -> tuple[MeanDiff
     shared = max(0.0, (k * mean_var - each_var) / (k - 1))
     seeds = float(np.var(deltas, ddof=1)) / k               # (sigma_u^2 + sigma_e^2) / k
     var = seeds + shared
-    df = None if seeds == 0 else (k - 1) * (var / seeds) ** 2  # Satterthwaite, the shared part as known
-    return MeanDifference(float(np.mean(deltas)), var, df), {"var_seeds": seeds, "var_shared": shared, **bootstrap}
+    test = MeanDifference(float(np.mean(deltas)), var, None if seeds == 0 else k - 1, seeds / var if var else 1.0)
+    return test, {"var_seeds": seeds, "var_shared": shared, **bootstrap}
 
 
 def side_parts(observed: np.ndarray, resampled: np.ndarray) -> dict:
@@ -241,7 +295,8 @@ def statistics_test(sentence_stats: np.ndarray, metric: Metric, samples: int = R
         "mean": float(mean), "ci": float(ci), "ci_low": float(mean - ci), "ci_high": float(mean + ci),
         "baseline_mean": float(base_mean), "baseline_ci": float(base_ci),
         "delta_low": low, "delta_high": high,                    # 95% CI of the difference
-        "var": test.var, "df": test.df, **parts,                 # the test's variance, its parts and df
+        "var": test.var, "df": test.df, "estimated_share": test.share, **parts,  # the test's variance, its
+                                                                 # estimated part's df and share, its parts
         "samples": samples, "bootstrap_seed": seed,
         "seeds": [{"seed": label, "score": float(s), "baseline": float(b), "delta": float(s - b)}
                   for label, (s, b) in zip(seeds, observed)],
