@@ -55,3 +55,23 @@ def test_a_longer_budget_trains_the_sweeps_claims_in_a_tree_of_its_own_judged_at
 def test_a_sweep_naming_a_claim_that_is_not_central_is_refused():
     with pytest.raises(InputError, match=r"budget_sweep.claims: \['pr_base_en_fr'\] are not central claims"):
         resolved("scale=tiny", "budget=2", "budget_sweep={claims: [pr_base_en_fr]}")
+
+
+def test_a_claim_central_at_some_scales_is_central_there_and_trains_its_seeds_there_only():
+    """Paper C's central claim is the reordering layer on the seq2seq where NPMT does not converge, and
+    NPMT over the seq2seq at `paper` (and `smoke`, which stands for it): there NPMT trains three seeds,
+    and the reordering layer's systems one. A scale it names that the config lacks is refused by key."""
+    for scale, central in (("tiny", "reorder_hurts_ll_beam"), ("smoke", "npmt_vs_ll_beam"),
+                           ("paper", "npmt_vs_ll_beam")):
+        config, found = resolved(f"scale={scale}")
+        claims = budgets.central_claims(config)
+        assert central in claims and {"reorder_hurts_ll_beam", "npmt_vs_ll_beam"} - {central} - set(claims)
+    seeds = {prefix: [name for name in found if name.startswith(prefix)]   # paper's
+             for prefix in ("npmt_beam_de_en", "ll_beam_de_en", "ll_reorder_greedy_de_en", "ll_reorder_beam_de_en")}
+    assert seeds == {"npmt_beam_de_en": ["npmt_beam_de_en", "npmt_beam_de_en_seed2", "npmt_beam_de_en_seed3"],
+                     "ll_beam_de_en": ["ll_beam_de_en", "ll_beam_de_en_seed2", "ll_beam_de_en_seed3"],
+                     "ll_reorder_greedy_de_en": ["ll_reorder_greedy_de_en"], "ll_reorder_beam_de_en": ["ll_reorder_beam_de_en"]}
+    config, _ = resolved("scale=tiny")
+    config["claims"]["npmt_vs_ll_beam"]["central"] = ["paper", "tpu"]
+    with pytest.raises(InputError, match=r"claims.npmt_vs_ll_beam.central = 'tpu' is not defined"):
+        budgets.central_claims(config)

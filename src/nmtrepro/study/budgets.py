@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.files import InputError
+from .config_checks import check_known
 from .experiment import Experiment
+from .scales import study_scale
 
 
 def fractions(config: dict) -> list[float]:
@@ -32,8 +34,16 @@ def fractions(config: dict) -> list[float]:
 
 
 def central_claims(config: dict) -> list[str]:
-    """The central claims (`central: true`); for a budget above 1 only those of `budget_sweep.claims`."""
-    names = [name for name, claim in config.get("claims", {}).items() if claim.get("central")]
+    """The central claims at the study's scale (`central: true`, or the list of scales where a claim is:
+    paper C's is NPMT over the seq2seq at `paper`, where NPMT converges, and the reordering layer below it);
+    for a budget above 1 only those of `budget_sweep.claims`."""
+    names = []
+    for name, claim in config.get("claims", {}).items():
+        central = claim.get("central", False)
+        for scale in central if isinstance(central, list) else ():
+            check_known(scale, config["scales"], f"claims.{name}.central")
+        if central is True or isinstance(central, list) and study_scale(config) in central:
+            names.append(name)
     if config.get("budget", 1) == 1:
         return names
     chosen = config["budget_sweep"]["claims"]

@@ -29,6 +29,7 @@ from .config_checks import (buildable, check_claim_test, check_known, check_quan
                             enough_checkpoints, known_scales)
 from .experiment import Experiment
 from .meta_models import family_options
+from .scales import study_scale
 
 PAPER_SECTIONS = ("models", "experiments", "tables", "analyses", "claims")
 
@@ -364,12 +365,6 @@ def experiments(config: dict) -> dict[str, Experiment]:
         if "paper_size" in spec:
             check_known(spec["paper_size"]["scale"], config["scales"], f"analyses.{name}.paper_size.scale")
     return out
-
-
-def study_scale(config: dict) -> str:
-    """The scale whose study `config['scale']` runs: itself, or the one it `stands_for` (smoke runs
-    the paper scale's tables, claims, analyses and model options on slices)."""
-    return config["scales"][config["scale"]].get("stands_for", config["scale"])
 
 
 def with_scale_data(config: dict) -> dict:
