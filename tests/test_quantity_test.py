@@ -102,3 +102,43 @@ def test_a_probing_claim_pairs_the_same_test_examples_of_two_encoders_in_points_
     assert entry["score"] == 75 and entry["baseline"] == 50 and entry["delta"] == 25
     with pytest.raises(InputError, match="no per-example outcomes of bigram_shift"):
         quantity_test("probe_bigram_shift", [str(tmp_path / "rec.json")], [str(tmp_path / "base.json")])
+
+
+def test_a_one_seed_probing_claim_takes_its_recipes_seed_noise_from_the_pools_test_of_the_same_quantity(tmp_path):
+    """+Rec against Base on one seed, a probing accuracy: with no test of that quantity in the pool (only
+    BLEU's) its seed noise is unmeasured; with the pool's three-seed test of the same quantity and recipe
+    (+Fusing against Base, the workflow's `quantity_pool`) it is judged with that seed noise, in points of
+    accuracy, while a BLEU claim on the page pools over BLEU's tests alone."""
+    rng = np.random.default_rng(1)
+
+    def probe(name, accuracy):
+        right = rng.permutation(np.arange(2000) < accuracy * 2000).astype(int).tolist()   # that share right
+        (tmp_path / f"{name}.json").write_text(json.dumps({"tree_depth": {"test": float(np.mean(right)), "correct": right}}))
+        return str(tmp_path / f"{name}.json")
+
+    def test(name, systems, bases, floor):
+        out = tmp_path / f"{name}.probe_tree_depth.json"
+        argv = ["quantity-test", "--quantity", "probe_tree_depth", "--floor", floor, "--samples", "300",
+                "--out", str(out), "--recipe", "diverse/transformer"]
+        argv += [a for seed, (s, b) in enumerate(zip(systems, bases), 1)
+                 for a in ("--stats", s, "--base-stats", b, "--seed", str(seed))]
+        assert cli.main(argv) == 0
+        return str(out)
+
+    bleu3 = write_significance(tmp_path / "fusing.json", 30.0, 29.0, 0.2, [1.0, 1.3, 0.7],
+                               families=("diverse", "transformer"))
+    fusing = test("fusing", [probe(f"fusing{s}", a) for s, a in ((1, 0.40), (2, 0.44), (3, 0.42))],
+                  [probe(f"base{s}", 0.30) for s in (1, 2, 3)], bleu3)
+    rec = test("rec", [probe("rec1", 0.45)], [str(tmp_path / "base1.json")],
+               write_significance(tmp_path / "rec.json", 30.0, 29.0, 0.2, families=("diverse", "transformer")))
+    bleu1 = write_significance(tmp_path / "gain.json", 30.0, 29.0, 0.25, recipe="diverse/transformer")
+    claims = (claim("rec probes better", 1.22, rec, metric="probe_tree_depth"), claim("a BLEU gain", 1.0, bleu1))
+    alone = rows(page(tmp_path, *claims, pool=[f"fusing_en_de={bleu3}"]))
+    assert alone["rec probes better"]["verdict"].startswith("seed noise unmeasured")
+    text = page(tmp_path, *claims, pool=[f"fusing_en_de={bleu3}", f"fusing_en_de, probe_tree_depth={fusing}"])
+    judged = rows(text)
+    assert judged["rec probes better"]["verdict"] == "reproduced" and judged["rec probes better"]["ours Δ"] == "+15.00"
+    assert judged["a BLEU gain"]["p"] == alone["a BLEU gain"]["p"]   # its test the same; Holm's family one larger
+    assert "Seed noise (probing accuracy, tree_depth (%)): the SD of a seed pair's offset" in text
+    bleu_noise = text.split("Seed noise (tokenized BLEU)")[1].split("Seed noise")[0]
+    assert "from fusing_en_de, probe_tree_depth" in text and "probe_tree_depth" not in bleu_noise

@@ -768,6 +768,15 @@ def test_another_scales_results_bring_the_claims_pages_across_scales(tmp_path):
     curved = [inputs["claims"][name]["text"] for name in inputs["curves"]]
     assert "--longer-than 45" in run.stdout and any(text.startswith("+PR improves") for text in curved)
     assert not any(text.startswith("On sources over 45") for text in curved)
+    # claims on a quantity pool their seed noise over the same quantity measured on their paper's central
+    # comparison (paper D: the probing tasks and head similarity on +Fusing against Base); no other page asks
+    claims_d = page_inputs(next(line for line in run.stdout.splitlines() if "--out-md results/ci/report/D_claims.md" in line))
+    measured = {name: path for name, path in claims_d["pool"].items() if name not in across["pool"]["ci"]}
+    assert set(measured) == {f"fusing_en_de, {quantity}" for quantity in (
+        "head_similarity", "probe_tree_depth", "probe_top_constituents", "probe_bigram_shift", "probe_subj_number")}
+    assert measured["fusing_en_de, probe_subj_number"] == (
+        "results/ci/analyse/D_table7/fusing_en_de.vs.d_base_en_de.probe_subj_number.json")
+    assert page_inputs(claims_a)["pool"] == across["pool"]["ci"]
     fields = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert set(GIVEN) <= set(fields["properties"]["claims"]["additionalProperties"]["properties"])
 

@@ -1,19 +1,21 @@
 # The claims pages' inputs (rules claims and across_scales, reporting.smk): each claim's significance,
 # curves, shorter budgets and other scales' results, as the claims commands read them.
 from nmtrepro.reporting.claims_inputs import GIVEN as GIVEN_CLAIM_FIELDS
+from nmtrepro.study.budgets import central_claims
+from nmtrepro.study.config import quantity_pool
 
 
 def claims_document(names):
     """A claims page's inputs as one JSON document (nmtrepro claims --inputs; reporting/claims_inputs.py
     says what it holds), each claim keyed by its name in the config's `claims`: the claims, the central
-    ones primary, the seed noise pooled over the central claims' tests, their curves, their shorter
-    budgets, the other scales' tests, the protocol note."""
-    pools = other_scales_significance(CENTRAL["claims"])
+    ones primary, the tests the seed noise pools over (`scale_pool`), their curves, their shorter budgets,
+    the other scales' tests and pools, the protocol note."""
+    pools = other_scales_pools(names)
     tests = claim_significance(names)
     document = {
         "claims": {name: claim_entry(name, tests.get(name)) for name in names},
         "primary": [name for name in names if name in CENTRAL["claims"]],
-        "pool": claim_significance(CENTRAL["claims"]),
+        "pool": scale_pool(names),
         "curves": claim_curves(names),
         "budgets": budgets_at(names),
         "others": {
@@ -54,7 +56,7 @@ def across_document(page):
     document = {
         "claims": scales,
         "primary": [name for name in names if name in CENTRAL["claims"]],
-        "pool": central_pools(),
+        "pool": central_pools(names),
         "gaps": {config["scale"]: results(f"report/{own}.gap.tsv"), **other_scales_gaps(own)},
     }
     return json.dumps(document, ensure_ascii=False)
@@ -211,7 +213,36 @@ def claims_label(page):
     return "central: one claim a paper" if page == "central_claims" else f"paper {page.removesuffix('_claims')}"
 
 
-def central_pools():
-    """{scale: {central claim: JSON}}: this scale's central claims' tests, then those other scales'
-    results trees in this checkout hold; each scale's seed noise pools over its own."""
-    return {config["scale"]: claim_significance(CENTRAL["claims"]), **other_scales_significance(CENTRAL["claims"])}
+def pool_tests(scaled, names):
+    """{name: test JSON, relative to a results tree}: what the seed noise of these claims pools over at
+    `scaled`'s scale: its central claims' tests, and the quantities these claims are on, measured on their
+    paper's central comparisons (study/config.py `quantity_pool`)."""
+    claims = config["claims"]
+    central = {name: claim_test(claims[name]) for name in central_claims(scaled) if at_scale(scaled, claims[name])}
+    return central | {name: QUANTITY_TEST.format(**test) for name, test in quantity_pool(scaled, PAPERS, names).items()}
+
+
+def scale_pool(names):
+    """This scale's pool for these claims (`pool_tests`), in its results tree."""
+    return {name: results(path) for name, path in pool_tests(config, names).items()}
+
+
+def other_scales_pools(names):
+    """{scale: {name: JSON}}: each other scale's pool for these claims (`pool_tests`, with that scale's own
+    central claims) where its results tree or measured folder holds them (`other_scales`)."""
+    found = {}
+    for scale, label, local in other_scales():
+        files = {
+            name: other_scale_file(scale, local, path)
+            for name, path in pool_tests({**config, "scale": scale}, names).items()
+        }
+        files = {name: path for name, path in files.items() if os.path.exists(path)}
+        if files:
+            found[label] = files
+    return found
+
+
+def central_pools(names):
+    """{scale: {name: JSON}}: this scale's pool for these claims, then those other scales' results trees in
+    this checkout hold; each scale's seed noise pools over its own."""
+    return {config["scale"]: scale_pool(names), **other_scales_pools(names)}

@@ -62,8 +62,9 @@ rule across_scales:
         others=lambda w: [
             path for files in other_scales_significance(ACROSS_PAGES[w.page]).values() for path in files.values()
         ],
-        # every page's seed noise pools over the central claims' comparisons (docs/statistics.md)
-        pool=lambda w: [path for files in central_pools().values() for path in files.values()],
+        # every page's seed noise pools over the central claims' comparisons, a quantity's over its paper's measured
+        # in it (docs/statistics.md)
+        pool=lambda w: [path for files in central_pools(ACROSS_PAGES[w.page]).values() for path in files.values()],
         gaps=lambda w: [results(f"report/{own_page(w)}.gap.tsv"), *other_scales_gaps(own_page(w)).values()],
     output:
         md=results("report/{page}.md"),
@@ -93,7 +94,7 @@ rule across_scales:
 rule claims:
     input:
         unpack(lambda w: claim_significance(CLAIMS_PAGES[w.page])),
-        pool=lambda w: list(claim_significance(CENTRAL["claims"]).values()),
+        pool=lambda w: list(scale_pool(CLAIMS_PAGES[w.page]).values()),
         curves=lambda w: [
             path for sides in claim_curves(CLAIMS_PAGES[w.page]).values() for paths in sides.values() for path in paths
         ],
@@ -107,7 +108,7 @@ rule claims:
             path for files in other_scales_significance(CLAIMS_PAGES[w.page]).values() for path in files.values()
         ],
         other_pools=lambda w: [
-            path for files in other_scales_significance(CENTRAL["claims"]).values() for path in files.values()
+            path for files in other_scales_pools(CLAIMS_PAGES[w.page]).values() for path in files.values()
         ],
     output:
         md=results("report/{page}.md"),

@@ -94,8 +94,8 @@ def add_arguments_quantity_test(parser) -> None:
                              "holds to its floor")
     parser.add_argument("--samples", type=int, default=RESAMPLES, help="bootstrap resamples (seed: SACREBLEU_SEED)")
     parser.add_argument("--recipe", default="", metavar="SYSTEM/BASELINE",
-                        help="the two model families, as significance records them; a quantity's claim takes its own "
-                             "seeds' spread whatever they are")
+                        help="the two model families, as significance records them: a quantity's seed noise pools "
+                             "within them, as a metric's does")
     parser.add_argument("--out", required=True)
 
 

@@ -2,7 +2,9 @@
 significance JSONs (the `pool` of a page's or table's `--inputs`), each comparison's every seed held to
 the BLEU floor, in each metric a page or a table tests in (seed_noise.py pools it; docs/statistics.md
 says why). A claims page and a results table read it here, so that a table's mark and a page's verdict
-rest on the same seed noise.
+rest on the same seed noise. A quantity's seed noise (quantities.py) pools alike over the pool's tests of
+that quantity (`nmtrepro quantity-test`: the workflow adds the quantity measured on its claims' paper's
+central comparisons), a metric's over the pool's tests of metrics.
 """
 from __future__ import annotations
 
@@ -66,21 +68,39 @@ def read_significance(path, metric: str) -> dict:
 
 
 def seed_noises(pool: dict[str, str], metrics) -> dict[str, SeedNoise | None]:
-    """The run's seed noise in each of `metrics`, pooled over the significance JSONs `pool` ({name:
-    path}) whose every seed translates (a model below the floor has no seed noise worth the name); None
-    where none is named."""
+    """The run's seed noise in each of `metrics`, pooled over the tests of it in `pool` ({name: path}:
+    significance JSONs and quantities' tests) whose every seed translates (a model below the floor has no
+    seed noise worth the name); None where the pool holds no test of it."""
     from .seed_noise import SeedNoise  # scipy, only for pages and tables that test
 
     noises = {}
     for metric in sorted(set(metrics)):
-        if metric in QUANTITIES:        # the pool is of BLEU comparisons: a quantity's seed pairs alone
-            noises[metric] = None
-            continue
-        entries = {name: read_entry(path, metric) for name, path in pool.items()}
+        tests = {name: path for name, path in pool.items() if tests_in(path, metric)}
+        entries = {name: read_entry(path, metric) for name, path in tests.items()}
         translating = {name: entry for name, entry in entries.items()
-                       if not collapsed(read_entry(pool[name], floor_metric(metric)))}
-        noises[metric] = SeedNoise.of(translating) if pool else None
+                       if not collapsed(floor_of(tests[name], metric, entry))}
+        noises[metric] = SeedNoise.of(translating) if tests else None
     return noises
+
+
+def tests_in(path: str, metric: str) -> bool:
+    """Whether a pool's JSON tests in `metric`: a quantity's test holds its quantity alone; a significance
+    JSON every metric (read_entry names the file where one is missing)."""
+    try:
+        data = significance_json(path)
+        return metric in data if metric in QUANTITIES else data.keys().isdisjoint(QUANTITIES)
+    except (json.JSONDecodeError, AttributeError) as err:
+        raise InputError(f"{path}: no {metric!r} significance result ({err})") from err
+
+
+def floor_of(path: str, metric: str, entry: dict) -> dict:
+    """The entry whose seeds' BLEU the floor holds a test's models to: its own in a BLEU, the BLEU a
+    quantity's test carries (`floor`), else sacreBLEU's of the same JSON."""
+    if metric in BLEUS:
+        return entry
+    if metric in QUANTITIES:
+        return entry["floor"]
+    return read_entry(path, floor_metric(metric))
 
 
 def read_entry(path: str, metric: str) -> dict:

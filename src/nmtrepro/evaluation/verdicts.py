@@ -39,8 +39,8 @@ beside the verdict. Each row also says whether the paper's Δ lies inside our in
 A claim may be on a quantity an analysis measures instead of a metric (quantities.py: paper C's
 segment length, paper D's head similarity and probing accuracies; `nmtrepro quantity-test` writes its JSON
 in the significance JSON's shape): the same test, verdicts and family, its models held to the BLEU floor by the BLEU of the
-same seeds that its JSON carries (`floor`); its seed noise is its own seed pairs' spread (the pooled seed
-noise is BLEU's), and it is not judged again in chrF.
+same seeds that its JSON carries (`floor`); its seed noise pools as a metric's, over the pool's tests of the
+same quantity (pooled.py), and it is not judged again in chrF.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ import pandas as pd
 
 from .metrics import METRICS, SECOND_METRIC
 from .multiplicity import holm
-from .pooled import BLEUS, MIN_BASELINE_BLEU, collapsed, floor_metric, read_entry, seed_noises, significance_json
+from .pooled import MIN_BASELINE_BLEU, collapsed, floor_of, read_entry, seed_noises, significance_json
 from .quantities import QUANTITIES
 
 if TYPE_CHECKING:
@@ -120,16 +120,6 @@ def seen_in(claim: Claim, metric: str) -> Claim | None:
         return None
     sign = claim.direction * METRICS[claim.metric].orientation * METRICS[metric].orientation
     return replace(claim, metric=metric, paper_delta=None, expects=sign)
-
-
-def floor_entry(claim: Claim, sig: dict) -> dict:
-    """The entry whose seeds' BLEU the floor holds a claim's models to: its own in a BLEU, the BLEU its
-    JSON carries for a quantity (`floor`), else sacreBLEU's of the same JSON."""
-    if claim.metric in BLEUS:
-        return sig
-    if claim.metric in QUANTITIES:
-        return sig["floor"]
-    return read_entry(claim.significance, floor_metric(claim.metric))
 
 
 def hypothesis(direction: int, threshold: float) -> str:
@@ -229,7 +219,7 @@ def assess(claims: list[Claim], sigs: dict[int, dict], noises: dict[str, SeedNoi
     from .seed_noise import SeedNoise
     from .significance import MeanDifference
 
-    unjudged = {i: collapsed(floor_entry(claims[i], sig)) for i, sig in sigs.items()}
+    unjudged = {i: collapsed(floor_of(claims[i].significance, claims[i].metric, sig)) for i, sig in sigs.items()}
     bases = {i: (noises[claims[i].metric] or SeedNoise(())).basis(sig) for i, sig in sigs.items()}
     for i in sigs:
         if not unjudged[i] and bases[i].test is None:

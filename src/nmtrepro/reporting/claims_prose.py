@@ -51,16 +51,18 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
                 f"{MIN_BASELINE_BLEU:g} BLEU or more to pool it from; a claim of one seed pair gets no verdict, one of "
                 f"more is tested with its own seeds' spread.")
     recipes = sorted({c.recipe for c in noise.comparisons})
+    sd = (lambda var: f"{np.sqrt(var):.3g}") if metric in QUANTITIES else (lambda var: f"{np.sqrt(var):.2f}")
     pools = "; ".join(
-        f"{recipe + ': ' if recipe else ''}{np.sqrt(pool.var):.2f} points on {pool.df} degrees of freedom, from "
-        + ", ".join(f"{c.name} {np.sqrt(c.spread):.2f} (own test-set part {np.sqrt(c.test_own):.2f}, k = {c.k})"
+        f"{recipe + ': ' if recipe else ''}{sd(pool.var)}{'' if metric in QUANTITIES else ' points'} on {pool.df} "
+        f"degrees of freedom, from "
+        + ", ".join(f"{c.name} {sd(c.spread)} (own test-set part {sd(c.test_own)}, k = {c.k})"
                     for c in pool.comparisons)
         for recipe, pool in ((recipe, noise.within(recipe)) for recipe in recipes))
     homogeneity = noise.homogeneity()
     same = ("" if homogeneity is None else f" Bartlett's test that the comparisons' spreads share one variance: p "
             f"{format_p(homogeneity)}" + (" (they differ)." if homogeneity < ALPHA else "."))
     systems = noise.systems()
-    families = "; ".join(f"{family} {np.sqrt(systems.within(family).var):.2f} on {systems.within(family).df}"
+    families = "; ".join(f"{family} {sd(systems.within(family).var)} on {systems.within(family).df}"
                          for family in sorted({c.recipe for c in systems.comparisons}))
     one_seed = (f"with one seed pair, the seed noise of its two model families' systems, the SD of a system's seeds' "
                 f"scores less its own test-set part pooled within each family over the comparisons' systems ({families}"
@@ -92,13 +94,14 @@ def claims_note(claims: list[Claim], sigs: list[dict], noises: dict[str, SeedNoi
             f"is tested at ({PRIMARY_WEIGHT * ALPHA / 2:g} one-sided for a primary claim"
             + (", Holm's first step at the secondary claims' share for a secondary one)."
                if any(not c.primary for c in claims) else ")."))
-    noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises) if metric not in QUANTITIES)
+    noise = " ".join(noise_sentence(noises[metric], metric) for metric in sorted(noises))
     quantities = sorted({claim.metric for claim in claims if claim.metric in QUANTITIES})
     if quantities:
         noise += (" A claim on a quantity the analyses measure (" + "; ".join(
             f"{QUANTITIES[q].label}: {QUANTITIES[q].definition}" for q in quantities) + ") is tested by the same "
-            "test on that quantity's per-sentence statistics, its seed noise its own seed pairs' spread (the pooled "
-            "seed noise is BLEU's), its models held to the floor by their BLEU; its Δ is in the quantity's units.")
+            "test on that quantity's per-sentence statistics, its seed noise pooled as a metric's over the same "
+            "quantity measured by the claim's analysis on its paper's central comparisons, its models held to the "
+            "floor by their BLEU; its Δ and seed noise are in the quantity's units.")
     primaries = [claim.text for claim in claims if claim.primary]
     secondary = any(not claim.primary for claim in claims)
     level = PRIMARY_WEIGHT * ALPHA

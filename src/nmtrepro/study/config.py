@@ -445,6 +445,32 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     return {"claims": claims, "tables": tables, "analyses": analyses}
 
 
+def quantity_pool(config: dict, owned: dict[str, dict], names: Sequence[str]) -> dict[str, dict[str, str]]:
+    """{name: the quantity test's analysis, experiment, baseline and metric}: the tests that the seed noise
+    of these claims on a quantity pools over at the study's scale (evaluation/pooled.py), as a metric's pools
+    over the central claims' tests: each one's quantity, measured by its analysis on each central
+    comparison of its own paper whose system that analysis measures (paper D's probing tasks and head
+    similarity on +Fusing_Diverse against Base; paper C's segment length on NPMT against the seq2seq at
+    `paper`). Named by the central claim and the quantity, so that claims sharing one count it once. Only
+    a page holding such claims asks for them: the central study probes nothing."""
+    central = [name for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])]
+    pool = {}
+    for sections in owned.values():
+        claims = sections.get("claims", [])
+        for name in (name for name in claims if name in names):
+            claim = config["claims"][name]
+            if claim["metric"] not in QUANTITIES or not at_scale(config, claim):
+                continue
+            measured = {system["experiment"] for system in config["analyses"][claim["analysis"]]["systems"]}
+            for other in (other for other in central if other in claims):
+                comparison = config["claims"][other]
+                if comparison["metric"] not in QUANTITIES and comparison["experiment"] in measured:
+                    pool[f"{other}, {claim['metric']}"] = {
+                        "analysis": claim["analysis"], "experiment": comparison["experiment"],
+                        "baseline": comparison["baseline"], "metric": claim["metric"]}
+    return pool
+
+
 def training_of(resolved: dict[str, Experiment], name: str) -> str:
     """The experiment whose training job makes `name`'s model (itself, or the one it is `same_as`)."""
     return resolved[name].same_as or name
