@@ -16,8 +16,9 @@ The mean over (s²/k + σc²)^½ is compared against the fiducial mixture of the
 k − 1 degrees of freedom, the bootstrap's σc² taken as known): where the seeds dominate it is Student's t
 on k − 1, as wide as three seeds leave it, where the test set dominates the normal. Resampling the seeds
 as well, as this test did before, counts each pair's own sentence noise twice and keeps a normal tail
-with two degrees of freedom (docs/statistics.md: bench/verdict_calibration.py measures both). With one seed pair the seed variance is unmeasured: the
-test is the paired bootstrap's, and a page says so (Clark et al. 2011).
+with two degrees of freedom (docs/statistics.md: bench/verdict_calibration.py measures both). With one
+seed pair the seed variance is unmeasured: the test is the paired bootstrap's, and a page says so (Clark
+et al. 2011).
 
 Tests are one-sided (`MeanDifference.p`): a claim has a direction, and a p toward whichever sign happened
 to be observed (sacreBLEU's |difference| rule) rejects a true null twice as often as it says. The
