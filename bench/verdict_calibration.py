@@ -360,8 +360,6 @@ def print_pages(result: dict, seconds: float) -> None:
 REFERENCE_DF = (2, 4, 10)
 REFERENCE_SHARES = (0.05, 0.2, 0.5, 0.8)   # the known part's share of the variance
 REFERENCE_LEVELS = (0.05, 0.04, 0.01, 0.001)
-
-
 REFERENCE_RULES = ("linear", "mixture", "test")
 
 

@@ -1,8 +1,7 @@
 # The claims pages' inputs (rules claims and across_scales, reporting.smk): each claim's significance,
 # curves, shorter budgets and other scales' results, as the claims commands read them.
 from nmtrepro.reporting.claims_inputs import GIVEN as GIVEN_CLAIM_FIELDS
-from nmtrepro.study.budgets import central_claims
-from nmtrepro.study.config import quantity_pool
+from nmtrepro.study.config import central_at_scale, quantity_pool
 
 
 def claims_document(names):
@@ -217,9 +216,11 @@ def pool_tests(scaled, names):
     """{name: test JSON, relative to a results tree}: what the seed noise of these claims pools over at
     `scaled`'s scale: its central claims' tests, and the quantities these claims are on, measured on their
     paper's central comparisons (study/config.py `quantity_pool`)."""
-    claims = config["claims"]
-    central = {name: claim_test(claims[name]) for name in central_claims(scaled) if at_scale(scaled, claims[name])}
-    return central | {name: QUANTITY_TEST.format(**test) for name, test in quantity_pool(scaled, PAPERS, names).items()}
+    central = central_at_scale(scaled)
+    quantities = quantity_pool(scaled, PAPERS, names, central)
+    return {name: claim_test(config["claims"][name]) for name in central} | {
+        name: QUANTITY_TEST.format(**test) for name, test in quantities.items()
+    }
 
 
 def scale_pool(names):

@@ -51,9 +51,10 @@ def noise_sentence(noise: SeedNoise | None, metric: str) -> str:
                 f"{MIN_BASELINE_BLEU:g} BLEU or more to pool it from; a claim of one seed pair gets no verdict, one of "
                 f"more is tested with its own seeds' spread.")
     recipes = sorted({c.recipe for c in noise.comparisons})
-    sd = (lambda var: f"{np.sqrt(var):.3g}") if metric in QUANTITIES else (lambda var: f"{np.sqrt(var):.2f}")
+    quantity = metric in QUANTITIES    # in its own units to 3 figures; a metric in points to 2 decimals
+    sd = (lambda var: f"{np.sqrt(var):.3g}") if quantity else (lambda var: f"{np.sqrt(var):.2f}")
     pools = "; ".join(
-        f"{recipe + ': ' if recipe else ''}{sd(pool.var)}{'' if metric in QUANTITIES else ' points'} on {pool.df} "
+        f"{recipe + ': ' if recipe else ''}{sd(pool.var)}{'' if quantity else ' points'} on {pool.df} "
         f"degrees of freedom, from "
         + ", ".join(f"{c.name} {sd(c.spread)} (own test-set part {sd(c.test_own)}, k = {c.k})"
                     for c in pool.comparisons)

@@ -331,7 +331,7 @@ def experiments(config: dict) -> dict[str, Experiment]:
     budgets.lengthen(config, out)
     _check_trainings(config, out)
     _shared_trainings(out)
-    claimed = {replica for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])
+    claimed = {replica for name in central_at_scale(config)
                for key in ("experiment", "baseline") for replica in replicates(out)[config["claims"][name][key]]}
     budgets.keep_windows(config, out, claimed)
     budgets.add_stopped(config, out, claimed)
@@ -425,12 +425,17 @@ def analyses_at_scale(config: dict) -> dict[str, dict]:
             if at_scale(config, spec) and name not in left_out}
 
 
+def central_at_scale(config: dict) -> list[str]:
+    """The central claims comparable at the study's scale (`budgets.central_claims` within their `scales`)."""
+    return [name for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])]
+
+
 def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, list[str]]:
     """What the central study builds at this scale: its `claims` (those marked `central`, comparable
     here), and the non-diagnostic `tables` and the `analyses` whose every experiment and baseline is a
     training those claims need already (same_as counts: paper D's Base is paper A's below paper scale),
     so that they cost decoding and scoring, never a training more."""
-    claims = [name for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])]
+    claims = central_at_scale(config)
     trained = {training_of(resolved, config["claims"][name][key]) for name in claims for key in ("experiment", "baseline")}
 
     def covered(names) -> bool:
@@ -445,15 +450,15 @@ def central_study(config: dict, resolved: dict[str, Experiment]) -> dict[str, li
     return {"claims": claims, "tables": tables, "analyses": analyses}
 
 
-def quantity_pool(config: dict, owned: dict[str, dict], names: Sequence[str]) -> dict[str, dict[str, str]]:
+def quantity_pool(config: dict, owned: dict[str, dict], names: Sequence[str],
+                  central: Sequence[str]) -> dict[str, dict[str, str]]:
     """{name: the quantity test's analysis, experiment, baseline and metric}: the tests that the seed noise
     of these claims on a quantity pools over at the study's scale (evaluation/pooled.py), as a metric's pools
-    over the central claims' tests: each one's quantity, measured by its analysis on each central
-    comparison of its own paper whose system that analysis measures (paper D's probing tasks and head
-    similarity on +Fusing_Diverse against Base; paper C's segment length on NPMT against the seq2seq at
-    `paper`). Named by the central claim and the quantity, so that claims sharing one count it once. Only
-    a page holding such claims asks for them: the central study probes nothing."""
-    central = [name for name in budgets.central_claims(config) if at_scale(config, config["claims"][name])]
+    over the `central` claims' tests (`central_at_scale`): each one's quantity, measured by its analysis on
+    each central comparison of its own paper whose system that analysis measures (paper D's probing tasks
+    and head similarity on +Fusing_Diverse against Base; paper C's segment length on NPMT against the
+    seq2seq at `paper`). Named by the central claim and the quantity, so that claims sharing one count it
+    once. Only a page holding such claims asks for them: the central study probes nothing."""
     pool = {}
     for sections in owned.values():
         claims = sections.get("claims", [])
